@@ -1,0 +1,1 @@
+//! eBPF filter-program engine: ELF loader, verifier, maps, helpers, interpreter and JIT.

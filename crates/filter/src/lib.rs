@@ -1,0 +1,1 @@
+//! pcap-filter language and pfmatch programs: parser, optimiser, interpreter and Cranelift backend.

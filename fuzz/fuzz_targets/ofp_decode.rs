@@ -1,0 +1,15 @@
+//! Any bytes given to the OpenFlow decoder: it must not panic, and whatever
+//! it accepts must re-encode to a message that decodes to the same value.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use sluice_ofp::message::Message;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok((xid, msg)) = Message::parse(data) {
+        let bytes = msg.encode(xid);
+        let (xid2, msg2) = Message::parse(&bytes).expect("re-encoded message must decode");
+        assert_eq!(xid, xid2);
+        assert_eq!(msg, msg2);
+    }
+});

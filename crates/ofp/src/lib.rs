@@ -29,6 +29,7 @@ pub mod instruction;
 pub mod message;
 pub mod meter;
 pub mod multipart;
+pub mod ofctl;
 pub mod oxm;
 pub mod port;
 pub mod queue;

@@ -519,3 +519,49 @@ mod tests {
         assert_eq!(e.render(input).lines().last().unwrap(), "      ^^^^^^");
     }
 }
+
+impl FlowSpec {
+    /// The FLOW_MOD this spec describes with `command`
+    /// ([`crate::message::flow_mod_command`]). Defaults as ovs-ofctl: table
+    /// 0 (all tables for deletes), priority 32768, no buffer.
+    pub fn to_flow_mod(&self, command: u8) -> crate::message::FlowMod {
+        use crate::message::flow_mod_command as c;
+        let deleting = matches!(command, c::DELETE | c::DELETE_STRICT);
+        crate::message::FlowMod {
+            cookie: self.cookie,
+            cookie_mask: self.cookie_mask,
+            table_id: self.table_id.unwrap_or(if deleting { crate::consts::table_id::ALL } else { 0 }),
+            command,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            priority: self.priority.unwrap_or(Self::DEFAULT_PRIORITY),
+            buffer_id: crate::consts::OFP_NO_BUFFER,
+            out_port: self.out_port,
+            out_group: self.out_group,
+            flags: self.flags,
+            r#match: self.r#match.clone(),
+            instructions: self.instructions.clone(),
+        }
+    }
+}
+
+impl GroupSpec {
+    /// The GROUP_MOD this spec describes with `command`
+    /// ([`crate::message::group_mod_command`]); a missing type is ALL.
+    pub fn to_group_mod(&self, command: u16) -> crate::message::GroupMod {
+        crate::message::GroupMod {
+            command,
+            group_type: self.group_type.unwrap_or(GroupType::All),
+            group_id: self.group_id,
+            buckets: self.buckets.clone(),
+        }
+    }
+}
+
+impl MeterSpec {
+    /// The METER_MOD this spec describes with `command`
+    /// ([`crate::message::meter_mod_command`]).
+    pub fn to_meter_mod(&self, command: u16) -> crate::message::MeterMod {
+        crate::message::MeterMod { command, flags: self.flags, meter_id: self.meter_id, bands: self.bands.clone() }
+    }
+}

@@ -1,0 +1,204 @@
+//! Controller messages: the dispatcher of [`Pipeline::handle`], and the
+//! group-mod, meter-mod and table-mod commands.
+//!
+//! Role, async-config and hello/echo handling belong to the agent (the
+//! channel layer); the pipeline answers them with `OFPBRC_BAD_TYPE` so an
+//! offline user notices instead of getting a silent no-op. Messages a
+//! controller never sends (replies, async messages) are `OFPBRC_BAD_TYPE`
+//! too.
+
+use crate::exec::Tx;
+use crate::Pipeline;
+use sluice_ofp::consts::{group_id, port_no, table_id};
+use sluice_ofp::error::{ErrorCode, Result};
+use sluice_ofp::instruction::Instruction;
+use sluice_ofp::message::{
+    capabilities as cap, error_reply, flow_removed_reason, group_mod_command as gcmd, meter_mod_command as mcmd,
+    FeaturesReply, GroupMod, Message, MeterMod, QueueGetConfigReply, TableMod,
+};
+use sluice_ofp::multipart::{MultipartReply, DEFAULT_MAX_LEN};
+use sluice_ofp::queue::PacketQueue;
+
+/// A reply to the controller: the xid it answers and the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    pub xid: u32,
+    pub msg: Message,
+}
+
+impl Pipeline {
+    /// Apply one controller message. `raw` is its encoding (the first 64
+    /// bytes go into an error reply). Frames sent by PACKET_OUT go to `tx`.
+    /// Returns the replies, in order; asynchronous messages caused by the
+    /// command (FLOW_REMOVED, PORT_STATUS, PACKET_IN) are queued for
+    /// [`Pipeline::take_async`].
+    pub fn handle(&mut self, xid: u32, msg: &Message, raw: &[u8], tx: &mut dyn Tx) -> Vec<Outgoing> {
+        let mut out = Vec::new();
+        if let Err(code) = self.handle_inner(xid, msg, tx, &mut out) {
+            out.push(Outgoing { xid, msg: error_reply(code, raw) });
+        }
+        out
+    }
+
+    fn handle_inner(&mut self, xid: u32, msg: &Message, tx: &mut dyn Tx, out: &mut Vec<Outgoing>) -> Result<()> {
+        let mut reply = |m: Message| out.push(Outgoing { xid, msg: m });
+        match msg {
+            Message::EchoRequest(d) => reply(Message::EchoReply(d.clone())),
+            Message::FeaturesRequest => reply(Message::FeaturesReply(FeaturesReply {
+                datapath_id: self.cfg.datapath_id,
+                n_buffers: self.cfg.n_buffers,
+                n_tables: self.cfg.n_tables,
+                auxiliary_id: 0,
+                capabilities: cap::FLOW_STATS | cap::TABLE_STATS | cap::PORT_STATS | cap::GROUP_STATS | cap::QUEUE_STATS,
+                reserved: 0,
+            })),
+            Message::GetConfigRequest => reply(Message::GetConfigReply(self.switch_config)),
+            Message::SetConfig(c) => {
+                c.validate()?;
+                self.switch_config = *c;
+            }
+            Message::FlowMod(fm) => {
+                self.flow_mod(fm)?;
+                if fm.buffer_id != sluice_ofp::consts::OFP_NO_BUFFER
+                    && matches!(fm.command, 0..=2)
+                {
+                    let (in_port, data) = self.buffers.take(fm.buffer_id).ok_or(ErrorCode::BRC_BUFFER_UNKNOWN)?;
+                    self.process(in_port, &data, tx);
+                }
+            }
+            Message::GroupMod(gm) => self.group_mod(gm)?,
+            Message::MeterMod(mm) => self.meter_mod(mm)?,
+            Message::PortMod(pm) => {
+                if let Some(ps) = self.ports.port_mod(pm)? {
+                    self.async_out.push(Message::PortStatus(ps));
+                }
+            }
+            Message::TableMod(tm) => self.table_mod(tm)?,
+            Message::PacketOut(po) => self.packet_out(po, tx)?,
+            Message::MultipartRequest(req) => {
+                let body = self.multipart(&req.body)?;
+                for part in (MultipartReply { flags: 0, body }).split(DEFAULT_MAX_LEN) {
+                    reply(Message::MultipartReply(part));
+                }
+            }
+            // Every earlier message has been fully applied: the pipeline is
+            // synchronous, and counters are updated before this returns.
+            Message::BarrierRequest => reply(Message::BarrierReply),
+            Message::QueueGetConfigRequest(q) => {
+                let queues: Vec<PacketQueue> = if q.port == port_no::ANY {
+                    self.ports
+                        .iter()
+                        .flat_map(|p| {
+                            p.queues.keys().map(|&queue_id| PacketQueue {
+                                queue_id,
+                                port: p.desc.port_no,
+                                properties: vec![],
+                            })
+                        })
+                        .collect()
+                } else {
+                    let p = self.ports.get(q.port).ok_or(ErrorCode::QOFC_BAD_PORT)?;
+                    p.queues.keys().map(|&queue_id| PacketQueue { queue_id, port: q.port, properties: vec![] }).collect()
+                };
+                reply(Message::QueueGetConfigReply(QueueGetConfigReply { port: q.port, queues }))
+            }
+            Message::Experimenter(_) => return Err(ErrorCode::BRC_BAD_EXPERIMENTER),
+            _ => return Err(ErrorCode::BRC_BAD_TYPE),
+        }
+        Ok(())
+    }
+
+    fn table_mod(&mut self, tm: &TableMod) -> Result<()> {
+        // OFPTC_DEPRECATED_MASK (3) is the only config defined in 1.3.
+        if tm.config & !3 != 0 {
+            return Err(ErrorCode::TMFC_BAD_CONFIG);
+        }
+        if tm.table_id == table_id::ALL {
+            self.tables.iter_mut().for_each(|t| t.config = tm.config);
+        } else {
+            let t = self.tables.get_mut(usize::from(tm.table_id)).ok_or(ErrorCode::TMFC_BAD_TABLE)?;
+            t.config = tm.config;
+        }
+        Ok(())
+    }
+
+    /// Apply a GROUP_MOD (see `group` for the checks).
+    pub fn group_mod(&mut self, gm: &GroupMod) -> Result<()> {
+        let id = gm.group_id;
+        match gm.command {
+            gcmd::ADD | gcmd::MODIFY => {
+                if id > group_id::MAX {
+                    return Err(ErrorCode::GMFC_INVALID_GROUP);
+                }
+                let exists = self.groups.contains(id);
+                if gm.command == gcmd::ADD && exists {
+                    return Err(ErrorCode::GMFC_GROUP_EXISTS);
+                }
+                if gm.command == gcmd::MODIFY && !exists {
+                    return Err(ErrorCode::GMFC_UNKNOWN_GROUP);
+                }
+                if gm.command == gcmd::ADD && self.groups.len() >= self.cfg.max_groups as usize {
+                    return Err(ErrorCode::GMFC_OUT_OF_GROUPS);
+                }
+                self.groups.check_buckets(id, gm.group_type, &gm.buckets, self.cfg.max_buckets)?;
+                for b in &gm.buckets {
+                    self.validate_actions(&b.actions, &mut Default::default(), false)?;
+                }
+                if gm.command == gcmd::ADD {
+                    self.groups.insert(id, gm.group_type, gm.buckets.clone(), self.now_ns);
+                } else {
+                    self.groups.modify(id, gm.group_type, gm.buckets.clone());
+                }
+                Ok(())
+            }
+            gcmd::DELETE => {
+                let ids = if id == group_id::ALL {
+                    self.groups.ids()
+                } else if id > group_id::MAX {
+                    return Err(ErrorCode::GMFC_INVALID_GROUP);
+                } else {
+                    vec![id]
+                };
+                if id != group_id::ALL && self.groups.contains(id) && self.groups.referrers(id) > 0 {
+                    return Err(ErrorCode::GMFC_CHAINED_GROUP);
+                }
+                for g in ids {
+                    if self.groups.remove(g).is_some() {
+                        self.remove_flows_using(
+                            |ins| crate::stats::instructions_use_group(ins, g),
+                            flow_removed_reason::GROUP_DELETE,
+                        );
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(ErrorCode::GMFC_BAD_COMMAND),
+        }
+    }
+
+    /// Apply a METER_MOD (see `meter` for the checks).
+    pub fn meter_mod(&mut self, mm: &MeterMod) -> Result<()> {
+        let max = (self.cfg.max_meters, self.cfg.max_bands);
+        match mm.command {
+            mcmd::ADD => self.meters.add(mm.meter_id, mm.flags, mm.bands.clone(), max, self.now_ns),
+            mcmd::MODIFY => self.meters.modify(mm.meter_id, mm.flags, mm.bands.clone(), max.1, self.now_ns),
+            mcmd::DELETE => {
+                for m in self.meters.delete(mm.meter_id)? {
+                    self.remove_flows_using(
+                        |ins| ins.iter().any(|i| matches!(i, Instruction::Meter(x) if *x == m)),
+                        flow_removed_reason::METER_DELETE,
+                    );
+                }
+                Ok(())
+            }
+            _ => Err(ErrorCode::MMFC_BAD_COMMAND),
+        }
+    }
+
+    /// Move the pipeline clock to `now_ns` (never backwards) and expire
+    /// flows whose timeouts passed.
+    pub fn advance(&mut self, now_ns: u64) {
+        self.now_ns = self.now_ns.max(now_ns);
+        self.expire_flows();
+    }
+}

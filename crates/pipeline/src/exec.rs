@@ -1,0 +1,506 @@
+//! Packet processing: tables, instructions, the action set, actions,
+//! groups, meters, outputs and packet-ins (OpenFlow 1.3.5 §5.1–§5.12).
+//!
+//! One packet at a time, straight from the spec:
+//! 1. A packet received on a port that is down or `NO_RECV` is dropped
+//!    (counted as `rx_dropped`).
+//! 2. From table 0: look up the highest-priority matching entry; none and
+//!    no table-miss entry means drop. Counters of the table and the entry
+//!    are updated (unless the entry has `NO_PKT_COUNTS`/`NO_BYT_COUNTS`).
+//! 3. The entry's instructions run in the spec's order: meter, apply-
+//!    actions, clear-actions, write-actions, write-metadata, goto-table.
+//!    Without goto-table, the accumulated action set executes, in the
+//!    spec's order (§5.10): copy-TTL-in, pops, push-MPLS, push-PBB,
+//!    push-VLAN, copy-TTL-out, decrements, sets, set-queue, then group (if
+//!    any) else output.
+//! 4. After any action that changes headers the packet is re-parsed, so
+//!    later matches (goto-table) and actions see the new packet.
+//!
+//! Packet-ins carry the reason (`NO_MATCH` when the entry was a table-miss
+//! entry, `ACTION` otherwise, `INVALID_TTL` for TTL expiry), the table id,
+//! the entry's cookie and the pipeline fields as the match. Data is cut to
+//! the output action's `max_len` (the switch's `miss_send_len` for
+//! invalid-TTL packet-ins) and the whole frame is kept in a bounded buffer
+//! pool, unless `max_len` is `OFPCML_NO_BUFFER` or the pool is full.
+
+use crate::edit;
+use crate::group::select_bucket;
+use crate::meter::Verdict;
+use crate::Pipeline;
+use sluice_ofp::action::Action;
+use sluice_ofp::consts::{port_no, OFPCML_NO_BUFFER, OFP_NO_BUFFER};
+use sluice_ofp::error::{ErrorCode, Result};
+use sluice_ofp::group::GroupType;
+use sluice_ofp::instruction::Instruction;
+use sluice_ofp::message::{flow_mod_flags as ff, packet_in_reason, Message, PacketIn, PacketOut};
+use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
+use sluice_packet::key::{FlowKey, OXM_LAYOUT};
+use sluice_packet::parse::{parse, Meta, ParseInfo};
+
+/// Where transmitted frames go.
+pub trait Tx {
+    /// Send `frame` on OpenFlow port `port` (a physical port or LOCAL),
+    /// on `queue` if a SET_QUEUE preceded the output.
+    fn transmit(&mut self, port: u32, queue: Option<u32>, frame: &[u8]);
+}
+
+impl<F: FnMut(u32, Option<u32>, &[u8])> Tx for F {
+    fn transmit(&mut self, port: u32, queue: Option<u32>, frame: &[u8]) {
+        self(port, queue, frame)
+    }
+}
+
+/// The bounded pool of packets buffered for PACKET_IN.
+#[derive(Debug, Default)]
+pub struct Buffers {
+    slots: Vec<Option<(u32, u32, Vec<u8>)>>,
+    next_id: u32,
+}
+
+impl Buffers {
+    pub fn new(n: usize) -> Self {
+        Buffers { slots: vec![None; n], next_id: 0 }
+    }
+
+    /// Store a frame; returns its buffer id, or `None` if buffering is off.
+    /// The oldest buffer in the slot is overwritten (the pool is a ring).
+    pub fn store(&mut self, in_port: u32, frame: &[u8]) -> Option<u32> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1) % (OFP_NO_BUFFER - 1);
+        let slot = id as usize % self.slots.len();
+        self.slots[slot] = Some((id, in_port, frame.to_vec()));
+        Some(id)
+    }
+
+    /// Take a buffered frame (a buffer can be used once).
+    pub fn take(&mut self, id: u32) -> Option<(u32, Vec<u8>)> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let slot = id as usize % self.slots.len();
+        match &self.slots[slot] {
+            Some((i, _, _)) if *i == id => self.slots[slot].take().map(|(_, p, d)| (p, d)),
+            _ => None,
+        }
+    }
+}
+
+/// Reused per-packet storage (no allocation once warmed up).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// Frames for nested copies (group buckets), by depth.
+    stack: Vec<Vec<u8>>,
+}
+
+/// One packet being processed.
+#[derive(Clone, Debug)]
+pub struct Pkt {
+    pub data: Vec<u8>,
+    pub meta: Meta,
+    pub key: FlowKey,
+    pub info: ParseInfo,
+    pub queue: Option<u32>,
+}
+
+impl Pkt {
+    pub fn new(data: &[u8], meta: Meta) -> Pkt {
+        let mut p = Pkt { data: data.to_vec(), meta, key: FlowKey::ZERO, info: ParseInfo::default(), queue: None };
+        p.reparse();
+        p
+    }
+
+    pub fn reparse(&mut self) {
+        self.info = parse(&self.data, &self.meta, &mut self.key);
+    }
+
+    fn field(&self, f: FieldId) -> u128 {
+        OXM_LAYOUT.get(&self.key, f).to_u128()
+    }
+}
+
+/// Why a packet is on its way to the controller.
+#[derive(Clone, Copy, Debug)]
+struct Ctx {
+    table_id: u8,
+    cookie: u64,
+    reason: u8,
+    /// Group chain depth left.
+    depth: usize,
+}
+
+/// The action set of §5.10: at most one action of each type (one set-field
+/// per field).
+#[derive(Clone, Debug, Default)]
+pub struct ActionSet {
+    actions: Vec<Action>,
+}
+
+fn set_slot(a: &Action) -> (u16, Option<FieldId>) {
+    let f = match a {
+        Action::SetField(Oxm::Basic { field, .. }) => Some(*field),
+        _ => None,
+    };
+    (a.type_code(), f)
+}
+
+/// Execution rank of an action in the action set.
+fn set_rank(a: &Action) -> u8 {
+    match a {
+        Action::CopyTtlIn => 0,
+        Action::PopVlan | Action::PopMpls(_) | Action::PopPbb => 1,
+        Action::PushMpls(_) => 2,
+        Action::PushPbb(_) => 3,
+        Action::PushVlan(_) => 4,
+        Action::CopyTtlOut => 5,
+        Action::DecMplsTtl | Action::DecNwTtl => 6,
+        Action::SetMplsTtl(_) | Action::SetNwTtl(_) | Action::SetField(_) => 7,
+        Action::SetQueue(_) => 8,
+        Action::Group(_) => 9,
+        Action::Output { .. } => 10,
+        Action::Experimenter { .. } => 11,
+    }
+}
+
+impl ActionSet {
+    pub fn clear(&mut self) {
+        self.actions.clear();
+    }
+
+    pub fn write(&mut self, list: &[Action]) {
+        for a in list {
+            let slot = set_slot(a);
+            match self.actions.iter_mut().find(|x| set_slot(x) == slot) {
+                Some(x) => *x = a.clone(),
+                None => self.actions.push(a.clone()),
+            }
+        }
+    }
+
+    /// The actions in execution order; with a group action the output is
+    /// dropped (§5.10).
+    pub fn ordered(&self) -> Vec<Action> {
+        let mut v = self.actions.clone();
+        v.sort_by_key(set_rank);
+        if v.iter().any(|a| matches!(a, Action::Group(_))) {
+            v.retain(|a| !matches!(a, Action::Output { .. }));
+        }
+        v
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+}
+
+/// The outcome of one action on a packet.
+enum Flow {
+    Continue,
+    /// The packet is gone (dropped by a meter, TTL expiry).
+    Stop,
+}
+
+impl Pipeline {
+    /// Run one frame received on `in_port` through the pipeline.
+    pub fn process(&mut self, in_port: u32, frame: &[u8], tx: &mut dyn Tx) {
+        match self.ports.get_mut(in_port) {
+            Some(p) => {
+                if p.desc.config & (sluice_ofp::port::config::PORT_DOWN | sluice_ofp::port::config::NO_RECV) != 0 {
+                    p.counters.rx_dropped += 1;
+                    return;
+                }
+                p.counters.rx_packets += 1;
+                p.counters.rx_bytes += frame.len() as u64;
+            }
+            // Reserved ports (LOCAL, CONTROLLER) may inject packets too.
+            None if in_port > port_no::MAX => {}
+            None => return,
+        }
+        let mut pkt = Pkt::new(frame, Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 });
+        self.run_tables(&mut pkt, 0, tx);
+    }
+
+    fn run_tables(&mut self, pkt: &mut Pkt, first_table: u8, tx: &mut dyn Tx) {
+        let mut table = first_table;
+        let mut set = ActionSet::default();
+        let now = self.now_ns;
+        loop {
+            let Some(t) = self.tables.get_mut(usize::from(table)) else { return };
+            t.lookup_count += 1;
+            let Some(i) = t.lookup(&pkt.key) else { return };
+            t.matched_count += 1;
+            let e = &mut t.entries_mut()[i];
+            if e.flags & ff::NO_PKT_COUNTS == 0 {
+                e.packet_count += 1;
+            }
+            if e.flags & ff::NO_BYT_COUNTS == 0 {
+                e.byte_count += pkt.data.len() as u64;
+            }
+            e.last_used_ns = now;
+            let ctx = Ctx {
+                table_id: table,
+                cookie: e.cookie,
+                reason: if e.is_table_miss() { packet_in_reason::NO_MATCH } else { packet_in_reason::ACTION },
+                depth: self.cfg.max_group_depth,
+            };
+            let instructions = e.instructions.clone();
+            let mut goto = None;
+            for ins in &instructions {
+                match ins {
+                    Instruction::Meter(m) => {
+                        if let Flow::Stop = self.meter(*m, pkt) {
+                            return;
+                        }
+                    }
+                    Instruction::ApplyActions(list) => {
+                        if let Flow::Stop = self.actions(list, pkt, ctx, tx) {
+                            return;
+                        }
+                    }
+                    Instruction::ClearActions => set.clear(),
+                    Instruction::WriteActions(list) => set.write(list),
+                    Instruction::WriteMetadata { metadata, mask } => {
+                        pkt.meta.metadata = (pkt.meta.metadata & !mask) | (metadata & mask);
+                        pkt.reparse();
+                    }
+                    Instruction::GotoTable(t) => goto = Some(*t),
+                    Instruction::Experimenter { .. } => {}
+                }
+            }
+            match goto {
+                Some(t) if t > table => table = t,
+                _ => {
+                    let ordered = set.ordered();
+                    self.actions(&ordered, pkt, ctx, tx);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn meter(&mut self, id: u32, pkt: &mut Pkt) -> Flow {
+        let now = self.now_ns;
+        let Some(m) = self.meters.get_mut(id) else { return Flow::Continue };
+        match m.apply(pkt.data.len(), now) {
+            Verdict::Pass => Flow::Continue,
+            Verdict::Drop => Flow::Stop,
+            Verdict::Remark(levels) => {
+                edit::remark_dscp(pkt, levels);
+                Flow::Continue
+            }
+        }
+    }
+
+    fn actions(&mut self, list: &[Action], pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) -> Flow {
+        for a in list {
+            if let Flow::Stop = self.action(a, pkt, ctx, tx) {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
+    fn action(&mut self, a: &Action, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) -> Flow {
+        match a {
+            Action::Output { port, max_len } => self.output(*port, *max_len, pkt, ctx, tx),
+            Action::Group(g) => self.group(*g, pkt, ctx, tx),
+            Action::SetQueue(q) => pkt.queue = Some(*q),
+            _ => match edit::apply(a, pkt) {
+                edit::Outcome::Done => {}
+                edit::Outcome::InvalidTtl => {
+                    let ctx = Ctx { reason: packet_in_reason::INVALID_TTL, ..ctx };
+                    let len = self.switch_config.miss_send_len;
+                    self.packet_in(pkt, ctx, len);
+                    return Flow::Stop;
+                }
+            },
+        }
+        Flow::Continue
+    }
+
+    fn output(&mut self, port: u32, max_len: u16, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) {
+        let in_port = pkt.meta.in_port;
+        match port {
+            port_no::CONTROLLER => self.packet_in(pkt, ctx, max_len),
+            port_no::IN_PORT => self.send(in_port, pkt, tx),
+            port_no::ALL | port_no::FLOOD => {
+                let targets: Vec<u32> = self.ports.numbers().filter(|&p| p != in_port && p <= port_no::MAX).collect();
+                for p in targets {
+                    if port == port_no::FLOOD
+                        && self.ports.get(p).is_some_and(|e| e.desc.state & sluice_ofp::port::state::BLOCKED != 0)
+                    {
+                        continue;
+                    }
+                    self.send(p, pkt, tx);
+                }
+            }
+            port_no::TABLE => {
+                // Only from PACKET_OUT (validated); resubmit to table 0.
+                let mut copy = pkt.clone();
+                self.run_tables(&mut copy, 0, tx);
+            }
+            p if p == in_port => {} // OpenFlow never sends back out the ingress port implicitly.
+            p => self.send(p, pkt, tx),
+        }
+    }
+
+    fn send(&mut self, port: u32, pkt: &Pkt, tx: &mut dyn Tx) {
+        if !self.ports.can_forward(port) {
+            if let Some(p) = self.ports.get_mut(port) {
+                p.counters.tx_dropped += 1;
+            }
+            return;
+        }
+        let Some(p) = self.ports.get_mut(port) else { return };
+        p.counters.tx_packets += 1;
+        p.counters.tx_bytes += pkt.data.len() as u64;
+        if let Some(q) = pkt.queue.and_then(|q| p.queues.get_mut(&q)) {
+            q.tx_packets += 1;
+            q.tx_bytes += pkt.data.len() as u64;
+        }
+        tx.transmit(port, pkt.queue, &pkt.data);
+    }
+
+    fn packet_in(&mut self, pkt: &Pkt, ctx: Ctx, max_len: u16) {
+        if !self.ports.packet_in_allowed(pkt.meta.in_port) {
+            return;
+        }
+        let (buffer_id, data) = if max_len == OFPCML_NO_BUFFER || usize::from(max_len) >= pkt.data.len() {
+            (OFP_NO_BUFFER, pkt.data.clone())
+        } else {
+            match self.buffers.store(pkt.meta.in_port, &pkt.data) {
+                Some(id) => (id, pkt.data[..usize::from(max_len)].to_vec()),
+                None => (OFP_NO_BUFFER, pkt.data.clone()),
+            }
+        };
+        let b = |f: FieldId, v: u128| Oxm::Basic { field: f, value: FieldBytes::from_u128(v, f.len()), mask: None };
+        let mut m = Match { oxms: vec![b(FieldId::InPort, pkt.meta.in_port.into())] };
+        if pkt.meta.in_phy_port != pkt.meta.in_port {
+            m.oxms.push(b(FieldId::InPhyPort, pkt.meta.in_phy_port.into()));
+        }
+        if pkt.meta.metadata != 0 {
+            m.oxms.push(b(FieldId::Metadata, pkt.meta.metadata.into()));
+        }
+        if pkt.meta.tunnel_id != 0 {
+            m.oxms.push(b(FieldId::TunnelId, pkt.meta.tunnel_id.into()));
+        }
+        self.async_out.push(Message::PacketIn(PacketIn {
+            buffer_id,
+            total_len: pkt.data.len().min(usize::from(u16::MAX)) as u16,
+            reason: ctx.reason,
+            table_id: ctx.table_id,
+            cookie: ctx.cookie,
+            r#match: m,
+            data,
+        }));
+    }
+
+    fn group(&mut self, id: u32, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) {
+        if ctx.depth == 0 {
+            return;
+        }
+        let ctx = Ctx { depth: ctx.depth - 1, ..ctx };
+        let Some(g) = self.groups.get(id) else { return };
+        let ports = &self.ports;
+        let port_live = |p: u32| ports.is_live(p);
+        let chosen: Vec<usize> = match g.group_type {
+            GroupType::All => (0..g.buckets.len()).collect(),
+            GroupType::Indirect => (0..g.buckets.len().min(1)).collect(),
+            GroupType::Select => {
+                let h = flow_hash(pkt);
+                select_bucket(&g.buckets, |b| self.groups.bucket_live(b, &port_live, ctx.depth), h)
+                    .into_iter()
+                    .collect()
+            }
+            GroupType::FastFailover => {
+                g.buckets.iter().position(|b| self.groups.bucket_live(b, &port_live, ctx.depth)).into_iter().collect()
+            }
+            GroupType::Unknown(_) => vec![],
+        };
+        let buckets: Vec<Vec<Action>> = chosen.iter().map(|&i| g.buckets[i].actions.clone()).collect();
+        let bytes = pkt.data.len() as u64;
+        if let Some(g) = self.groups.get_mut(id) {
+            g.packet_count += 1;
+            g.byte_count += bytes;
+            for &i in &chosen {
+                if let Some(c) = g.bucket_counters.get_mut(i) {
+                    c.packet_count += 1;
+                    c.byte_count += bytes;
+                }
+            }
+        }
+        for actions in buckets {
+            // Each bucket works on its own copy of the packet.
+            let mut copy = self.scratch.stack.pop().unwrap_or_default();
+            copy.clear();
+            copy.extend_from_slice(&pkt.data);
+            let mut p = Pkt { data: copy, meta: pkt.meta, key: pkt.key, info: pkt.info, queue: pkt.queue };
+            self.actions(&actions, &mut p, ctx, tx);
+            self.scratch.stack.push(p.data);
+        }
+    }
+
+    /// Execute a PACKET_OUT.
+    pub fn packet_out(&mut self, po: &PacketOut, tx: &mut dyn Tx) -> Result<()> {
+        let in_port = po.in_port;
+        if !(in_port <= port_no::MAX || in_port == port_no::CONTROLLER || in_port == port_no::LOCAL) || in_port == 0 {
+            return Err(ErrorCode::BRC_BAD_PORT);
+        }
+        self.validate_actions(&po.actions, &mut Default::default(), true)?;
+        let data = if po.buffer_id == OFP_NO_BUFFER {
+            po.data.clone()
+        } else {
+            self.buffers.take(po.buffer_id).ok_or(ErrorCode::BRC_BUFFER_UNKNOWN)?.1
+        };
+        let mut pkt = Pkt::new(&data, Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 });
+        let ctx = Ctx {
+            table_id: 0xff,
+            cookie: u64::MAX,
+            reason: packet_in_reason::ACTION,
+            depth: self.cfg.max_group_depth,
+        };
+        self.actions(&po.actions, &mut pkt, ctx, tx);
+        Ok(())
+    }
+}
+
+/// A hash over L2–L4 (MACs, ethertype, VLAN, IP or ARP addresses, IP
+/// protocol, ports) so that one flow always picks one SELECT bucket and
+/// different flows spread.
+pub fn flow_hash(pkt: &Pkt) -> u64 {
+    const FIELDS: &[FieldId] = &[
+        FieldId::EthSrc,
+        FieldId::EthDst,
+        FieldId::EthType,
+        FieldId::VlanVid,
+        FieldId::Ipv4Src,
+        FieldId::Ipv4Dst,
+        FieldId::Ipv6Src,
+        FieldId::Ipv6Dst,
+        FieldId::ArpSpa,
+        FieldId::ArpTpa,
+        FieldId::IpProto,
+        FieldId::TcpSrc,
+        FieldId::TcpDst,
+        FieldId::UdpSrc,
+        FieldId::UdpDst,
+        FieldId::SctpSrc,
+        FieldId::SctpDst,
+    ];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &f in FIELDS {
+        let v = pkt.field(f);
+        for w in [(v >> 64) as u64, v as u64] {
+            h ^= w;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29);
+        }
+    }
+    // splitmix64 finaliser.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}

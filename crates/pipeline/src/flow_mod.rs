@@ -1,0 +1,385 @@
+//! FLOW_MOD semantics (OpenFlow 1.3.5 §6.4, §7.3.4.1) and the validation of
+//! instructions and actions shared with PACKET_OUT and GROUP_MOD.
+//!
+//! Order of checks (each failure is the error the spec names):
+//! 1. command (`OFPFMFC_BAD_COMMAND`), flags (`OFPFMFC_BAD_FLAGS`), table id
+//!    (`OFPFMFC_BAD_TABLE_ID`; `OFPTT_ALL` only for deletes);
+//! 2. the match: prerequisites (`OFPBMC_BAD_PREREQ`), then compilation
+//!    (`OFPBMC_BAD_VALUE`, `OFPBMC_BAD_WILDCARDS`, `OFPBMC_BAD_FIELD`);
+//! 3. instructions (add/modify only): at most one of each type
+//!    (`OFPBIC_UNSUP_INST`, OpenFlow 1.3 has no DUP_INST code), goto-table
+//!    forward and in range (`OFPBIC_BAD_TABLE_ID`), meters exist
+//!    (`OFPMMFC_UNKNOWN_METER`), experimenter instructions
+//!    (`OFPBIC_BAD_EXPERIMENTER`); then every action (see
+//!    [`Pipeline::validate_actions`]).
+//! 4. add: `CHECK_OVERLAP` (`OFPFMFC_OVERLAP`), table full
+//!    (`OFPFMFC_TABLE_FULL`).
+//!
+//! Output ports are checked for range, not existence: ports come and go
+//! (hot-plug), as in Open vSwitch. Port 0, `OFPP_ANY`, `OFPP_TABLE` (outside
+//! packet-out), `OFPP_NORMAL` (not implemented) and numbers above
+//! `OFPP_MAX` that are not reserved ports are `OFPBAC_BAD_OUT_PORT`.
+
+use crate::rule::Rule;
+use crate::table::FlowEntry;
+use crate::Pipeline;
+use sluice_ofp::action::Action;
+use sluice_ofp::consts::{group_id, port_no, table_id, OFPVID_PRESENT};
+use sluice_ofp::error::{ErrorCode, Result};
+use sluice_ofp::instruction::Instruction;
+use sluice_ofp::message::{flow_mod_command as cmd, flow_mod_flags as ff, flow_removed_reason, FlowMod, FlowRemoved, Message};
+use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
+
+const KNOWN_FLAGS: u16 =
+    ff::SEND_FLOW_REM | ff::CHECK_OVERLAP | ff::RESET_COUNTS | ff::NO_PKT_COUNTS | ff::NO_BYT_COUNTS;
+
+/// What is known about the packet at some point of an action list, for
+/// set-field prerequisite checks: exact field values from the match,
+/// updated by push/pop actions.
+#[derive(Clone, Debug, Default)]
+pub struct PacketFacts {
+    pub eth_type: Option<u16>,
+    pub ip_proto: Option<u8>,
+    pub icmpv6_type: Option<u8>,
+    /// `Some(true)`: tagged; `Some(false)`: untagged; `None`: unknown.
+    pub vlan: Option<bool>,
+}
+
+impl PacketFacts {
+    pub fn from_match(m: &Match) -> Self {
+        let mut f = PacketFacts::default();
+        for o in &m.oxms {
+            if let Oxm::Basic { field, value, mask } = o {
+                let v = value.to_u128();
+                match (field, mask) {
+                    (FieldId::EthType, None) => f.eth_type = Some(v as u16),
+                    (FieldId::IpProto, None) => f.ip_proto = Some(v as u8),
+                    (FieldId::Icmpv6Type, None) => f.icmpv6_type = Some(v as u8),
+                    (FieldId::VlanVid, None) => f.vlan = Some(v as u16 & OFPVID_PRESENT != 0),
+                    (FieldId::VlanVid, Some(m)) if m.to_u128() as u16 & OFPVID_PRESENT != 0 => {
+                        f.vlan = Some(v as u16 & OFPVID_PRESENT != 0)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        f
+    }
+
+    /// Whether setting `field` is consistent with what is known, by asking
+    /// the match-prerequisite table about a match made of the facts.
+    fn allows_set(&self, field: FieldId, value: &FieldBytes) -> bool {
+        let b = |f: FieldId, v: u128| Oxm::Basic { field: f, value: FieldBytes::from_u128(v, f.len()), mask: None };
+        let mut m = Match::default();
+        if let Some(t) = self.eth_type {
+            m.oxms.push(b(FieldId::EthType, t.into()));
+        }
+        if let Some(p) = self.ip_proto {
+            m.oxms.push(b(FieldId::IpProto, p.into()));
+        }
+        if let Some(t) = self.icmpv6_type {
+            m.oxms.push(b(FieldId::Icmpv6Type, t.into()));
+        }
+        if self.vlan == Some(true) && field != FieldId::VlanVid {
+            m.oxms.push(Oxm::Basic {
+                field: FieldId::VlanVid,
+                value: FieldBytes::from_u128(OFPVID_PRESENT.into(), 2),
+                mask: Some(FieldBytes::from_u128(OFPVID_PRESENT.into(), 2)),
+            });
+        }
+        if !m.oxms.iter().any(|o| matches!(o, Oxm::Basic { field: f, .. } if *f == field)) {
+            m.oxms.push(Oxm::Basic { field, value: *value, mask: None });
+        }
+        m.check_prereqs().is_ok()
+    }
+
+    fn apply(&mut self, a: &Action) {
+        match a {
+            Action::PushVlan(_) => self.vlan = Some(true),
+            Action::PopVlan => self.vlan = None,
+            Action::PushMpls(t) | Action::PopMpls(t) => {
+                self.eth_type = Some(*t);
+                self.ip_proto = None;
+                self.icmpv6_type = None;
+            }
+            Action::PushPbb(_) | Action::PopPbb => *self = PacketFacts::default(),
+            Action::SetField(Oxm::Basic { field, value, .. }) => match field {
+                FieldId::EthType => self.eth_type = Some(value.to_u128() as u16),
+                FieldId::IpProto => self.ip_proto = Some(value.to_u128() as u8),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+/// Fields a SET_FIELD may not write.
+fn settable(f: FieldId) -> bool {
+    !matches!(f, FieldId::InPort | FieldId::InPhyPort | FieldId::Ipv6Exthdr)
+}
+
+impl Pipeline {
+    /// Check one action list. `packet_out` allows `OFPP_TABLE`.
+    pub fn validate_actions(&self, actions: &[Action], facts: &mut PacketFacts, packet_out: bool) -> Result<()> {
+        for a in actions {
+            match a {
+                Action::Output { port, .. } => self.validate_out_port(*port, packet_out)?,
+                Action::Group(g) => {
+                    if !self.groups.contains(*g) {
+                        return Err(ErrorCode::BAC_BAD_OUT_GROUP);
+                    }
+                }
+                Action::PushVlan(t) if !matches!(t, 0x8100 | 0x88a8) => return Err(ErrorCode::BAC_BAD_ARGUMENT),
+                Action::PushMpls(t) if !matches!(t, 0x8847 | 0x8848) => return Err(ErrorCode::BAC_BAD_ARGUMENT),
+                Action::PushPbb(t) if *t != 0x88e7 => return Err(ErrorCode::BAC_BAD_ARGUMENT),
+                Action::PopVlan if facts.vlan == Some(false) => return Err(ErrorCode::BAC_MATCH_INCONSISTENT),
+                Action::SetField(o) => match o {
+                    Oxm::Basic { field, value, mask: None } => {
+                        if !settable(*field) {
+                            return Err(ErrorCode::BAC_BAD_SET_TYPE);
+                        }
+                        if *field == FieldId::VlanVid && value.to_u128() as u16 & OFPVID_PRESENT == 0 {
+                            // A VID without the present bit cannot be written
+                            // into a tag.
+                            return Err(ErrorCode::BAC_BAD_SET_ARGUMENT);
+                        }
+                        if !facts.allows_set(*field, value) {
+                            return Err(ErrorCode::BAC_MATCH_INCONSISTENT);
+                        }
+                    }
+                    Oxm::Basic { mask: Some(_), .. } => return Err(ErrorCode::BAC_BAD_SET_ARGUMENT),
+                    _ => return Err(ErrorCode::BAC_BAD_SET_TYPE),
+                },
+                Action::Experimenter { .. } => return Err(ErrorCode::BAC_BAD_EXPERIMENTER),
+                _ => {}
+            }
+            facts.apply(a);
+        }
+        Ok(())
+    }
+
+    fn validate_out_port(&self, port: u32, packet_out: bool) -> Result<()> {
+        match port {
+            0 | port_no::ANY | port_no::NORMAL => Err(ErrorCode::BAC_BAD_OUT_PORT),
+            port_no::TABLE if !packet_out => Err(ErrorCode::BAC_BAD_OUT_PORT),
+            p if p <= port_no::MAX => Ok(()),
+            port_no::IN_PORT | port_no::TABLE | port_no::FLOOD | port_no::ALL | port_no::CONTROLLER
+            | port_no::LOCAL => Ok(()),
+            _ => Err(ErrorCode::BAC_BAD_OUT_PORT),
+        }
+    }
+
+    /// Check an instruction list installed in `table`.
+    pub fn validate_instructions(&self, table: u8, ins: &[Instruction], m: &Match) -> Result<()> {
+        let mut seen = [false; 7];
+        for i in ins {
+            let slot = match i {
+                Instruction::GotoTable(_) => 1,
+                Instruction::WriteMetadata { .. } => 2,
+                Instruction::WriteActions(_) => 3,
+                Instruction::ApplyActions(_) => 4,
+                Instruction::ClearActions => 5,
+                Instruction::Meter(_) => 6,
+                Instruction::Experimenter { .. } => return Err(ErrorCode::BIC_BAD_EXPERIMENTER),
+            };
+            if std::mem::replace(&mut seen[slot], true) {
+                return Err(ErrorCode::BIC_UNSUP_INST);
+            }
+        }
+        let facts = PacketFacts::from_match(m);
+        for i in ins {
+            match i {
+                Instruction::GotoTable(t) => {
+                    if *t <= table || *t >= self.cfg.n_tables {
+                        return Err(ErrorCode::BIC_BAD_TABLE_ID);
+                    }
+                }
+                Instruction::Meter(id) => {
+                    if !self.meters.contains(*id) {
+                        return Err(ErrorCode::MMFC_UNKNOWN_METER);
+                    }
+                }
+                Instruction::ApplyActions(a) => self.validate_actions(a, &mut facts.clone(), false)?,
+                Instruction::WriteActions(a) => {
+                    // The action set runs pushes before set-fields, so check
+                    // set-fields against the facts after the set's pushes.
+                    let mut f = facts.clone();
+                    for push in a.iter().filter(|a| {
+                        matches!(a, Action::PushVlan(_) | Action::PushMpls(_) | Action::PopVlan | Action::PopMpls(_))
+                    }) {
+                        f.apply(push);
+                    }
+                    self.validate_actions(a, &mut f, false)?
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Apply a FLOW_MOD. On success returns the buffer id whose packet must
+    /// now be run through the tables (`OFP_NO_BUFFER` if none).
+    pub fn flow_mod(&mut self, fm: &FlowMod) -> Result<()> {
+        if fm.command > cmd::DELETE_STRICT {
+            return Err(ErrorCode::FMFC_BAD_COMMAND);
+        }
+        let deleting = matches!(fm.command, cmd::DELETE | cmd::DELETE_STRICT);
+        if fm.flags & !KNOWN_FLAGS != 0 {
+            return Err(ErrorCode::FMFC_BAD_FLAGS);
+        }
+        if !(fm.table_id < self.cfg.n_tables || (deleting && fm.table_id == table_id::ALL)) {
+            return Err(ErrorCode::FMFC_BAD_TABLE_ID);
+        }
+        fm.r#match.check_prereqs()?;
+        let rule = Rule::compile(&fm.r#match)?;
+        match fm.command {
+            cmd::ADD => self.flow_add(fm, rule),
+            cmd::MODIFY | cmd::MODIFY_STRICT => {
+                self.validate_instructions(fm.table_id, &fm.instructions, &fm.r#match)?;
+                let strict = fm.command == cmd::MODIFY_STRICT;
+                let t = &mut self.tables[usize::from(fm.table_id)];
+                for e in t.entries_mut() {
+                    let selected = if strict { e.priority == fm.priority && e.rule == rule } else { rule.covers(&e.rule) };
+                    if selected && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask) {
+                        e.instructions = fm.instructions.clone();
+                        if fm.flags & ff::RESET_COUNTS != 0 {
+                            e.packet_count = 0;
+                            e.byte_count = 0;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => {
+                let strict = fm.command == cmd::DELETE_STRICT;
+                let tables: Vec<usize> = if fm.table_id == table_id::ALL {
+                    (0..self.tables.len()).collect()
+                } else {
+                    vec![usize::from(fm.table_id)]
+                };
+                for t in tables {
+                    let removed = self.tables[t].remove_where(|e| {
+                        let selected =
+                            if strict { e.priority == fm.priority && e.rule == rule } else { rule.covers(&e.rule) };
+                        selected
+                            && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask)
+                            && outputs_to(&e.instructions, fm.out_port, fm.out_group)
+                    });
+                    self.flows_removed(t as u8, removed, flow_removed_reason::DELETE);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn flow_add(&mut self, fm: &FlowMod, rule: Rule) -> Result<()> {
+        self.validate_instructions(fm.table_id, &fm.instructions, &fm.r#match)?;
+        let now = self.now_ns;
+        let t = &mut self.tables[usize::from(fm.table_id)];
+        let existing = t.find_strict(&rule, fm.priority);
+        if fm.flags & ff::CHECK_OVERLAP != 0
+            && t.entries().iter().enumerate().any(|(i, e)| {
+                Some(i) != existing && e.priority == fm.priority && e.rule.overlaps(&rule)
+            })
+        {
+            return Err(ErrorCode::FMFC_OVERLAP);
+        }
+        if existing.is_none() && t.is_full() {
+            return Err(ErrorCode::FMFC_TABLE_FULL);
+        }
+        let (packet_count, byte_count) = match existing {
+            Some(i) if fm.flags & ff::RESET_COUNTS == 0 => {
+                let e = &t.entries()[i];
+                (e.packet_count, e.byte_count)
+            }
+            _ => (0, 0),
+        };
+        self.seq += 1;
+        let entry = FlowEntry {
+            rule,
+            r#match: fm.r#match.clone(),
+            priority: fm.priority,
+            cookie: fm.cookie,
+            idle_timeout: fm.idle_timeout,
+            hard_timeout: fm.hard_timeout,
+            flags: fm.flags,
+            instructions: fm.instructions.clone(),
+            installed_ns: now,
+            last_used_ns: now,
+            packet_count,
+            byte_count,
+            seq: existing.map_or(self.seq, |i| t.entries()[i].seq),
+        };
+        match existing {
+            Some(i) => t.replace(i, entry),
+            None => t.insert(entry),
+        }
+        Ok(())
+    }
+
+    /// Queue FLOW_REMOVED for the removed entries that asked for it.
+    pub(crate) fn flows_removed(&mut self, table: u8, removed: Vec<FlowEntry>, reason: u8) {
+        let now = self.now_ns;
+        for e in removed {
+            if e.flags & ff::SEND_FLOW_REM == 0 {
+                continue;
+            }
+            let d = now.saturating_sub(e.installed_ns);
+            self.async_out.push(Message::FlowRemoved(FlowRemoved {
+                cookie: e.cookie,
+                priority: e.priority,
+                reason,
+                table_id: table,
+                duration_sec: (d / 1_000_000_000) as u32,
+                duration_nsec: (d % 1_000_000_000) as u32,
+                idle_timeout: e.idle_timeout,
+                hard_timeout: e.hard_timeout,
+                packet_count: e.packet_count,
+                byte_count: e.byte_count,
+                r#match: e.r#match,
+            }));
+        }
+    }
+
+    /// Remove every flow for which `uses` is true (group or meter deletion).
+    pub(crate) fn remove_flows_using(&mut self, uses: impl Fn(&[Instruction]) -> bool, reason: u8) {
+        for t in 0..self.tables.len() {
+            let removed = self.tables[t].remove_where(|e| uses(&e.instructions));
+            self.flows_removed(t as u8, removed, reason);
+        }
+    }
+
+    /// Expire flows whose idle or hard timeout has passed at `now_ns`.
+    pub(crate) fn expire_flows(&mut self) {
+        let now = self.now_ns;
+        const S: u64 = 1_000_000_000;
+        for t in 0..self.tables.len() {
+            let mut reasons = Vec::new();
+            let removed = self.tables[t].remove_where(|e| {
+                let hard = e.hard_timeout != 0 && now >= e.installed_ns + u64::from(e.hard_timeout) * S;
+                let idle = e.idle_timeout != 0 && now >= e.last_used_ns + u64::from(e.idle_timeout) * S;
+                if hard || idle {
+                    reasons.push(if hard { flow_removed_reason::HARD_TIMEOUT } else { flow_removed_reason::IDLE_TIMEOUT });
+                }
+                hard || idle
+            });
+            for (e, r) in removed.into_iter().zip(reasons) {
+                self.flows_removed(t as u8, vec![e], r);
+            }
+        }
+    }
+}
+
+/// The out_port / out_group filter of delete and stats requests: the entry
+/// must have an output to `out_port` (a group action to `out_group`) in an
+/// apply- or write-actions instruction, unless the filter is ANY.
+pub fn outputs_to(ins: &[Instruction], out_port: u32, out_group: u32) -> bool {
+    let actions = || {
+        ins.iter().flat_map(|i| match i {
+            Instruction::ApplyActions(a) | Instruction::WriteActions(a) => a.as_slice(),
+            _ => &[],
+        })
+    };
+    (out_port == port_no::ANY || actions().any(|a| matches!(a, Action::Output { port, .. } if *port == out_port)))
+        && (out_group == group_id::ANY || actions().any(|a| matches!(a, Action::Group(g) if *g == out_group)))
+}

@@ -95,7 +95,10 @@ impl Registry {
     }
 
     /// Register `ext`; fails (returning it) if its id is already taken.
-    pub fn register(&mut self, ext: Box<dyn Extension>) -> core::result::Result<(), Box<dyn Extension>> {
+    pub fn register(
+        &mut self,
+        ext: Box<dyn Extension>,
+    ) -> core::result::Result<(), Box<dyn Extension>> {
         if self.get(ext.experimenter()).is_some() {
             return Err(ext);
         }
@@ -143,7 +146,8 @@ mod tests {
         let mut reg = Registry::new();
         assert!(reg.register(Box::new(Echo)).is_ok());
         assert!(reg.register(Box::new(Echo)).is_err());
-        let mut p = Payload { kind: Kind::Action, experimenter: 0x1234, exp_type: 7, data: &[1, 2] };
+        let mut p =
+            Payload { kind: Kind::Action, experimenter: 0x1234, exp_type: 7, data: &[1, 2] };
         assert_eq!(reg.check(&p).unwrap(), "echo(2)");
         p.exp_type = 8;
         assert_eq!(reg.check(&p), Err(ErrorCode::BAC_BAD_EXP_TYPE));

@@ -32,6 +32,7 @@ pub mod multipart;
 pub mod ofctl;
 pub mod oxm;
 pub mod port;
+pub mod print;
 pub mod queue;
 pub mod wire;
 

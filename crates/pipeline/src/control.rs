@@ -13,8 +13,9 @@ use sluice_ofp::consts::{group_id, port_no, table_id};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{
-    capabilities as cap, error_reply, flow_removed_reason, group_mod_command as gcmd, meter_mod_command as mcmd,
-    FeaturesReply, GroupMod, Message, MeterMod, QueueGetConfigReply, TableMod,
+    capabilities as cap, error_reply, flow_removed_reason, group_mod_command as gcmd,
+    meter_mod_command as mcmd, FeaturesReply, GroupMod, Message, MeterMod, QueueGetConfigReply,
+    TableMod,
 };
 use sluice_ofp::multipart::{MultipartReply, DEFAULT_MAX_LEN};
 use sluice_ofp::queue::PacketQueue;
@@ -32,7 +33,13 @@ impl Pipeline {
     /// Returns the replies, in order; asynchronous messages caused by the
     /// command (FLOW_REMOVED, PORT_STATUS, PACKET_IN) are queued for
     /// [`Pipeline::take_async`].
-    pub fn handle(&mut self, xid: u32, msg: &Message, raw: &[u8], tx: &mut dyn Tx) -> Vec<Outgoing> {
+    pub fn handle(
+        &mut self,
+        xid: u32,
+        msg: &Message,
+        raw: &[u8],
+        tx: &mut dyn Tx,
+    ) -> Vec<Outgoing> {
         let mut out = Vec::new();
         if let Err(code) = self.handle_inner(xid, msg, tx, &mut out) {
             out.push(Outgoing { xid, msg: error_reply(code, raw) });
@@ -40,7 +47,13 @@ impl Pipeline {
         out
     }
 
-    fn handle_inner(&mut self, xid: u32, msg: &Message, tx: &mut dyn Tx, out: &mut Vec<Outgoing>) -> Result<()> {
+    fn handle_inner(
+        &mut self,
+        xid: u32,
+        msg: &Message,
+        tx: &mut dyn Tx,
+        out: &mut Vec<Outgoing>,
+    ) -> Result<()> {
         let mut reply = |m: Message| out.push(Outgoing { xid, msg: m });
         match msg {
             Message::EchoRequest(d) => reply(Message::EchoReply(d.clone())),
@@ -49,7 +62,11 @@ impl Pipeline {
                 n_buffers: self.cfg.n_buffers,
                 n_tables: self.cfg.n_tables,
                 auxiliary_id: 0,
-                capabilities: cap::FLOW_STATS | cap::TABLE_STATS | cap::PORT_STATS | cap::GROUP_STATS | cap::QUEUE_STATS,
+                capabilities: cap::FLOW_STATS
+                    | cap::TABLE_STATS
+                    | cap::PORT_STATS
+                    | cap::GROUP_STATS
+                    | cap::QUEUE_STATS,
                 reserved: 0,
             })),
             Message::GetConfigRequest => reply(Message::GetConfigReply(self.switch_config)),
@@ -59,10 +76,10 @@ impl Pipeline {
             }
             Message::FlowMod(fm) => {
                 self.flow_mod(fm)?;
-                if fm.buffer_id != sluice_ofp::consts::OFP_NO_BUFFER
-                    && matches!(fm.command, 0..=2)
+                if fm.buffer_id != sluice_ofp::consts::OFP_NO_BUFFER && matches!(fm.command, 0..=2)
                 {
-                    let (in_port, data) = self.buffers.take(fm.buffer_id).ok_or(ErrorCode::BRC_BUFFER_UNKNOWN)?;
+                    let (in_port, data) =
+                        self.buffers.take(fm.buffer_id).ok_or(ErrorCode::BRC_BUFFER_UNKNOWN)?;
                     self.process(in_port, &data, tx);
                 }
             }
@@ -98,7 +115,10 @@ impl Pipeline {
                         .collect()
                 } else {
                     let p = self.ports.get(q.port).ok_or(ErrorCode::QOFC_BAD_PORT)?;
-                    p.queues.keys().map(|&queue_id| PacketQueue { queue_id, port: q.port, properties: vec![] }).collect()
+                    p.queues
+                        .keys()
+                        .map(|&queue_id| PacketQueue { queue_id, port: q.port, properties: vec![] })
+                        .collect()
                 };
                 reply(Message::QueueGetConfigReply(QueueGetConfigReply { port: q.port, queues }))
             }
@@ -116,7 +136,8 @@ impl Pipeline {
         if tm.table_id == table_id::ALL {
             self.tables.iter_mut().for_each(|t| t.config = tm.config);
         } else {
-            let t = self.tables.get_mut(usize::from(tm.table_id)).ok_or(ErrorCode::TMFC_BAD_TABLE)?;
+            let t =
+                self.tables.get_mut(usize::from(tm.table_id)).ok_or(ErrorCode::TMFC_BAD_TABLE)?;
             t.config = tm.config;
         }
         Ok(())
@@ -159,7 +180,8 @@ impl Pipeline {
                 } else {
                     vec![id]
                 };
-                if id != group_id::ALL && self.groups.contains(id) && self.groups.referrers(id) > 0 {
+                if id != group_id::ALL && self.groups.contains(id) && self.groups.referrers(id) > 0
+                {
                     return Err(ErrorCode::GMFC_CHAINED_GROUP);
                 }
                 for g in ids {
@@ -181,7 +203,9 @@ impl Pipeline {
         let max = (self.cfg.max_meters, self.cfg.max_bands);
         match mm.command {
             mcmd::ADD => self.meters.add(mm.meter_id, mm.flags, mm.bands.clone(), max, self.now_ns),
-            mcmd::MODIFY => self.meters.modify(mm.meter_id, mm.flags, mm.bands.clone(), max.1, self.now_ns),
+            mcmd::MODIFY => {
+                self.meters.modify(mm.meter_id, mm.flags, mm.bands.clone(), max.1, self.now_ns)
+            }
             mcmd::DELETE => {
                 for m in self.meters.delete(mm.meter_id)? {
                     self.remove_flows_using(

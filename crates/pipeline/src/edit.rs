@@ -1,17 +1,71 @@
-//! Header edits of actions, on top of `sluice_packet`'s rewriting.
-//! (Being wired to `sluice_packet::rewrite`; until then edits are no-ops
-//! and the tests that need them do not exist yet.)
+//! Header edits of actions: the pipeline's side of `sluice_packet::rewrite`.
+//!
+//! After every edit that succeeds the packet is re-parsed, so the key and
+//! the header offsets always describe the bytes. An action whose header is
+//! absent (pop_vlan on an untagged frame, set_field of an ARP field on an
+//! IP packet after a pop, …) leaves the packet alone, as Open vSwitch does;
+//! prerequisites make most of these impossible at flow-mod time. TTL
+//! decrements that would reach zero report [`Outcome::InvalidTtl`] (the
+//! caller drops the packet and sends an INVALID_TTL packet-in).
 
 use crate::exec::Pkt;
+use crate::meter;
 use sluice_ofp::action::Action;
+use sluice_ofp::oxm::{FieldId, Oxm};
+use sluice_packet::rewrite::{self as rw, RewriteError};
 
 pub enum Outcome {
     Done,
     InvalidTtl,
 }
 
-pub fn apply(_a: &Action, _pkt: &mut Pkt) -> Outcome {
-    Outcome::Done
+pub fn apply(a: &Action, pkt: &mut Pkt) -> Outcome {
+    let (buf, info) = (&mut pkt.buf, &pkt.info);
+    let r: Result<(), RewriteError> = match a {
+        Action::CopyTtlOut => rw::copy_ttl_out(buf, info),
+        Action::CopyTtlIn => rw::copy_ttl_in(buf, info),
+        Action::SetMplsTtl(t) => rw::set_mpls_ttl(buf, info, *t),
+        Action::DecMplsTtl => rw::dec_mpls_ttl(buf, info).map(drop),
+        Action::PushVlan(t) => rw::push_vlan(buf, info, *t),
+        Action::PopVlan => rw::pop_vlan(buf, info),
+        Action::PushMpls(t) => rw::push_mpls(buf, info, *t),
+        Action::PopMpls(t) => rw::pop_mpls(buf, info, *t),
+        Action::PushPbb(t) => rw::push_pbb(buf, info, *t),
+        Action::PopPbb => rw::pop_pbb(buf, info),
+        Action::SetNwTtl(t) => rw::set_nw_ttl(buf, info, *t),
+        Action::DecNwTtl => rw::dec_nw_ttl(buf, info).map(drop),
+        Action::SetField(Oxm::Basic { field, value, .. }) => {
+            rw::apply_set_field(buf, info, *field, value.as_slice())
+        }
+        // Output, group and set-queue are the pipeline's; experimenter
+        // actions are rejected at flow-mod time.
+        _ => Ok(()),
+    };
+    match r {
+        Ok(()) => {
+            pkt.reparse();
+            Outcome::Done
+        }
+        Err(RewriteError::InvalidTtl) => Outcome::InvalidTtl,
+        Err(RewriteError::Metadata) => {
+            if let Action::SetField(Oxm::Basic { field: FieldId::TunnelId, value, .. }) = a {
+                pkt.meta.tunnel_id = value.to_u128() as u64;
+                pkt.reparse();
+            }
+            Outcome::Done
+        }
+        Err(_) => Outcome::Done,
+    }
 }
 
-pub fn remark_dscp(_pkt: &mut Pkt, _levels: u8) {}
+/// DSCP_REMARK meter band: raise the packet's drop precedence.
+pub fn remark_dscp(pkt: &mut Pkt, levels: u8) {
+    if !sluice_packet::key::OXM_LAYOUT.present(&pkt.key, FieldId::IpDscp) {
+        return;
+    }
+    let old = pkt.field(FieldId::IpDscp) as u8;
+    let new = meter::remark_dscp(old, levels);
+    if new != old && rw::apply_set_field(&mut pkt.buf, &pkt.info, FieldId::IpDscp, &[new]).is_ok() {
+        pkt.reparse();
+    }
+}

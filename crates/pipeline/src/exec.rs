@@ -34,6 +34,7 @@ use sluice_ofp::group::GroupType;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{flow_mod_flags as ff, packet_in_reason, Message, PacketIn, PacketOut};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
+use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::{FlowKey, OXM_LAYOUT};
 use sluice_packet::parse::{parse, Meta, ParseInfo};
 
@@ -91,14 +92,27 @@ impl Buffers {
 /// Reused per-packet storage (no allocation once warmed up).
 #[derive(Debug, Default)]
 pub struct Scratch {
-    /// Frames for nested copies (group buckets), by depth.
-    stack: Vec<Vec<u8>>,
+    /// Free packet buffers (the packet and its group-bucket copies).
+    pool: Vec<PacketBuf>,
+    /// Trace being recorded, if any.
+    trace: Option<Vec<TraceEvent>>,
+}
+
+/// Largest frame the pipeline handles.
+pub const MAX_FRAME: usize = 65_535;
+
+impl Scratch {
+    fn take_buf(&mut self) -> PacketBuf {
+        self.pool
+            .pop()
+            .unwrap_or_else(|| PacketBuf::new(PacketBuf::DEFAULT_HEADROOM, MAX_FRAME + 64))
+    }
 }
 
 /// One packet being processed.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Pkt {
-    pub data: Vec<u8>,
+    pub buf: PacketBuf,
     pub meta: Meta,
     pub key: FlowKey,
     pub info: ParseInfo,
@@ -106,17 +120,25 @@ pub struct Pkt {
 }
 
 impl Pkt {
-    pub fn new(data: &[u8], meta: Meta) -> Pkt {
-        let mut p = Pkt { data: data.to_vec(), meta, key: FlowKey::ZERO, info: ParseInfo::default(), queue: None };
+    /// `Err` (giving the buffer back) if the frame does not fit.
+    fn load(mut buf: PacketBuf, data: &[u8], meta: Meta) -> core::result::Result<Pkt, PacketBuf> {
+        if buf.load(data).is_err() {
+            return Err(buf);
+        }
+        let mut p = Pkt { buf, meta, key: FlowKey::ZERO, info: ParseInfo::default(), queue: None };
         p.reparse();
-        p
+        Ok(p)
+    }
+
+    pub fn data(&self) -> &[u8] {
+        self.buf.data()
     }
 
     pub fn reparse(&mut self) {
-        self.info = parse(&self.data, &self.meta, &mut self.key);
+        self.info = parse(self.buf.data(), &self.meta, &mut self.key);
     }
 
-    fn field(&self, f: FieldId) -> u128 {
+    pub(crate) fn field(&self, f: FieldId) -> u128 {
         OXM_LAYOUT.get(&self.key, f).to_u128()
     }
 }
@@ -195,6 +217,37 @@ impl ActionSet {
     }
 }
 
+/// One step of a packet's way through the pipeline, recorded by
+/// [`Pipeline::trace`] (like `ovs-appctl ofproto/trace`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    /// Looked up `table`; `entry` is the hit entry's (priority, cookie,
+    /// match) or `None` for a miss without a table-miss entry.
+    Lookup {
+        table: u8,
+        entry: Option<(u16, u64, sluice_ofp::oxm::Match)>,
+    },
+    Instruction(Instruction),
+    Meter {
+        meter: u32,
+        verdict: Verdict,
+    },
+    Group {
+        group: u32,
+        buckets: Vec<usize>,
+    },
+    /// The action set executed at the end of the pipeline.
+    ActionSet(Vec<Action>),
+    Output {
+        port: u32,
+    },
+    PacketIn {
+        reason: u8,
+        table: u8,
+    },
+    Drop(&'static str),
+}
+
 /// The outcome of one action on a packet.
 enum Flow {
     Continue,
@@ -207,7 +260,10 @@ impl Pipeline {
     pub fn process(&mut self, in_port: u32, frame: &[u8], tx: &mut dyn Tx) {
         match self.ports.get_mut(in_port) {
             Some(p) => {
-                if p.desc.config & (sluice_ofp::port::config::PORT_DOWN | sluice_ofp::port::config::NO_RECV) != 0 {
+                if p.desc.config
+                    & (sluice_ofp::port::config::PORT_DOWN | sluice_ofp::port::config::NO_RECV)
+                    != 0
+                {
                     p.counters.rx_dropped += 1;
                     return;
                 }
@@ -218,8 +274,18 @@ impl Pipeline {
             None if in_port > port_no::MAX => {}
             None => return,
         }
-        let mut pkt = Pkt::new(frame, Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 });
-        self.run_tables(&mut pkt, 0, tx);
+        let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
+        let buf = self.scratch.take_buf();
+        match Pkt::load(buf, frame, meta) {
+            Ok(mut pkt) => {
+                self.run_tables(&mut pkt, 0, tx);
+                self.scratch.pool.push(pkt.buf);
+            }
+            Err(buf) => {
+                self.scratch.pool.push(buf);
+                self.note(TraceEvent::Drop("frame larger than the packet buffer"));
+            }
+        }
     }
 
     fn run_tables(&mut self, pkt: &mut Pkt, first_table: u8, tx: &mut dyn Tx) {
@@ -229,25 +295,39 @@ impl Pipeline {
         loop {
             let Some(t) = self.tables.get_mut(usize::from(table)) else { return };
             t.lookup_count += 1;
-            let Some(i) = t.lookup(&pkt.key) else { return };
+            let Some(i) = t.lookup(&pkt.key) else {
+                self.note(TraceEvent::Lookup { table, entry: None });
+                self.note(TraceEvent::Drop("no matching entry and no table-miss entry"));
+                return;
+            };
             t.matched_count += 1;
             let e = &mut t.entries_mut()[i];
+            let hit = TraceEvent::Lookup {
+                table,
+                entry: Some((e.priority, e.cookie, e.r#match.clone())),
+            };
             if e.flags & ff::NO_PKT_COUNTS == 0 {
                 e.packet_count += 1;
             }
             if e.flags & ff::NO_BYT_COUNTS == 0 {
-                e.byte_count += pkt.data.len() as u64;
+                e.byte_count += pkt.data().len() as u64;
             }
             e.last_used_ns = now;
             let ctx = Ctx {
                 table_id: table,
                 cookie: e.cookie,
-                reason: if e.is_table_miss() { packet_in_reason::NO_MATCH } else { packet_in_reason::ACTION },
+                reason: if e.is_table_miss() {
+                    packet_in_reason::NO_MATCH
+                } else {
+                    packet_in_reason::ACTION
+                },
                 depth: self.cfg.max_group_depth,
             };
             let instructions = e.instructions.clone();
+            self.note(hit);
             let mut goto = None;
             for ins in &instructions {
+                self.note(TraceEvent::Instruction(ins.clone()));
                 match ins {
                     Instruction::Meter(m) => {
                         if let Flow::Stop = self.meter(*m, pkt) {
@@ -273,6 +353,7 @@ impl Pipeline {
                 Some(t) if t > table => table = t,
                 _ => {
                     let ordered = set.ordered();
+                    self.note(TraceEvent::ActionSet(ordered.clone()));
                     self.actions(&ordered, pkt, ctx, tx);
                     return;
                 }
@@ -283,7 +364,9 @@ impl Pipeline {
     fn meter(&mut self, id: u32, pkt: &mut Pkt) -> Flow {
         let now = self.now_ns;
         let Some(m) = self.meters.get_mut(id) else { return Flow::Continue };
-        match m.apply(pkt.data.len(), now) {
+        let verdict = m.apply(pkt.data().len(), now);
+        self.note(TraceEvent::Meter { meter: id, verdict });
+        match verdict {
             Verdict::Pass => Flow::Continue,
             Verdict::Drop => Flow::Stop,
             Verdict::Remark(levels) => {
@@ -326,10 +409,14 @@ impl Pipeline {
             port_no::CONTROLLER => self.packet_in(pkt, ctx, max_len),
             port_no::IN_PORT => self.send(in_port, pkt, tx),
             port_no::ALL | port_no::FLOOD => {
-                let targets: Vec<u32> = self.ports.numbers().filter(|&p| p != in_port && p <= port_no::MAX).collect();
+                let targets: Vec<u32> =
+                    self.ports.numbers().filter(|&p| p != in_port && p <= port_no::MAX).collect();
                 for p in targets {
                     if port == port_no::FLOOD
-                        && self.ports.get(p).is_some_and(|e| e.desc.state & sluice_ofp::port::state::BLOCKED != 0)
+                        && self
+                            .ports
+                            .get(p)
+                            .is_some_and(|e| e.desc.state & sluice_ofp::port::state::BLOCKED != 0)
                     {
                         continue;
                     }
@@ -339,6 +426,7 @@ impl Pipeline {
             port_no::TABLE => {
                 // Only from PACKET_OUT (validated); resubmit to table 0.
                 let mut copy = pkt.clone();
+                copy.queue = None;
                 self.run_tables(&mut copy, 0, tx);
             }
             p if p == in_port => {} // OpenFlow never sends back out the ingress port implicitly.
@@ -348,6 +436,7 @@ impl Pipeline {
 
     fn send(&mut self, port: u32, pkt: &Pkt, tx: &mut dyn Tx) {
         if !self.ports.can_forward(port) {
+            self.note(TraceEvent::Drop("output port is down, missing or NO_FWD"));
             if let Some(p) = self.ports.get_mut(port) {
                 p.counters.tx_dropped += 1;
             }
@@ -355,27 +444,36 @@ impl Pipeline {
         }
         let Some(p) = self.ports.get_mut(port) else { return };
         p.counters.tx_packets += 1;
-        p.counters.tx_bytes += pkt.data.len() as u64;
+        p.counters.tx_bytes += pkt.data().len() as u64;
         if let Some(q) = pkt.queue.and_then(|q| p.queues.get_mut(&q)) {
             q.tx_packets += 1;
-            q.tx_bytes += pkt.data.len() as u64;
+            q.tx_bytes += pkt.data().len() as u64;
         }
-        tx.transmit(port, pkt.queue, &pkt.data);
+        tx.transmit(port, pkt.queue, pkt.data());
+        self.note(TraceEvent::Output { port });
     }
 
     fn packet_in(&mut self, pkt: &Pkt, ctx: Ctx, max_len: u16) {
         if !self.ports.packet_in_allowed(pkt.meta.in_port) {
+            self.note(TraceEvent::Drop("ingress port has NO_PACKET_IN"));
             return;
         }
-        let (buffer_id, data) = if max_len == OFPCML_NO_BUFFER || usize::from(max_len) >= pkt.data.len() {
-            (OFP_NO_BUFFER, pkt.data.clone())
-        } else {
-            match self.buffers.store(pkt.meta.in_port, &pkt.data) {
-                Some(id) => (id, pkt.data[..usize::from(max_len)].to_vec()),
-                None => (OFP_NO_BUFFER, pkt.data.clone()),
-            }
+        self.note(TraceEvent::PacketIn { reason: ctx.reason, table: ctx.table_id });
+        let frame = pkt.data();
+        let (buffer_id, data) =
+            if max_len == OFPCML_NO_BUFFER || usize::from(max_len) >= frame.len() {
+                (OFP_NO_BUFFER, frame.to_vec())
+            } else {
+                match self.buffers.store(pkt.meta.in_port, frame) {
+                    Some(id) => (id, frame[..usize::from(max_len)].to_vec()),
+                    None => (OFP_NO_BUFFER, frame.to_vec()),
+                }
+            };
+        let b = |f: FieldId, v: u128| Oxm::Basic {
+            field: f,
+            value: FieldBytes::from_u128(v, f.len()),
+            mask: None,
         };
-        let b = |f: FieldId, v: u128| Oxm::Basic { field: f, value: FieldBytes::from_u128(v, f.len()), mask: None };
         let mut m = Match { oxms: vec![b(FieldId::InPort, pkt.meta.in_port.into())] };
         if pkt.meta.in_phy_port != pkt.meta.in_port {
             m.oxms.push(b(FieldId::InPhyPort, pkt.meta.in_phy_port.into()));
@@ -388,7 +486,7 @@ impl Pipeline {
         }
         self.async_out.push(Message::PacketIn(PacketIn {
             buffer_id,
-            total_len: pkt.data.len().min(usize::from(u16::MAX)) as u16,
+            total_len: pkt.data().len().min(usize::from(u16::MAX)) as u16,
             reason: ctx.reason,
             table_id: ctx.table_id,
             cookie: ctx.cookie,
@@ -414,13 +512,18 @@ impl Pipeline {
                     .into_iter()
                     .collect()
             }
-            GroupType::FastFailover => {
-                g.buckets.iter().position(|b| self.groups.bucket_live(b, &port_live, ctx.depth)).into_iter().collect()
-            }
+            GroupType::FastFailover => g
+                .buckets
+                .iter()
+                .position(|b| self.groups.bucket_live(b, &port_live, ctx.depth))
+                .into_iter()
+                .collect(),
             GroupType::Unknown(_) => vec![],
         };
-        let buckets: Vec<Vec<Action>> = chosen.iter().map(|&i| g.buckets[i].actions.clone()).collect();
-        let bytes = pkt.data.len() as u64;
+        let buckets: Vec<Vec<Action>> =
+            chosen.iter().map(|&i| g.buckets[i].actions.clone()).collect();
+        self.note(TraceEvent::Group { group: id, buckets: chosen.clone() });
+        let bytes = pkt.data().len() as u64;
         if let Some(g) = self.groups.get_mut(id) {
             g.packet_count += 1;
             g.byte_count += bytes;
@@ -433,19 +536,36 @@ impl Pipeline {
         }
         for actions in buckets {
             // Each bucket works on its own copy of the packet.
-            let mut copy = self.scratch.stack.pop().unwrap_or_default();
-            copy.clear();
-            copy.extend_from_slice(&pkt.data);
-            let mut p = Pkt { data: copy, meta: pkt.meta, key: pkt.key, info: pkt.info, queue: pkt.queue };
+            let mut buf = self.scratch.take_buf();
+            if buf.load(pkt.data()).is_err() {
+                self.scratch.pool.push(buf);
+                continue;
+            }
+            let mut p = Pkt { buf, meta: pkt.meta, key: pkt.key, info: pkt.info, queue: pkt.queue };
             self.actions(&actions, &mut p, ctx, tx);
-            self.scratch.stack.push(p.data);
+            self.scratch.pool.push(p.buf);
+        }
+    }
+
+    /// Run one frame like [`Pipeline::process`] and return what it met.
+    pub fn trace(&mut self, in_port: u32, frame: &[u8], tx: &mut dyn Tx) -> Vec<TraceEvent> {
+        self.scratch.trace = Some(Vec::new());
+        self.process(in_port, frame, tx);
+        self.scratch.trace.take().unwrap_or_default()
+    }
+
+    fn note(&mut self, e: TraceEvent) {
+        if let Some(t) = &mut self.scratch.trace {
+            t.push(e);
         }
     }
 
     /// Execute a PACKET_OUT.
     pub fn packet_out(&mut self, po: &PacketOut, tx: &mut dyn Tx) -> Result<()> {
         let in_port = po.in_port;
-        if !(in_port <= port_no::MAX || in_port == port_no::CONTROLLER || in_port == port_no::LOCAL) || in_port == 0 {
+        if !(in_port <= port_no::MAX || in_port == port_no::CONTROLLER || in_port == port_no::LOCAL)
+            || in_port == 0
+        {
             return Err(ErrorCode::BRC_BAD_PORT);
         }
         self.validate_actions(&po.actions, &mut Default::default(), true)?;
@@ -454,7 +574,15 @@ impl Pipeline {
         } else {
             self.buffers.take(po.buffer_id).ok_or(ErrorCode::BRC_BUFFER_UNKNOWN)?.1
         };
-        let mut pkt = Pkt::new(&data, Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 });
+        let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
+        let buf = self.scratch.take_buf();
+        let mut pkt = match Pkt::load(buf, &data, meta) {
+            Ok(p) => p,
+            Err(buf) => {
+                self.scratch.pool.push(buf);
+                return Err(ErrorCode::BRC_BAD_PACKET);
+            }
+        };
         let ctx = Ctx {
             table_id: 0xff,
             cookie: u64::MAX,
@@ -462,6 +590,7 @@ impl Pipeline {
             depth: self.cfg.max_group_depth,
         };
         self.actions(&po.actions, &mut pkt, ctx, tx);
+        self.scratch.pool.push(pkt.buf);
         Ok(())
     }
 }

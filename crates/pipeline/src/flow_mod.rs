@@ -27,11 +27,17 @@ use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, table_id, OFPVID_PRESENT};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::instruction::Instruction;
-use sluice_ofp::message::{flow_mod_command as cmd, flow_mod_flags as ff, flow_removed_reason, FlowMod, FlowRemoved, Message};
+use sluice_ofp::message::{
+    flow_mod_command as cmd, flow_mod_flags as ff, flow_removed_reason, FlowMod, FlowRemoved,
+    Message,
+};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 
-const KNOWN_FLAGS: u16 =
-    ff::SEND_FLOW_REM | ff::CHECK_OVERLAP | ff::RESET_COUNTS | ff::NO_PKT_COUNTS | ff::NO_BYT_COUNTS;
+const KNOWN_FLAGS: u16 = ff::SEND_FLOW_REM
+    | ff::CHECK_OVERLAP
+    | ff::RESET_COUNTS
+    | ff::NO_PKT_COUNTS
+    | ff::NO_BYT_COUNTS;
 
 /// What is known about the packet at some point of an action list, for
 /// set-field prerequisite checks: exact field values from the match,
@@ -69,7 +75,11 @@ impl PacketFacts {
     /// Whether setting `field` is consistent with what is known, by asking
     /// the match-prerequisite table about a match made of the facts.
     fn allows_set(&self, field: FieldId, value: &FieldBytes) -> bool {
-        let b = |f: FieldId, v: u128| Oxm::Basic { field: f, value: FieldBytes::from_u128(v, f.len()), mask: None };
+        let b = |f: FieldId, v: u128| Oxm::Basic {
+            field: f,
+            value: FieldBytes::from_u128(v, f.len()),
+            mask: None,
+        };
         let mut m = Match::default();
         if let Some(t) = self.eth_type {
             m.oxms.push(b(FieldId::EthType, t.into()));
@@ -120,25 +130,36 @@ fn settable(f: FieldId) -> bool {
 
 impl Pipeline {
     /// Check one action list. `packet_out` allows `OFPP_TABLE`.
-    pub fn validate_actions(&self, actions: &[Action], facts: &mut PacketFacts, packet_out: bool) -> Result<()> {
+    pub fn validate_actions(
+        &self,
+        actions: &[Action],
+        facts: &mut PacketFacts,
+        packet_out: bool,
+    ) -> Result<()> {
         for a in actions {
             match a {
                 Action::Output { port, .. } => self.validate_out_port(*port, packet_out)?,
-                Action::Group(g) => {
-                    if !self.groups.contains(*g) {
-                        return Err(ErrorCode::BAC_BAD_OUT_GROUP);
-                    }
+                Action::Group(g) if !self.groups.contains(*g) => {
+                    return Err(ErrorCode::BAC_BAD_OUT_GROUP)
                 }
-                Action::PushVlan(t) if !matches!(t, 0x8100 | 0x88a8) => return Err(ErrorCode::BAC_BAD_ARGUMENT),
-                Action::PushMpls(t) if !matches!(t, 0x8847 | 0x8848) => return Err(ErrorCode::BAC_BAD_ARGUMENT),
+                Action::PushVlan(t) if !matches!(t, 0x8100 | 0x88a8) => {
+                    return Err(ErrorCode::BAC_BAD_ARGUMENT)
+                }
+                Action::PushMpls(t) if !matches!(t, 0x8847 | 0x8848) => {
+                    return Err(ErrorCode::BAC_BAD_ARGUMENT)
+                }
                 Action::PushPbb(t) if *t != 0x88e7 => return Err(ErrorCode::BAC_BAD_ARGUMENT),
-                Action::PopVlan if facts.vlan == Some(false) => return Err(ErrorCode::BAC_MATCH_INCONSISTENT),
+                Action::PopVlan if facts.vlan == Some(false) => {
+                    return Err(ErrorCode::BAC_MATCH_INCONSISTENT)
+                }
                 Action::SetField(o) => match o {
                     Oxm::Basic { field, value, mask: None } => {
                         if !settable(*field) {
                             return Err(ErrorCode::BAC_BAD_SET_TYPE);
                         }
-                        if *field == FieldId::VlanVid && value.to_u128() as u16 & OFPVID_PRESENT == 0 {
+                        if *field == FieldId::VlanVid
+                            && value.to_u128() as u16 & OFPVID_PRESENT == 0
+                        {
                             // A VID without the present bit cannot be written
                             // into a tag.
                             return Err(ErrorCode::BAC_BAD_SET_ARGUMENT);
@@ -147,7 +168,9 @@ impl Pipeline {
                             return Err(ErrorCode::BAC_MATCH_INCONSISTENT);
                         }
                     }
-                    Oxm::Basic { mask: Some(_), .. } => return Err(ErrorCode::BAC_BAD_SET_ARGUMENT),
+                    Oxm::Basic { mask: Some(_), .. } => {
+                        return Err(ErrorCode::BAC_BAD_SET_ARGUMENT)
+                    }
                     _ => return Err(ErrorCode::BAC_BAD_SET_TYPE),
                 },
                 Action::Experimenter { .. } => return Err(ErrorCode::BAC_BAD_EXPERIMENTER),
@@ -163,7 +186,11 @@ impl Pipeline {
             0 | port_no::ANY | port_no::NORMAL => Err(ErrorCode::BAC_BAD_OUT_PORT),
             port_no::TABLE if !packet_out => Err(ErrorCode::BAC_BAD_OUT_PORT),
             p if p <= port_no::MAX => Ok(()),
-            port_no::IN_PORT | port_no::TABLE | port_no::FLOOD | port_no::ALL | port_no::CONTROLLER
+            port_no::IN_PORT
+            | port_no::TABLE
+            | port_no::FLOOD
+            | port_no::ALL
+            | port_no::CONTROLLER
             | port_no::LOCAL => Ok(()),
             _ => Err(ErrorCode::BAC_BAD_OUT_PORT),
         }
@@ -189,23 +216,27 @@ impl Pipeline {
         let facts = PacketFacts::from_match(m);
         for i in ins {
             match i {
-                Instruction::GotoTable(t) => {
-                    if *t <= table || *t >= self.cfg.n_tables {
-                        return Err(ErrorCode::BIC_BAD_TABLE_ID);
-                    }
+                Instruction::GotoTable(t) if *t <= table || *t >= self.cfg.n_tables => {
+                    return Err(ErrorCode::BIC_BAD_TABLE_ID)
                 }
-                Instruction::Meter(id) => {
-                    if !self.meters.contains(*id) {
-                        return Err(ErrorCode::MMFC_UNKNOWN_METER);
-                    }
+                Instruction::Meter(id) if !self.meters.contains(*id) => {
+                    return Err(ErrorCode::MMFC_UNKNOWN_METER)
                 }
-                Instruction::ApplyActions(a) => self.validate_actions(a, &mut facts.clone(), false)?,
+                Instruction::ApplyActions(a) => {
+                    self.validate_actions(a, &mut facts.clone(), false)?
+                }
                 Instruction::WriteActions(a) => {
                     // The action set runs pushes before set-fields, so check
                     // set-fields against the facts after the set's pushes.
                     let mut f = facts.clone();
                     for push in a.iter().filter(|a| {
-                        matches!(a, Action::PushVlan(_) | Action::PushMpls(_) | Action::PopVlan | Action::PopMpls(_))
+                        matches!(
+                            a,
+                            Action::PushVlan(_)
+                                | Action::PushMpls(_)
+                                | Action::PopVlan
+                                | Action::PopMpls(_)
+                        )
                     }) {
                         f.apply(push);
                     }
@@ -239,7 +270,11 @@ impl Pipeline {
                 let strict = fm.command == cmd::MODIFY_STRICT;
                 let t = &mut self.tables[usize::from(fm.table_id)];
                 for e in t.entries_mut() {
-                    let selected = if strict { e.priority == fm.priority && e.rule == rule } else { rule.covers(&e.rule) };
+                    let selected = if strict {
+                        e.priority == fm.priority && e.rule == rule
+                    } else {
+                        rule.covers(&e.rule)
+                    };
                     if selected && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask) {
                         e.instructions = fm.instructions.clone();
                         if fm.flags & ff::RESET_COUNTS != 0 {
@@ -259,8 +294,11 @@ impl Pipeline {
                 };
                 for t in tables {
                     let removed = self.tables[t].remove_where(|e| {
-                        let selected =
-                            if strict { e.priority == fm.priority && e.rule == rule } else { rule.covers(&e.rule) };
+                        let selected = if strict {
+                            e.priority == fm.priority && e.rule == rule
+                        } else {
+                            rule.covers(&e.rule)
+                        };
                         selected
                             && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask)
                             && outputs_to(&e.instructions, fm.out_port, fm.out_group)
@@ -356,10 +394,16 @@ impl Pipeline {
         for t in 0..self.tables.len() {
             let mut reasons = Vec::new();
             let removed = self.tables[t].remove_where(|e| {
-                let hard = e.hard_timeout != 0 && now >= e.installed_ns + u64::from(e.hard_timeout) * S;
-                let idle = e.idle_timeout != 0 && now >= e.last_used_ns + u64::from(e.idle_timeout) * S;
+                let hard =
+                    e.hard_timeout != 0 && now >= e.installed_ns + u64::from(e.hard_timeout) * S;
+                let idle =
+                    e.idle_timeout != 0 && now >= e.last_used_ns + u64::from(e.idle_timeout) * S;
                 if hard || idle {
-                    reasons.push(if hard { flow_removed_reason::HARD_TIMEOUT } else { flow_removed_reason::IDLE_TIMEOUT });
+                    reasons.push(if hard {
+                        flow_removed_reason::HARD_TIMEOUT
+                    } else {
+                        flow_removed_reason::IDLE_TIMEOUT
+                    });
                 }
                 hard || idle
             });
@@ -380,6 +424,8 @@ pub fn outputs_to(ins: &[Instruction], out_port: u32, out_group: u32) -> bool {
             _ => &[],
         })
     };
-    (out_port == port_no::ANY || actions().any(|a| matches!(a, Action::Output { port, .. } if *port == out_port)))
-        && (out_group == group_id::ANY || actions().any(|a| matches!(a, Action::Group(g) if *g == out_group)))
+    (out_port == port_no::ANY
+        || actions().any(|a| matches!(a, Action::Output { port, .. } if *port == out_port)))
+        && (out_group == group_id::ANY
+            || actions().any(|a| matches!(a, Action::Group(g) if *g == out_group)))
 }

@@ -102,7 +102,13 @@ impl GroupTable {
     }
 
     /// Structural checks of a group's type and buckets (not actions).
-    pub fn check_buckets(&self, id: u32, ty: GroupType, buckets: &[Bucket], max_buckets: usize) -> Result<()> {
+    pub fn check_buckets(
+        &self,
+        id: u32,
+        ty: GroupType,
+        buckets: &[Bucket],
+        max_buckets: usize,
+    ) -> Result<()> {
         if matches!(ty, GroupType::Unknown(_)) {
             return Err(ErrorCode::GMFC_BAD_TYPE);
         }
@@ -116,13 +122,21 @@ impl GroupTable {
             if ty != GroupType::Select && b.weight != 0 {
                 return Err(ErrorCode::GMFC_BAD_BUCKET);
             }
-            if ty == GroupType::FastFailover && b.watch_port == port_no::ANY && b.watch_group == group_id::ANY {
+            if ty == GroupType::FastFailover
+                && b.watch_port == port_no::ANY
+                && b.watch_group == group_id::ANY
+            {
                 return Err(ErrorCode::GMFC_BAD_WATCH);
             }
-            if b.watch_group != group_id::ANY && (b.watch_group == id || !self.map.contains_key(&b.watch_group)) {
+            if b.watch_group != group_id::ANY
+                && (b.watch_group == id || !self.map.contains_key(&b.watch_group))
+            {
                 return Err(ErrorCode::GMFC_BAD_WATCH);
             }
-            if b.watch_port != port_no::ANY && b.watch_port > port_no::MAX && b.watch_port != port_no::LOCAL {
+            if b.watch_port != port_no::ANY
+                && b.watch_port > port_no::MAX
+                && b.watch_port != port_no::LOCAL
+            {
                 return Err(ErrorCode::GMFC_BAD_WATCH);
             }
         }
@@ -170,7 +184,9 @@ impl GroupTable {
         if depth == 0 {
             return false;
         }
-        self.map.get(&id).is_some_and(|g| g.buckets.iter().any(|b| self.bucket_live(b, port_live, depth - 1)))
+        self.map
+            .get(&id)
+            .is_some_and(|g| g.buckets.iter().any(|b| self.bucket_live(b, port_live, depth - 1)))
     }
 
     /// A bucket is live when it watches nothing, or when a watched port or
@@ -181,7 +197,8 @@ impl GroupTable {
         if !watches_port && !watches_group {
             return true;
         }
-        (watches_port && port_live(b.watch_port)) || (watches_group && self.is_live(b.watch_group, port_live, depth))
+        (watches_port && port_live(b.watch_port))
+            || (watches_group && self.is_live(b.watch_group, port_live, depth))
     }
 
     pub fn stats(&self, id: u32, now_ns: u64, ref_count: impl Fn(u32) -> u32) -> Vec<GroupStats> {
@@ -206,7 +223,11 @@ impl GroupTable {
     pub fn descs(&self) -> Vec<GroupDesc> {
         self.map
             .iter()
-            .map(|(&k, g)| GroupDesc { group_type: g.group_type, group_id: k, buckets: g.buckets.clone() })
+            .map(|(&k, g)| GroupDesc {
+                group_type: g.group_type,
+                group_id: k,
+                buckets: g.buckets.clone(),
+            })
             .collect()
     }
 }
@@ -214,7 +235,11 @@ impl GroupTable {
 /// Choose a SELECT bucket: weighted by `weight` among live buckets, by a
 /// flow hash so one flow always takes one bucket. `None` if no live bucket
 /// has a non-zero weight.
-pub fn select_bucket(buckets: &[Bucket], live: impl Fn(&Bucket) -> bool, hash: u64) -> Option<usize> {
+pub fn select_bucket(
+    buckets: &[Bucket],
+    live: impl Fn(&Bucket) -> bool,
+    hash: u64,
+) -> Option<usize> {
     let total: u64 = buckets.iter().filter(|b| live(b)).map(|b| u64::from(b.weight)).sum();
     if total == 0 {
         return None;
@@ -256,7 +281,12 @@ mod tests {
     #[test]
     fn loops_and_watches() {
         let mut t = GroupTable::default();
-        t.insert(1, GroupType::All, vec![bucket(0, port_no::ANY, vec![Action::Output { port: 1, max_len: 0 }])], 0);
+        t.insert(
+            1,
+            GroupType::All,
+            vec![bucket(0, port_no::ANY, vec![Action::Output { port: 1, max_len: 0 }])],
+            0,
+        );
         t.insert(2, GroupType::All, vec![bucket(0, port_no::ANY, vec![Action::Group(1)])], 0);
         // Modifying group 1 to forward to 2 would loop.
         let looping = vec![bucket(0, port_no::ANY, vec![Action::Group(2)])];
@@ -265,10 +295,22 @@ mod tests {
         assert_eq!(t.check_buckets(3, GroupType::All, &self_loop, 8), Err(ErrorCode::GMFC_LOOP));
         assert_eq!(t.referrers(1), 1);
         let ff = vec![bucket(0, port_no::ANY, vec![])];
-        assert_eq!(t.check_buckets(4, GroupType::FastFailover, &ff, 8), Err(ErrorCode::GMFC_BAD_WATCH));
-        assert_eq!(t.check_buckets(4, GroupType::Indirect, &[], 8), Err(ErrorCode::GMFC_INVALID_GROUP));
-        assert_eq!(t.check_buckets(4, GroupType::All, &[bucket(5, port_no::ANY, vec![])], 8), Err(ErrorCode::GMFC_BAD_BUCKET));
-        assert_eq!(t.check_buckets(4, GroupType::Unknown(9), &[], 8), Err(ErrorCode::GMFC_BAD_TYPE));
+        assert_eq!(
+            t.check_buckets(4, GroupType::FastFailover, &ff, 8),
+            Err(ErrorCode::GMFC_BAD_WATCH)
+        );
+        assert_eq!(
+            t.check_buckets(4, GroupType::Indirect, &[], 8),
+            Err(ErrorCode::GMFC_INVALID_GROUP)
+        );
+        assert_eq!(
+            t.check_buckets(4, GroupType::All, &[bucket(5, port_no::ANY, vec![])], 8),
+            Err(ErrorCode::GMFC_BAD_BUCKET)
+        );
+        assert_eq!(
+            t.check_buckets(4, GroupType::Unknown(9), &[], 8),
+            Err(ErrorCode::GMFC_BAD_TYPE)
+        );
     }
 
     #[test]

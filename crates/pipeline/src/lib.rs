@@ -39,7 +39,7 @@ pub mod stats;
 pub mod table;
 
 pub use control::Outgoing;
-pub use exec::Tx;
+pub use exec::{TraceEvent, Tx};
 
 use group::GroupTable;
 use meter::MeterTable;
@@ -112,7 +112,7 @@ pub struct Pipeline {
 
 impl Pipeline {
     pub fn new(cfg: Config) -> Self {
-        let n = usize::from(cfg.n_tables.min(255));
+        let n = usize::from(cfg.n_tables);
         Pipeline {
             tables: (0..n).map(|_| FlowTable::new(cfg.max_flows_per_table)).collect(),
             groups: GroupTable::default(),

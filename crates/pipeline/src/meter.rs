@@ -183,7 +183,14 @@ impl MeterTable {
         }
     }
 
-    pub fn add(&mut self, id: u32, flags_: u16, bands: Vec<MeterBand>, max: (u32, u8), now_ns: u64) -> Result<()> {
+    pub fn add(
+        &mut self,
+        id: u32,
+        flags_: u16,
+        bands: Vec<MeterBand>,
+        max: (u32, u8),
+        now_ns: u64,
+    ) -> Result<()> {
         Self::check_id(id)?;
         let f = Self::check(flags_, &bands, max.1)?;
         if self.map.contains_key(&id) {
@@ -197,7 +204,14 @@ impl MeterTable {
     }
 
     /// Replace a meter's configuration; its counters restart.
-    pub fn modify(&mut self, id: u32, flags_: u16, bands: Vec<MeterBand>, max_bands: u8, now_ns: u64) -> Result<()> {
+    pub fn modify(
+        &mut self,
+        id: u32,
+        flags_: u16,
+        bands: Vec<MeterBand>,
+        max_bands: u8,
+        now_ns: u64,
+    ) -> Result<()> {
         Self::check_id(id)?;
         let f = Self::check(flags_, &bands, max_bands)?;
         let m = self.map.get_mut(&id).ok_or(ErrorCode::MMFC_UNKNOWN_METER)?;
@@ -255,8 +269,14 @@ mod tests {
     #[test]
     fn pktps_drop_band_limits_rate() {
         let mut t = MeterTable::default();
-        t.add(1, flags::PKTPS | flags::BURST, vec![MeterBand::Drop { rate: 100, burst_size: 10 }], (10, 4), 0)
-            .unwrap();
+        t.add(
+            1,
+            flags::PKTPS | flags::BURST,
+            vec![MeterBand::Drop { rate: 100, burst_size: 10 }],
+            (10, 4),
+            0,
+        )
+        .unwrap();
         let m = t.get_mut(1).unwrap();
         // The burst of 10 passes, the 11th packet at the same instant drops.
         let v: Vec<_> = (0..11).map(|_| m.apply(64, 0)).collect();
@@ -274,7 +294,7 @@ mod tests {
         let mut t = MeterTable::default();
         let bands = vec![
             MeterBand::DscpRemark { rate: 8, burst_size: 1, prec_level: 1 },
-            MeterBand::Drop { rate: 16, burst_size: 2, },
+            MeterBand::Drop { rate: 16, burst_size: 2 },
         ];
         t.add(2, flags::KBPS | flags::BURST, bands, (10, 4), 0).unwrap();
         let m = t.get_mut(2).unwrap();
@@ -289,14 +309,23 @@ mod tests {
         let mut t = MeterTable::default();
         let d = || vec![MeterBand::Drop { rate: 1, burst_size: 0 }];
         assert_eq!(t.add(0, flags::KBPS, d(), (10, 4), 0), Err(ErrorCode::MMFC_INVALID_METER));
-        assert_eq!(t.add(meter_id::CONTROLLER, flags::KBPS, d(), (10, 4), 0), Err(ErrorCode::MMFC_INVALID_METER));
-        assert_eq!(t.add(1, flags::KBPS | flags::PKTPS, d(), (10, 4), 0), Err(ErrorCode::MMFC_BAD_FLAGS));
+        assert_eq!(
+            t.add(meter_id::CONTROLLER, flags::KBPS, d(), (10, 4), 0),
+            Err(ErrorCode::MMFC_INVALID_METER)
+        );
+        assert_eq!(
+            t.add(1, flags::KBPS | flags::PKTPS, d(), (10, 4), 0),
+            Err(ErrorCode::MMFC_BAD_FLAGS)
+        );
         assert_eq!(t.add(1, 0x100, d(), (10, 4), 0), Err(ErrorCode::MMFC_BAD_FLAGS));
         assert_eq!(
             t.add(1, flags::KBPS, vec![MeterBand::Drop { rate: 0, burst_size: 0 }], (10, 4), 0),
             Err(ErrorCode::MMFC_BAD_RATE)
         );
-        assert_eq!(t.add(1, flags::KBPS, vec![d()[0].clone(); 5], (10, 4), 0), Err(ErrorCode::MMFC_OUT_OF_BANDS));
+        assert_eq!(
+            t.add(1, flags::KBPS, vec![d()[0].clone(); 5], (10, 4), 0),
+            Err(ErrorCode::MMFC_OUT_OF_BANDS)
+        );
         t.add(1, 0, d(), (1, 4), 0).unwrap();
         assert_eq!(t.configs(1)[0].flags, flags::KBPS);
         assert_eq!(t.add(1, flags::KBPS, d(), (10, 4), 0), Err(ErrorCode::MMFC_METER_EXISTS));

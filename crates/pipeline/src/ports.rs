@@ -47,7 +47,8 @@ pub struct Ports {
 }
 
 /// Config bits a PORT_MOD may change.
-const SETTABLE_CONFIG: u32 = config::PORT_DOWN | config::NO_RECV | config::NO_FWD | config::NO_PACKET_IN;
+const SETTABLE_CONFIG: u32 =
+    config::PORT_DOWN | config::NO_RECV | config::NO_FWD | config::NO_PACKET_IN;
 
 impl Ports {
     /// Add (or replace) a port; returns the PORT_STATUS to announce.
@@ -55,10 +56,19 @@ impl Ports {
         if desc.state & state::LINK_DOWN == 0 {
             desc.state |= state::LIVE;
         }
-        let reason = if self.map.contains_key(&desc.port_no) { port_reason::MODIFY } else { port_reason::ADD };
+        let reason = if self.map.contains_key(&desc.port_no) {
+            port_reason::MODIFY
+        } else {
+            port_reason::ADD
+        };
         self.map.insert(
             desc.port_no,
-            PortEntry { desc: desc.clone(), counters: PortCounters::default(), queues: BTreeMap::new(), added_ns: now_ns },
+            PortEntry {
+                desc: desc.clone(),
+                counters: PortCounters::default(),
+                queues: BTreeMap::new(),
+                added_ns: now_ns,
+            },
         );
         PortStatus { reason, desc }
     }
@@ -72,7 +82,9 @@ impl Ports {
     pub fn add_queue(&mut self, port_no: u32, queue_id: u32, now_ns: u64) -> bool {
         match self.map.get_mut(&port_no) {
             Some(p) => {
-                p.queues.entry(queue_id).or_insert(QueueCounters { created_ns: now_ns, ..Default::default() });
+                p.queues
+                    .entry(queue_id)
+                    .or_insert(QueueCounters { created_ns: now_ns, ..Default::default() });
                 true
             }
             None => false,
@@ -88,7 +100,8 @@ impl Ports {
         } else {
             p.desc.state = (p.desc.state | state::LINK_DOWN) & !state::LIVE;
         }
-        (old != p.desc.state).then(|| PortStatus { reason: port_reason::MODIFY, desc: p.desc.clone() })
+        (old != p.desc.state)
+            .then(|| PortStatus { reason: port_reason::MODIFY, desc: p.desc.clone() })
     }
 
     pub fn get(&self, port_no: u32) -> Option<&PortEntry> {
@@ -116,12 +129,15 @@ impl Ports {
 
     /// Whether packets received on the port enter the pipeline.
     pub fn can_receive(&self, port_no: u32) -> bool {
-        self.map.get(&port_no).is_some_and(|p| p.desc.config & (config::PORT_DOWN | config::NO_RECV) == 0)
+        self.map
+            .get(&port_no)
+            .is_some_and(|p| p.desc.config & (config::PORT_DOWN | config::NO_RECV) == 0)
     }
 
     /// Whether the pipeline may transmit on the port.
     pub fn can_forward(&self, port_no: u32) -> bool {
-        self.is_live(port_no) && self.map.get(&port_no).is_some_and(|p| p.desc.config & config::NO_FWD == 0)
+        self.is_live(port_no)
+            && self.map.get(&port_no).is_some_and(|p| p.desc.config & config::NO_FWD == 0)
     }
 
     /// Whether packet-ins are allowed for packets received on the port.
@@ -147,7 +163,8 @@ impl Ports {
         if pm.advertise != 0 {
             p.desc.advertised = pm.advertise;
         }
-        Ok((old != p.desc).then(|| PortStatus { reason: port_reason::MODIFY, desc: p.desc.clone() }))
+        Ok((old != p.desc)
+            .then(|| PortStatus { reason: port_reason::MODIFY, desc: p.desc.clone() }))
     }
 
     pub fn stats(&self, port_no: u32, now_ns: u64) -> Vec<PortStats> {

@@ -54,7 +54,9 @@ impl Rule {
                         KeyError::BadValue => ErrorCode::BMC_BAD_VALUE,
                         KeyError::ValueOutsideMask => ErrorCode::BMC_BAD_WILDCARDS,
                     })?,
-                Oxm::Experimenter { .. } | Oxm::Other { .. } => return Err(ErrorCode::BMC_BAD_FIELD),
+                Oxm::Experimenter { .. } | Oxm::Other { .. } => {
+                    return Err(ErrorCode::BMC_BAD_FIELD)
+                }
             }
         }
         Ok(r)
@@ -68,7 +70,8 @@ impl Rule {
     /// Whether some packet could match both rules.
     pub fn overlaps(&self, other: &Rule) -> bool {
         (0..KEY_WORDS).all(|i| {
-            (self.value.words[i] ^ other.value.words[i]) & self.mask.words[i] & other.mask.words[i] == 0
+            (self.value.words[i] ^ other.value.words[i]) & self.mask.words[i] & other.mask.words[i]
+                == 0
         })
     }
 
@@ -109,9 +112,15 @@ mod tests {
     #[test]
     fn relations() {
         let ip = m(&[(FieldId::EthType, 0x800, None)]);
-        let net8 = m(&[(FieldId::EthType, 0x800, None), (FieldId::Ipv4Dst, 0x0a00_0000, Some(0xff00_0000))]);
+        let net8 = m(&[
+            (FieldId::EthType, 0x800, None),
+            (FieldId::Ipv4Dst, 0x0a00_0000, Some(0xff00_0000)),
+        ]);
         let host = m(&[(FieldId::EthType, 0x800, None), (FieldId::Ipv4Dst, 0x0a01_0203, None)]);
-        let other = m(&[(FieldId::EthType, 0x800, None), (FieldId::Ipv4Dst, 0x0b00_0000, Some(0xff00_0000))]);
+        let other = m(&[
+            (FieldId::EthType, 0x800, None),
+            (FieldId::Ipv4Dst, 0x0b00_0000, Some(0xff00_0000)),
+        ]);
         let [ip, net8, host, other] = [ip, net8, host, other].map(|x| Rule::compile(&x).unwrap());
         assert!(ip.covers(&net8) && net8.covers(&host) && ip.covers(&host));
         assert!(!host.covers(&net8) && !net8.covers(&ip));
@@ -122,11 +131,16 @@ mod tests {
 
     #[test]
     fn compile_errors_map_to_match_errors() {
-        let bad_wild = m(&[(FieldId::EthType, 0x800, None), (FieldId::Ipv4Dst, 0x0a00_0001, Some(0xff00_0000))]);
+        let bad_wild = m(&[
+            (FieldId::EthType, 0x800, None),
+            (FieldId::Ipv4Dst, 0x0a00_0001, Some(0xff00_0000)),
+        ]);
         assert_eq!(Rule::compile(&bad_wild), Err(ErrorCode::BMC_BAD_WILDCARDS));
         let bad_val = m(&[(FieldId::VlanVid, 0x2000, None)]);
         assert_eq!(Rule::compile(&bad_val), Err(ErrorCode::BMC_BAD_VALUE));
-        let exp = Match { oxms: vec![Oxm::Other { class: 1, field: 2, has_mask: false, payload: vec![0; 4] }] };
+        let exp = Match {
+            oxms: vec![Oxm::Other { class: 1, field: 2, has_mask: false, payload: vec![0; 4] }],
+        };
         assert_eq!(Rule::compile(&exp), Err(ErrorCode::BMC_BAD_FIELD));
     }
 }

@@ -11,8 +11,8 @@ use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::instruction::{ty as it, Instruction};
 use sluice_ofp::multipart::table_features::{FeatureId, OxmId, TableFeatureProp, TableFeatures};
 use sluice_ofp::multipart::{
-    AggregateStats, Desc, FlowStats, FlowStatsRequest, GroupFeatures, MeterFeatures, MultipartReplyBody,
-    MultipartRequestBody, TableStats,
+    AggregateStats, Desc, FlowStats, FlowStatsRequest, GroupFeatures, MeterFeatures,
+    MultipartReplyBody, MultipartRequestBody, TableStats,
 };
 use sluice_ofp::oxm::{FieldId, OxmHeader};
 
@@ -70,14 +70,21 @@ impl Pipeline {
     fn table_features(&self) -> Vec<TableFeatures> {
         let all_fields: Vec<OxmId> =
             FieldId::ALL.iter().map(|&f| OxmId::new(OxmHeader::basic(f, f.maskable()))).collect();
-        let wild: Vec<OxmId> = FieldId::ALL.iter().map(|&f| OxmId::new(OxmHeader::basic(f, false))).collect();
-        let set: Vec<OxmId> = settable_fields().map(|f| OxmId::new(OxmHeader::basic(f, false))).collect();
+        let wild: Vec<OxmId> =
+            FieldId::ALL.iter().map(|&f| OxmId::new(OxmHeader::basic(f, false))).collect();
+        let set: Vec<OxmId> =
+            settable_fields().map(|f| OxmId::new(OxmHeader::basic(f, false))).collect();
         let actions: Vec<FeatureId> = ACTIONS.iter().map(|&a| FeatureId::Type(a)).collect();
         let n = self.cfg.n_tables;
         (0..n)
             .map(|t| {
-                let mut instr =
-                    vec![it::WRITE_METADATA, it::WRITE_ACTIONS, it::APPLY_ACTIONS, it::CLEAR_ACTIONS, it::METER];
+                let mut instr = vec![
+                    it::WRITE_METADATA,
+                    it::WRITE_ACTIONS,
+                    it::APPLY_ACTIONS,
+                    it::CLEAR_ACTIONS,
+                    it::METER,
+                ];
                 if t + 1 < n {
                     instr.insert(0, it::GOTO_TABLE);
                 }
@@ -172,13 +179,17 @@ impl Pipeline {
                     .collect(),
             ),
             Q::PortStats { port_no } => {
-                if *port_no != sluice_ofp::consts::port_no::ANY && self.ports.get(*port_no).is_none() {
+                if *port_no != sluice_ofp::consts::port_no::ANY
+                    && self.ports.get(*port_no).is_none()
+                {
                     return Err(ErrorCode::BRC_BAD_PORT);
                 }
                 R::PortStats(self.ports.stats(*port_no, now))
             }
             Q::Queue { port_no, queue_id } => {
-                if *port_no != sluice_ofp::consts::port_no::ANY && self.ports.get(*port_no).is_none() {
+                if *port_no != sluice_ofp::consts::port_no::ANY
+                    && self.ports.get(*port_no).is_none()
+                {
                     return Err(ErrorCode::QOFC_BAD_PORT);
                 }
                 let q = self.ports.queue_stats(*port_no, *queue_id, now);
@@ -187,7 +198,9 @@ impl Pipeline {
                 }
                 R::Queue(q)
             }
-            Q::Group { group_id } => R::Group(self.groups.stats(*group_id, now, |g| self.group_ref_count(g))),
+            Q::Group { group_id } => {
+                R::Group(self.groups.stats(*group_id, now, |g| self.group_ref_count(g)))
+            }
             Q::GroupDesc => R::GroupDesc(self.groups.descs()),
             Q::GroupFeatures => R::GroupFeatures(GroupFeatures {
                 // ALL, SELECT, INDIRECT, FAST_FAILOVER.
@@ -197,7 +210,9 @@ impl Pipeline {
                 max_groups: [self.cfg.max_groups; 4],
                 actions: [ACTIONS.iter().fold(0u32, |m, &a| m | (1 << a)); 4],
             }),
-            Q::Meter { meter_id } => R::Meter(self.meters.stats(*meter_id, now, |m| self.meter_flow_count(m))),
+            Q::Meter { meter_id } => {
+                R::Meter(self.meters.stats(*meter_id, now, |m| self.meter_flow_count(m)))
+            }
             Q::MeterConfig { meter_id } => R::MeterConfig(self.meters.configs(*meter_id)),
             Q::MeterFeatures => R::MeterFeatures(MeterFeatures {
                 max_meter: self.cfg.max_meters,
@@ -235,7 +250,9 @@ impl Pipeline {
         self.tables
             .iter()
             .flat_map(|t| t.entries())
-            .filter(|e| e.instructions.iter().any(|i| matches!(i, Instruction::Meter(x) if *x == m)))
+            .filter(|e| {
+                e.instructions.iter().any(|i| matches!(i, Instruction::Meter(x) if *x == m))
+            })
             .count() as u32
     }
 }

@@ -94,7 +94,9 @@ impl FlowTable {
 
     /// Insert keeping the order invariant.
     pub fn insert(&mut self, e: FlowEntry) {
-        let at = self.entries.partition_point(|x| (x.priority, u64::MAX - x.seq) > (e.priority, u64::MAX - e.seq));
+        let at = self
+            .entries
+            .partition_point(|x| (x.priority, u64::MAX - x.seq) > (e.priority, u64::MAX - e.seq));
         self.entries.insert(at, e);
     }
 

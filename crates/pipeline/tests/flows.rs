@@ -4,16 +4,25 @@
 use sluice_ofp::consts::port_no;
 use sluice_ofp::error::ErrorCode;
 use sluice_ofp::message::{
-    flow_mod_command as fc, flow_removed_reason, group_mod_command as gc, meter_mod_command as mc, packet_in_reason,
-    Message,
+    flow_mod_command as fc, flow_removed_reason, group_mod_command as gc, meter_mod_command as mc,
+    packet_in_reason, Message,
 };
-use sluice_ofp::multipart::{FlowStatsRequest, MultipartReplyBody, MultipartRequest, MultipartRequestBody};
+use sluice_ofp::multipart::{
+    FlowStatsRequest, MultipartReplyBody, MultipartRequest, MultipartRequestBody,
+};
 use sluice_ofp::ofctl::{parse_flow, parse_group, parse_meter, Usage};
 use sluice_ofp::port::Port;
 use sluice_pipeline::{Config, Outgoing, Pipeline};
 
 /// An Ethernet/IPv4/UDP frame.
-fn udp(src_mac: u8, dst_mac: u8, src_ip: [u8; 4], dst_ip: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
+fn udp(
+    src_mac: u8,
+    dst_mac: u8,
+    src_ip: [u8; 4],
+    dst_ip: [u8; 4],
+    sport: u16,
+    dport: u16,
+) -> Vec<u8> {
     let mut f = vec![0, 0, 0, 0, 0, dst_mac, 0, 0, 0, 0, 0, src_mac, 0x08, 0x00];
     let payload = [0xabu8; 46];
     let ip_len = 20 + 8 + payload.len();
@@ -29,7 +38,16 @@ fn udp(src_mac: u8, dst_mac: u8, src_ip: [u8; 4], dst_ip: [u8; 4], sport: u16, d
     ip[11] = ck as u8;
     f.extend_from_slice(&ip);
     let ul = 8 + payload.len();
-    f.extend_from_slice(&[(sport >> 8) as u8, sport as u8, (dport >> 8) as u8, dport as u8, 0, ul as u8, 0, 0]);
+    f.extend_from_slice(&[
+        (sport >> 8) as u8,
+        sport as u8,
+        (dport >> 8) as u8,
+        dport as u8,
+        0,
+        ul as u8,
+        0,
+        0,
+    ]);
     f.extend_from_slice(&payload);
     f
 }
@@ -37,7 +55,15 @@ fn udp(src_mac: u8, dst_mac: u8, src_ip: [u8; 4], dst_ip: [u8; 4], sport: u16, d
 fn switch(ports: &[u32]) -> Pipeline {
     let mut p = Pipeline::new(Config::default());
     for &n in ports {
-        p.ports_mut().add(Port { port_no: n, hw_addr: [0, 0, 0, 0, 0, n as u8], name: format!("p{n}"), ..Port::default() }, 0);
+        p.ports_mut().add(
+            Port {
+                port_no: n,
+                hw_addr: [0, 0, 0, 0, 0, n as u8],
+                name: format!("p{n}"),
+                ..Port::default()
+            },
+            0,
+        );
     }
     p
 }
@@ -64,7 +90,9 @@ fn add(p: &mut Pipeline, text: &str) {
 /// Frames sent, as (port, frame).
 fn run(p: &mut Pipeline, in_port: u32, frame: &[u8]) -> Vec<(u32, Vec<u8>)> {
     let mut out = Vec::new();
-    p.process(in_port, frame, &mut |port: u32, _q: Option<u32>, f: &[u8]| out.push((port, f.to_vec())));
+    p.process(in_port, frame, &mut |port: u32, _q: Option<u32>, f: &[u8]| {
+        out.push((port, f.to_vec()))
+    });
     out
 }
 
@@ -112,7 +140,9 @@ fn table_miss_entry_sends_no_match_packet_in() {
     let mut sent = Vec::new();
     let msg = Message::PacketOut(po);
     let raw = msg.encode(1);
-    let r = p.handle(1, &msg, &raw, &mut |port: u32, _: Option<u32>, f: &[u8]| sent.push((port, f.to_vec())));
+    let r = p.handle(1, &msg, &raw, &mut |port: u32, _: Option<u32>, f: &[u8]| {
+        sent.push((port, f.to_vec()))
+    });
     assert!(r.is_empty(), "{r:?}");
     assert_eq!(sent, vec![(2, pkt())]);
     // A second use of the same buffer is an error.
@@ -136,7 +166,10 @@ fn no_entry_drops_and_action_packet_in_has_reason_action() {
 #[test]
 fn goto_table_write_metadata_and_action_set() {
     let mut p = switch(&[1, 2, 3]);
-    add(&mut p, "table=0,in_port=1,actions=write_metadata:0x5/0xff,write_actions(output:3),goto_table:1");
+    add(
+        &mut p,
+        "table=0,in_port=1,actions=write_metadata:0x5/0xff,write_actions(output:3),goto_table:1",
+    );
     add(&mut p, "table=1,priority=10,metadata=0x5/0xff,actions=write_actions(output:2)");
     // The set's output is overwritten by table 1's write-actions.
     assert_eq!(ports_of(&run(&mut p, 1, &pkt())), [2]);
@@ -147,14 +180,29 @@ fn goto_table_write_metadata_and_action_set() {
 #[test]
 fn flow_mod_validation_errors() {
     let mut p = switch(&[1, 2]);
-    assert_eq!(flow(&mut p, fc::ADD, "table=1,actions=goto_table:1"), Err(ErrorCode::BIC_BAD_TABLE_ID));
-    assert_eq!(flow(&mut p, fc::ADD, "table=3,actions=goto_table:2"), Err(ErrorCode::BIC_BAD_TABLE_ID));
+    assert_eq!(
+        flow(&mut p, fc::ADD, "table=1,actions=goto_table:1"),
+        Err(ErrorCode::BIC_BAD_TABLE_ID)
+    );
+    assert_eq!(
+        flow(&mut p, fc::ADD, "table=3,actions=goto_table:2"),
+        Err(ErrorCode::BIC_BAD_TABLE_ID)
+    );
     assert_eq!(flow(&mut p, fc::ADD, "actions=group:9"), Err(ErrorCode::BAC_BAD_OUT_GROUP));
-    assert_eq!(flow(&mut p, fc::ADD, "actions=meter:9,output:1"), Err(ErrorCode::MMFC_UNKNOWN_METER));
+    assert_eq!(
+        flow(&mut p, fc::ADD, "actions=meter:9,output:1"),
+        Err(ErrorCode::MMFC_UNKNOWN_METER)
+    );
     assert_eq!(flow(&mut p, fc::ADD, "actions=output:0"), Err(ErrorCode::BAC_BAD_OUT_PORT));
-    assert_eq!(flow(&mut p, fc::ADD, "actions=output:4294967041"), Err(ErrorCode::BAC_BAD_OUT_PORT)); // OFPP_MAX + 1
+    assert_eq!(
+        flow(&mut p, fc::ADD, "actions=output:4294967041"),
+        Err(ErrorCode::BAC_BAD_OUT_PORT)
+    ); // OFPP_MAX + 1
     assert_eq!(flow(&mut p, fc::ADD, "actions=push_vlan:0x0800"), Err(ErrorCode::BAC_BAD_ARGUMENT));
-    assert_eq!(flow(&mut p, fc::ADD, "actions=set_field:10.0.0.1->ip_dst"), Err(ErrorCode::BAC_MATCH_INCONSISTENT));
+    assert_eq!(
+        flow(&mut p, fc::ADD, "actions=set_field:10.0.0.1->ip_dst"),
+        Err(ErrorCode::BAC_MATCH_INCONSISTENT)
+    );
     assert!(flow(&mut p, fc::ADD, "ip,actions=set_field:10.0.0.1->ip_dst").is_ok());
     // Prerequisites are checked on the wire match (ofctl would refuse tp_dst alone).
     let mut fm = parse_flow("actions=drop", Usage::Add).unwrap().to_flow_mod(fc::ADD);
@@ -170,7 +218,8 @@ fn flow_mod_validation_errors() {
     fm.command = 9;
     assert_eq!(p.flow_mod(&fm), Err(ErrorCode::FMFC_BAD_COMMAND));
     // Errors come back as OFPT_ERROR with the offending bytes.
-    let msg = Message::FlowMod(parse_flow("actions=group:9", Usage::Add).unwrap().to_flow_mod(fc::ADD));
+    let msg =
+        Message::FlowMod(parse_flow("actions=group:9", Usage::Add).unwrap().to_flow_mod(fc::ADD));
     let r = send(&mut p, msg.clone());
     let Message::Error(e) = &r[0].msg else { panic!() };
     let expected = sluice_ofp::message::error_reply(ErrorCode::BAC_BAD_OUT_GROUP, &msg.encode(7));
@@ -210,8 +259,17 @@ fn modify_and_delete_strict_nonstrict_cookies_out_port() {
     add(&mut p, "priority=3,cookie=0x11,ip,actions=output:2");
     // Non-strict modify of everything under `ip` with cookie 0x1?/0xf0.
     flow(&mut p, fc::MODIFY, "cookie=0x10/0xf0,ip,actions=output:1").unwrap();
-    let outs: Vec<_> = p.tables()[0].entries().iter().map(|e| (e.priority, format!("{:?}", e.instructions))).collect();
-    assert!(outs[0].1.contains("port: 1") && outs[2].1.contains("port: 1") && outs[1].1.contains("port: 3"), "{outs:?}");
+    let outs: Vec<_> = p.tables()[0]
+        .entries()
+        .iter()
+        .map(|e| (e.priority, format!("{:?}", e.instructions)))
+        .collect();
+    assert!(
+        outs[0].1.contains("port: 1")
+            && outs[2].1.contains("port: 1")
+            && outs[1].1.contains("port: 3"),
+        "{outs:?}"
+    );
     // Strict delete needs the exact priority.
     flow(&mut p, fc::DELETE_STRICT, "priority=9,ip,nw_dst=10.0.0.2").unwrap();
     assert_eq!(p.tables()[0].len(), 3);
@@ -238,7 +296,10 @@ fn timeouts_and_flow_removed() {
     p.advance(3_600_000_000);
     let r = p.take_async();
     let Message::FlowRemoved(fr) = &r[0] else { panic!("{r:?}") };
-    assert_eq!((fr.reason, fr.priority, fr.packet_count), (flow_removed_reason::IDLE_TIMEOUT, 1, 1));
+    assert_eq!(
+        (fr.reason, fr.priority, fr.packet_count),
+        (flow_removed_reason::IDLE_TIMEOUT, 1, 1)
+    );
     assert_eq!((fr.duration_sec, fr.duration_nsec), (3, 600_000_000));
     p.advance(5_000_000_000);
     let r = p.take_async();
@@ -254,14 +315,28 @@ fn timeouts_and_flow_removed() {
 #[test]
 fn groups_all_select_ff_indirect_and_deletion() {
     let mut p = switch(&[1, 2, 3, 4]);
-    let g = |p: &mut Pipeline, cmd: u16, t: &str| p.group_mod(&parse_group(t).unwrap().to_group_mod(cmd));
+    let g = |p: &mut Pipeline, cmd: u16, t: &str| {
+        p.group_mod(&parse_group(t).unwrap().to_group_mod(cmd))
+    };
     g(&mut p, gc::ADD, "group_id=1,type=all,bucket=output:2,bucket=output:3").unwrap();
-    g(&mut p, gc::ADD, "group_id=2,type=ff,bucket=watch_port:2,output:2,bucket=watch_port:3,output:3").unwrap();
+    g(
+        &mut p,
+        gc::ADD,
+        "group_id=2,type=ff,bucket=watch_port:2,output:2,bucket=watch_port:3,output:3",
+    )
+    .unwrap();
     g(&mut p, gc::ADD, "group_id=3,type=indirect,bucket=group:1").unwrap();
-    g(&mut p, gc::ADD, "group_id=4,type=select,bucket=output:2,bucket=output:3,bucket=output:4").unwrap();
-    assert_eq!(g(&mut p, gc::ADD, "group_id=1,type=all,bucket=output:2"), Err(ErrorCode::GMFC_GROUP_EXISTS));
+    g(&mut p, gc::ADD, "group_id=4,type=select,bucket=output:2,bucket=output:3,bucket=output:4")
+        .unwrap();
+    assert_eq!(
+        g(&mut p, gc::ADD, "group_id=1,type=all,bucket=output:2"),
+        Err(ErrorCode::GMFC_GROUP_EXISTS)
+    );
     assert_eq!(g(&mut p, gc::MODIFY, "group_id=9,type=all"), Err(ErrorCode::GMFC_UNKNOWN_GROUP));
-    assert_eq!(g(&mut p, gc::MODIFY, "group_id=1,type=all,bucket=group:3"), Err(ErrorCode::GMFC_LOOP));
+    assert_eq!(
+        g(&mut p, gc::MODIFY, "group_id=1,type=all,bucket=group:3"),
+        Err(ErrorCode::GMFC_LOOP)
+    );
     assert_eq!(g(&mut p, gc::DELETE, "group_id=1"), Err(ErrorCode::GMFC_CHAINED_GROUP));
 
     add(&mut p, "priority=1,in_port=1,actions=group:3");
@@ -293,14 +368,18 @@ fn groups_all_select_ff_indirect_and_deletion() {
     p.take_async();
     g(&mut p, gc::DELETE, "group_id=4").unwrap();
     let removed = p.take_async();
-    assert!(matches!(&removed[0], Message::FlowRemoved(fr) if fr.reason == flow_removed_reason::GROUP_DELETE));
+    assert!(
+        matches!(&removed[0], Message::FlowRemoved(fr) if fr.reason == flow_removed_reason::GROUP_DELETE)
+    );
     assert_eq!(p.tables()[0].len(), 0);
 }
 
 #[test]
 fn meters_drop_above_rate_and_deletion_removes_flows() {
     let mut p = switch(&[1, 2]);
-    let mm = parse_meter("meter=1,pktps,burst,band=type=drop,rate=10,burst_size=3").unwrap().to_meter_mod(mc::ADD);
+    let mm = parse_meter("meter=1,pktps,burst,band=type=drop,rate=10,burst_size=3")
+        .unwrap()
+        .to_meter_mod(mc::ADD);
     p.meter_mod(&mm).unwrap();
     add(&mut p, "in_port=1,actions=meter:1,output:2");
     let sent: usize = (0..5).map(|_| run(&mut p, 1, &pkt()).len()).sum();
@@ -334,7 +413,14 @@ fn stats_reflect_state() {
     assert_eq!(fs.len(), 2);
     assert_eq!((fs[0].table_id, fs[0].packet_count), (0, 1));
     assert_eq!(fs[1].table_id, 2);
-    let r = send(&mut p, req(MultipartRequestBody::Aggregate(FlowStatsRequest { cookie: 2, cookie_mask: 0xff, ..all })));
+    let r = send(
+        &mut p,
+        req(MultipartRequestBody::Aggregate(FlowStatsRequest {
+            cookie: 2,
+            cookie_mask: 0xff,
+            ..all
+        })),
+    );
     let Message::MultipartReply(rep) = &r[0].msg else { panic!() };
     let MultipartReplyBody::Aggregate(a) = &rep.body else { panic!() };
     assert_eq!(a.flow_count, 1);

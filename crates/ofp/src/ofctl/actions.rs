@@ -26,7 +26,10 @@ pub fn parse_instructions(text: &str) -> TextResult<Vec<Instruction>> {
     parse_instructions_at(Tok { text, start: 0 }, ActionContext::default())
 }
 
-pub(crate) fn parse_instructions_at(t: Tok<'_>, ctx: ActionContext) -> TextResult<Vec<Instruction>> {
+pub(crate) fn parse_instructions_at(
+    t: Tok<'_>,
+    ctx: ActionContext,
+) -> TextResult<Vec<Instruction>> {
     let mut meter = None;
     let mut apply = Vec::new();
     let mut clear = false;
@@ -154,7 +157,11 @@ fn u8_arg(item: Tok<'_>, v: Option<Tok<'_>>, what: &str) -> TextResult<u8> {
 }
 
 fn set(field: FieldId, value: u128) -> Action {
-    Action::SetField(Oxm::Basic { field, value: FieldBytes::from_u128(value, field.len()), mask: None })
+    Action::SetField(Oxm::Basic {
+        field,
+        value: FieldBytes::from_u128(value, field.len()),
+        mask: None,
+    })
 }
 
 fn set_bytes(item: Tok<'_>, field: FieldId, v: Tok<'_>) -> TextResult<Action> {
@@ -173,7 +180,11 @@ fn tp_field(item: Tok<'_>, ctx: ActionContext, src: bool) -> TextResult<FieldId>
         (Some(17), false) => FieldId::UdpDst,
         (Some(132), true) => FieldId::SctpSrc,
         (Some(132), false) => FieldId::SctpDst,
-        _ => return Err(item.err(format!("`{}` needs a flow that matches tcp, udp or sctp", item.text))),
+        _ => {
+            return Err(
+                item.err(format!("`{}` needs a flow that matches tcp, udp or sctp", item.text))
+            )
+        }
     })
 }
 
@@ -188,8 +199,8 @@ fn parse_action(item: Tok<'_>, ctx: ActionContext) -> TextResult<Action> {
             let v = need(item, v)?;
             Action::Output { port: parse_port(v)?, max_len: 0 }
         }
-        "in_port" | "IN_PORT" | "all" | "ALL" | "flood" | "FLOOD" | "local" | "LOCAL" | "normal"
-        | "NORMAL" | "table" | "TABLE" => {
+        "in_port" | "IN_PORT" | "all" | "ALL" | "flood" | "FLOOD" | "local" | "LOCAL"
+        | "normal" | "NORMAL" | "table" | "TABLE" => {
             no_arg(item, v)?;
             Action::Output { port: parse_port(k)?, max_len: 0 }
         }
@@ -212,7 +223,9 @@ fn parse_action(item: Tok<'_>, ctx: ActionContext) -> TextResult<Action> {
             Action::Output { port: port_no::CONTROLLER, max_len }
         }
         "group" => Action::Group(parse_uint(need(item, v)?, u32::MAX as u128, "group")? as u32),
-        "set_queue" => Action::SetQueue(parse_uint(need(item, v)?, u32::MAX as u128, "queue")? as u32),
+        "set_queue" => {
+            Action::SetQueue(parse_uint(need(item, v)?, u32::MAX as u128, "queue")? as u32)
+        }
         "push_vlan" => Action::PushVlan(u16_arg(item, v, "ethertype")?),
         "pop_vlan" | "strip_vlan" => {
             no_arg(item, v)?;
@@ -284,7 +297,9 @@ fn parse_action(item: Tok<'_>, ctx: ActionContext) -> TextResult<Action> {
             set(FieldId::VlanVid, (vid | OFPVID_PRESENT) as u128)
         }
         "mod_vlan_pcp" => set(FieldId::VlanPcp, parse_uint(need(item, v)?, 7, "vlan pcp")?),
-        "set_mpls_label" => set(FieldId::MplsLabel, parse_uint(need(item, v)?, 0xf_ffff, "mpls label")?),
+        "set_mpls_label" => {
+            set(FieldId::MplsLabel, parse_uint(need(item, v)?, 0xf_ffff, "mpls label")?)
+        }
         "set_mpls_tc" => set(FieldId::MplsTc, parse_uint(need(item, v)?, 7, "mpls tc")?),
         "meter" | "goto_table" | "write_actions" | "clear_actions" | "write_metadata" => {
             return Err(item.err(format!("instruction `{}` is not allowed here", k.text)));
@@ -329,8 +344,10 @@ mod tests {
 
     #[test]
     fn set_field_and_shorthands() {
-        let a = parse_actions("set_field:10.1.1.1->ip_dst,mod_vlan_vid:5,strip_vlan,push_mpls:0x8847,dec_ttl,7,LOCAL")
-            .unwrap();
+        let a = parse_actions(
+            "set_field:10.1.1.1->ip_dst,mod_vlan_vid:5,strip_vlan,push_mpls:0x8847,dec_ttl,7,LOCAL",
+        )
+        .unwrap();
         assert_eq!(a[0], set(FieldId::Ipv4Dst, 0x0a01_0101));
         assert_eq!(a[1], set(FieldId::VlanVid, 0x1005));
         assert_eq!(a[2], Action::PopVlan);

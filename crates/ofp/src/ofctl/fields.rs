@@ -177,11 +177,17 @@ pub(crate) fn parse_value(f: FieldId, t: Tok<'_>) -> TextResult<(FieldBytes, Opt
         ValueKind::Port => bytes_of(parse_port(vt)? as u128, len),
         ValueKind::Mac => FieldBytes::new(&parse_mac(vt)?).expect("6 bytes"),
         ValueKind::Ipv4 => {
-            let a: Ipv4Addr = vt.text.parse().map_err(|_| vt.err(format!("`{}` is not an IPv4 address", vt.text)))?;
+            let a: Ipv4Addr = vt
+                .text
+                .parse()
+                .map_err(|_| vt.err(format!("`{}` is not an IPv4 address", vt.text)))?;
             bytes_of(u32::from(a) as u128, 4)
         }
         ValueKind::Ipv6 => {
-            let a: Ipv6Addr = vt.text.parse().map_err(|_| vt.err(format!("`{}` is not an IPv6 address", vt.text)))?;
+            let a: Ipv6Addr = vt
+                .text
+                .parse()
+                .map_err(|_| vt.err(format!("`{}` is not an IPv6 address", vt.text)))?;
             bytes_of(u128::from(a), 16)
         }
         ValueKind::Uint => {
@@ -198,11 +204,17 @@ pub(crate) fn parse_value(f: FieldId, t: Tok<'_>) -> TextResult<(FieldBytes, Opt
                 bytes_of(prefix_mask(bits, p), len)
             }
             ValueKind::Ipv4 => {
-                let a: Ipv4Addr = mt.text.parse().map_err(|_| mt.err(format!("`{}` is not an IPv4 mask", mt.text)))?;
+                let a: Ipv4Addr = mt
+                    .text
+                    .parse()
+                    .map_err(|_| mt.err(format!("`{}` is not an IPv4 mask", mt.text)))?;
                 bytes_of(u32::from(a) as u128, 4)
             }
             ValueKind::Ipv6 => {
-                let a: Ipv6Addr = mt.text.parse().map_err(|_| mt.err(format!("`{}` is not an IPv6 mask", mt.text)))?;
+                let a: Ipv6Addr = mt
+                    .text
+                    .parse()
+                    .map_err(|_| mt.err(format!("`{}` is not an IPv6 mask", mt.text)))?;
                 bytes_of(u128::from(a), 16)
             }
             ValueKind::Uint | ValueKind::Port => {
@@ -213,10 +225,9 @@ pub(crate) fn parse_value(f: FieldId, t: Tok<'_>) -> TextResult<(FieldBytes, Opt
     };
     if let Some(m) = &mask {
         if value.to_u128() & !m.to_u128() != 0 {
-            return Err(t.err(format!(
-                "{}: value has bits set outside the mask",
-                canonical_name(f)
-            )));
+            return Err(
+                t.err(format!("{}: value has bits set outside the mask", canonical_name(f)))
+            );
         }
     }
     Ok((value, mask))
@@ -233,9 +244,8 @@ pub fn format_value(f: FieldId, v: &FieldBytes, m: Option<&FieldBytes>) -> Strin
     let bits = (v.as_slice().len() * 8) as u32;
     let full = |x: u128| bits > 0 && x == prefix_mask(bits, bits as u128);
     let m = m.filter(|m| !full(m.to_u128()));
-    let prefix_len = |x: u128| -> Option<u32> {
-        (0..=bits).find(|&p| prefix_mask(bits, p as u128) == x)
-    };
+    let prefix_len =
+        |x: u128| -> Option<u32> { (0..=bits).find(|&p| prefix_mask(bits, p as u128) == x) };
     match value_kind(f) {
         ValueKind::Port => format_port(v.to_u128() as u32),
         ValueKind::Mac => match m {
@@ -295,8 +305,12 @@ mod tests {
         assert_eq!(format_value(FieldId::Ipv4Src, &v, m.as_ref()), "10.0.0.0/8");
         // Bits outside the mask.
         assert!(parse_value(FieldId::Ipv4Src, tok("10.0.0.1/255.0.255.0")).is_err());
-        let (v, m) = parse_value(FieldId::EthDst, tok("01:00:00:00:00:00/01:00:00:00:00:00")).unwrap();
-        assert_eq!(format_value(FieldId::EthDst, &v, m.as_ref()), "01:00:00:00:00:00/01:00:00:00:00:00");
+        let (v, m) =
+            parse_value(FieldId::EthDst, tok("01:00:00:00:00:00/01:00:00:00:00:00")).unwrap();
+        assert_eq!(
+            format_value(FieldId::EthDst, &v, m.as_ref()),
+            "01:00:00:00:00:00/01:00:00:00:00:00"
+        );
         let (v, _) = parse_value(FieldId::InPort, tok("LOCAL")).unwrap();
         assert_eq!(v.to_u128() as u32, port_no::LOCAL);
         let (v, m) = parse_value(FieldId::Ipv6Src, tok("2001:db8::/32")).unwrap();
@@ -311,7 +325,10 @@ mod tests {
     #[test]
     fn bad_values_name_the_token() {
         assert!(parse_value(FieldId::TcpDst, tok("65536")).unwrap_err().msg.contains("65536"));
-        assert!(parse_value(FieldId::TcpDst, tok("80/0xff")).unwrap_err().msg.contains("cannot be masked"));
+        assert!(parse_value(FieldId::TcpDst, tok("80/0xff"))
+            .unwrap_err()
+            .msg
+            .contains("cannot be masked"));
         assert!(parse_value(FieldId::EthSrc, tok("00:11:22")).is_err());
         assert!(parse_value(FieldId::Ipv4Dst, tok("300.1.1.1")).is_err());
         assert!(parse_value(FieldId::Ipv4Dst, tok("1.1.1.1/33")).is_err());

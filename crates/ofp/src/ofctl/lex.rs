@@ -50,9 +50,9 @@ pub(crate) fn split_items(tok: Tok<'_>) -> TextResult<Vec<Tok<'_>>> {
         match c {
             '(' => depth += 1,
             ')' => {
-                depth = depth
-                    .checked_sub(1)
-                    .ok_or_else(|| TextError::new(tok.start + i, tok.start + i + 1, "unbalanced `)`"))?;
+                depth = depth.checked_sub(1).ok_or_else(|| {
+                    TextError::new(tok.start + i, tok.start + i + 1, "unbalanced `)`")
+                })?;
             }
             ',' | ' ' | '\t' if depth == 0 => {
                 push_item(&mut out, tok.slice(item_start, i));

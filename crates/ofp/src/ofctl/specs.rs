@@ -80,8 +80,16 @@ struct MatchBuilder<'a> {
 }
 
 impl<'a> MatchBuilder<'a> {
-    fn push(&mut self, at: Tok<'a>, field: FieldId, value: FieldBytes, mask: Option<FieldBytes>) -> TextResult<()> {
-        if let Some((_, prev)) = self.oxms.iter().find(|(o, _)| matches!(o, Oxm::Basic { field: f, .. } if *f == field)) {
+    fn push(
+        &mut self,
+        at: Tok<'a>,
+        field: FieldId,
+        value: FieldBytes,
+        mask: Option<FieldBytes>,
+    ) -> TextResult<()> {
+        if let Some((_, prev)) =
+            self.oxms.iter().find(|(o, _)| matches!(o, Oxm::Basic { field: f, .. } if *f == field))
+        {
             return Err(at.err(format!(
                 "field {} given twice (first at byte {})",
                 canonical_name(field),
@@ -109,7 +117,9 @@ impl<'a> MatchBuilder<'a> {
                 (Some(17), false) => FieldId::UdpDst,
                 (Some(132), true) => FieldId::SctpSrc,
                 (Some(132), false) => FieldId::SctpDst,
-                _ => return Err(at.err(format!("`{}` needs tcp, udp or sctp in the match", at.text))),
+                _ => {
+                    return Err(at.err(format!("`{}` needs tcp, udp or sctp in the match", at.text)))
+                }
             };
             let (value, mask) = parse_value(field, v)?;
             self.push(at, field, value, mask)?;
@@ -159,14 +169,20 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
         match k.text {
             "table" => spec.table_id = Some(parse_uint(v, 254, "table")? as u8),
             "priority" => spec.priority = Some(parse_uint(v, u16::MAX as u128, "priority")? as u16),
-            "idle_timeout" => spec.idle_timeout = parse_uint(v, u16::MAX as u128, "idle_timeout")? as u16,
-            "hard_timeout" => spec.hard_timeout = parse_uint(v, u16::MAX as u128, "hard_timeout")? as u16,
+            "idle_timeout" => {
+                spec.idle_timeout = parse_uint(v, u16::MAX as u128, "idle_timeout")? as u16
+            }
+            "hard_timeout" => {
+                spec.hard_timeout = parse_uint(v, u16::MAX as u128, "hard_timeout")? as u16
+            }
             "cookie" => {
                 let (ct, mt) = v.split_kv(&['/']);
                 spec.cookie = parse_uint(ct, u64::MAX as u128, "cookie")? as u64;
                 if let Some(mt) = mt {
                     if usage == Usage::Add {
-                        return Err(mt.err("a cookie mask is only allowed when modifying or deleting flows"));
+                        return Err(mt.err(
+                            "a cookie mask is only allowed when modifying or deleting flows",
+                        ));
                     }
                     spec.cookie_mask = parse_uint(mt, u64::MAX as u128, "cookie mask")? as u64;
                 }
@@ -208,18 +224,26 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
     }
     spec.r#match = mb.finish()?;
     if usage == Usage::Add && (spec.out_port != port_no::ANY || spec.out_group != group_id::ANY) {
-        return Err(whole.err("out_port and out_group are only allowed when modifying or deleting flows"));
+        return Err(
+            whole.err("out_port and out_group are only allowed when modifying or deleting flows")
+        );
     }
     let ctx = ActionContext {
         ip_proto: spec.r#match.oxms.iter().find_map(|o| match o {
-            Oxm::Basic { field: FieldId::IpProto, value, mask: None } => Some(value.to_u128() as u8),
+            Oxm::Basic { field: FieldId::IpProto, value, mask: None } => {
+                Some(value.to_u128() as u8)
+            }
             _ => None,
         }),
     };
     match (usage, actions) {
-        (Usage::Delete, Some(a)) => return Err(a.err("actions are not allowed when deleting flows")),
+        (Usage::Delete, Some(a)) => {
+            return Err(a.err("actions are not allowed when deleting flows"))
+        }
         (Usage::Delete, None) => {}
-        (_, None) => return Err(whole.err("the flow needs `actions=...` (use `actions=drop` to drop)")),
+        (_, None) => {
+            return Err(whole.err("the flow needs `actions=...` (use `actions=drop` to drop)"))
+        }
         (_, Some(a)) => spec.instructions = parse_instructions_at(a, ctx)?,
     }
     Ok(spec)
@@ -263,7 +287,12 @@ pub fn parse_group(text: &str) -> TextResult<GroupSpec> {
     for item in split_items(whole)? {
         let (k, v) = item.split_kv(&['=', ':']);
         if k.text == "bucket" && item.text.as_bytes().get(6) == Some(&b'=') {
-            buckets.push(Bucket { weight: 0, watch_port: port_no::ANY, watch_group: group_id::ANY, actions: Vec::new() });
+            buckets.push(Bucket {
+                weight: 0,
+                watch_port: port_no::ANY,
+                watch_group: group_id::ANY,
+                actions: Vec::new(),
+            });
             in_actions = false;
             let Some(v) = v else { continue };
             if v.text.is_empty() {
@@ -312,7 +341,8 @@ pub fn parse_group(text: &str) -> TextResult<GroupSpec> {
 /// Apply one bucket item; returns whether later items are actions.
 fn bucket_item<'a>(b: &mut Bucket, item: Tok<'a>, in_actions: bool) -> TextResult<bool> {
     let (k, v) = item.split_kv(&['=', ':']);
-    let param = |v: Option<Tok<'a>>| v.ok_or_else(|| item.err(format!("`{}` needs a value", k.text)));
+    let param =
+        |v: Option<Tok<'a>>| v.ok_or_else(|| item.err(format!("`{}` needs a value", k.text)));
     if !in_actions {
         match k.text {
             "weight" => {
@@ -400,11 +430,74 @@ pub fn parse_meter(text: &str) -> TextResult<MeterSpec> {
         let rate = b.rate.ok_or_else(|| b.ty.err("this band needs `rate=N`"))?;
         out.push(match b.ty.text {
             "drop" => MeterBand::Drop { rate, burst_size: b.burst },
-            "dscp_remark" => MeterBand::DscpRemark { rate, burst_size: b.burst, prec_level: b.prec },
-            other => return Err(TextError::new(b.ty.start, b.ty.end(), format!("unknown band type `{other}`"))),
+            "dscp_remark" => {
+                MeterBand::DscpRemark { rate, burst_size: b.burst, prec_level: b.prec }
+            }
+            other => {
+                return Err(TextError::new(
+                    b.ty.start,
+                    b.ty.end(),
+                    format!("unknown band type `{other}`"),
+                ))
+            }
         });
     }
     Ok(MeterSpec { meter_id, flags, bands: out })
+}
+
+impl FlowSpec {
+    /// The FLOW_MOD this spec describes with `command`
+    /// ([`crate::message::flow_mod_command`]). Defaults as ovs-ofctl: table
+    /// 0 (all tables for deletes), priority 32768, no buffer.
+    pub fn to_flow_mod(&self, command: u8) -> crate::message::FlowMod {
+        use crate::message::flow_mod_command as c;
+        let deleting = matches!(command, c::DELETE | c::DELETE_STRICT);
+        crate::message::FlowMod {
+            cookie: self.cookie,
+            cookie_mask: self.cookie_mask,
+            table_id: self.table_id.unwrap_or(if deleting {
+                crate::consts::table_id::ALL
+            } else {
+                0
+            }),
+            command,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            priority: self.priority.unwrap_or(Self::DEFAULT_PRIORITY),
+            buffer_id: crate::consts::OFP_NO_BUFFER,
+            out_port: self.out_port,
+            out_group: self.out_group,
+            flags: self.flags,
+            r#match: self.r#match.clone(),
+            instructions: self.instructions.clone(),
+        }
+    }
+}
+
+impl GroupSpec {
+    /// The GROUP_MOD this spec describes with `command`
+    /// ([`crate::message::group_mod_command`]); a missing type is ALL.
+    pub fn to_group_mod(&self, command: u16) -> crate::message::GroupMod {
+        crate::message::GroupMod {
+            command,
+            group_type: self.group_type.unwrap_or(GroupType::All),
+            group_id: self.group_id,
+            buckets: self.buckets.clone(),
+        }
+    }
+}
+
+impl MeterSpec {
+    /// The METER_MOD this spec describes with `command`
+    /// ([`crate::message::meter_mod_command`]).
+    pub fn to_meter_mod(&self, command: u16) -> crate::message::MeterMod {
+        crate::message::MeterMod {
+            command,
+            flags: self.flags,
+            meter_id: self.meter_id,
+            bands: self.bands.clone(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -484,7 +577,10 @@ mod tests {
         assert_eq!(g.buckets.len(), 2);
         assert_eq!(g.buckets[0].weight, 30);
         assert_eq!(g.buckets[1].watch_port, 2);
-        assert_eq!(g.buckets[1].actions, vec![Action::SetQueue(1), Action::Output { port: 2, max_len: 0 }]);
+        assert_eq!(
+            g.buckets[1].actions,
+            vec![Action::SetQueue(1), Action::Output { port: 2, max_len: 0 }]
+        );
         let g = parse_group("group_id=1,type=all,bucket=output:1,bucket=output:2").unwrap();
         assert_eq!(g.buckets[1].actions, vec![Action::Output { port: 2, max_len: 0 }]);
         assert_eq!(g.buckets[0].weight, 0);
@@ -517,51 +613,5 @@ mod tests {
         let input = "tcp,nosuch=1,actions=drop";
         let e = parse_flow(input, Usage::Add).unwrap_err();
         assert_eq!(e.render(input).lines().last().unwrap(), "      ^^^^^^");
-    }
-}
-
-impl FlowSpec {
-    /// The FLOW_MOD this spec describes with `command`
-    /// ([`crate::message::flow_mod_command`]). Defaults as ovs-ofctl: table
-    /// 0 (all tables for deletes), priority 32768, no buffer.
-    pub fn to_flow_mod(&self, command: u8) -> crate::message::FlowMod {
-        use crate::message::flow_mod_command as c;
-        let deleting = matches!(command, c::DELETE | c::DELETE_STRICT);
-        crate::message::FlowMod {
-            cookie: self.cookie,
-            cookie_mask: self.cookie_mask,
-            table_id: self.table_id.unwrap_or(if deleting { crate::consts::table_id::ALL } else { 0 }),
-            command,
-            idle_timeout: self.idle_timeout,
-            hard_timeout: self.hard_timeout,
-            priority: self.priority.unwrap_or(Self::DEFAULT_PRIORITY),
-            buffer_id: crate::consts::OFP_NO_BUFFER,
-            out_port: self.out_port,
-            out_group: self.out_group,
-            flags: self.flags,
-            r#match: self.r#match.clone(),
-            instructions: self.instructions.clone(),
-        }
-    }
-}
-
-impl GroupSpec {
-    /// The GROUP_MOD this spec describes with `command`
-    /// ([`crate::message::group_mod_command`]); a missing type is ALL.
-    pub fn to_group_mod(&self, command: u16) -> crate::message::GroupMod {
-        crate::message::GroupMod {
-            command,
-            group_type: self.group_type.unwrap_or(GroupType::All),
-            group_id: self.group_id,
-            buckets: self.buckets.clone(),
-        }
-    }
-}
-
-impl MeterSpec {
-    /// The METER_MOD this spec describes with `command`
-    /// ([`crate::message::meter_mod_command`]).
-    pub fn to_meter_mod(&self, command: u16) -> crate::message::MeterMod {
-        crate::message::MeterMod { command, flags: self.flags, meter_id: self.meter_id, bands: self.bands.clone() }
     }
 }

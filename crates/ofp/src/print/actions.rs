@@ -1,0 +1,310 @@
+//! Actions, instructions, group buckets and meter bands in ovs-ofctl's
+//! vocabulary (`output:2`, `set_field:10.1.1.1->ip_dst`, `meter:1`,
+//! `write_actions(output:3)`, `bucket=weight:10,actions=output:1`,
+//! `type=drop rate=1000 burst_size=100`).
+
+use super::fields::{hex_bytes, non_basic, port, set_field_name, value};
+use crate::action::Action;
+use crate::consts::{group_id, port_no};
+use crate::group::{Bucket, GroupType};
+use crate::instruction::Instruction;
+use crate::meter::{flags as meter_flags, MeterBand};
+use crate::oxm::Oxm;
+
+/// One action as one token (no commas outside parentheses).
+pub fn action(a: &Action) -> String {
+    match a {
+        Action::Output { port: p, max_len } => match *p {
+            port_no::CONTROLLER => format!("CONTROLLER:{max_len}"),
+            port_no::IN_PORT
+            | port_no::TABLE
+            | port_no::NORMAL
+            | port_no::FLOOD
+            | port_no::ALL
+            | port_no::LOCAL => port(*p),
+            _ => format!("output:{}", port(*p)),
+        },
+        Action::CopyTtlOut => "copy_ttl_out".into(),
+        Action::CopyTtlIn => "copy_ttl_in".into(),
+        Action::SetMplsTtl(t) => format!("set_mpls_ttl({t})"),
+        Action::DecMplsTtl => "dec_mpls_ttl".into(),
+        Action::PushVlan(e) => format!("push_vlan:0x{e:04x}"),
+        Action::PopVlan => "pop_vlan".into(),
+        Action::PushMpls(e) => format!("push_mpls:0x{e:04x}"),
+        Action::PopMpls(e) => format!("pop_mpls:0x{e:04x}"),
+        Action::SetQueue(q) => format!("set_queue:{q}"),
+        Action::Group(g) => format!("group:{g}"),
+        Action::SetNwTtl(t) => format!("mod_nw_ttl:{t}"),
+        Action::DecNwTtl => "dec_ttl".into(),
+        Action::SetField(o) => match o {
+            Oxm::Basic { field, value: v, mask } => {
+                // set_field values are written raw (vlan_vid keeps its
+                // OFPVID_PRESENT bit, ip_dscp is not shifted), as ovs-ofctl does.
+                let val = match field {
+                    crate::oxm::FieldId::VlanVid | crate::oxm::FieldId::IpDscp => {
+                        v.to_u128().to_string()
+                    }
+                    f => value(*f, v, mask.as_ref()),
+                };
+                format!("set_field:{val}->{}", set_field_name(*field))
+            }
+            other => format!("set_field:{}", non_basic(other)),
+        },
+        Action::PushPbb(e) => format!("push_pbb:0x{e:04x}"),
+        Action::PopPbb => "pop_pbb".into(),
+        Action::Experimenter { experimenter, data } => {
+            format!("experimenter(experimenter=0x{experimenter:08x},data={})", hex_bytes(data))
+        }
+    }
+}
+
+/// An action list, comma-joined; `drop` for the empty list.
+pub fn actions(list: &[Action]) -> String {
+    if list.is_empty() {
+        return "drop".into();
+    }
+    list.iter().map(action).collect::<Vec<_>>().join(",")
+}
+
+/// An instruction list in ovs-ofctl's form: apply-actions inline, the
+/// others as `meter:N`, `clear_actions`, `write_actions(...)`,
+/// `write_metadata:V/M`, `goto_table:N`; `drop` if nothing is done.
+pub fn instructions(list: &[Instruction]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for i in list {
+        match i {
+            Instruction::Meter(m) => out.push(format!("meter:{m}")),
+            Instruction::ApplyActions(a) => out.extend(a.iter().map(action)),
+            Instruction::ClearActions => out.push("clear_actions".into()),
+            Instruction::WriteActions(a) => out.push(format!(
+                "write_actions({})",
+                a.iter().map(action).collect::<Vec<_>>().join(",")
+            )),
+            Instruction::WriteMetadata { metadata, mask } => {
+                if *mask == u64::MAX {
+                    out.push(format!("write_metadata:0x{metadata:x}"))
+                } else {
+                    out.push(format!("write_metadata:0x{metadata:x}/0x{mask:x}"))
+                }
+            }
+            Instruction::GotoTable(t) => out.push(format!("goto_table:{t}")),
+            Instruction::Experimenter { experimenter, data } => out.push(format!(
+                "experimenter_instruction(experimenter=0x{experimenter:08x},data={})",
+                hex_bytes(data)
+            )),
+        }
+    }
+    if out.is_empty() {
+        return "drop".into();
+    }
+    out.join(",")
+}
+
+pub fn group_type(t: GroupType) -> String {
+    match t {
+        GroupType::All => "all".into(),
+        GroupType::Select => "select".into(),
+        GroupType::Indirect => "indirect".into(),
+        GroupType::FastFailover => "ff".into(),
+        GroupType::Unknown(n) => format!("type{n}"),
+    }
+}
+
+pub fn group_id(g: u32) -> String {
+    match g {
+        group_id::ALL => "ALL".into(),
+        group_id::ANY => "ANY".into(),
+        n => n.to_string(),
+    }
+}
+
+/// `bucket=weight:W,watch_port:P,watch_group:G,actions=...` with the
+/// parameters only where they mean something (weight for select groups,
+/// watches when not ANY).
+pub fn bucket(t: GroupType, b: &Bucket) -> String {
+    let mut s = String::from("bucket=");
+    if matches!(t, GroupType::Select) || b.weight != 0 {
+        s.push_str(&format!("weight:{},", b.weight));
+    }
+    if b.watch_port != port_no::ANY {
+        s.push_str(&format!("watch_port:{},", port(b.watch_port)));
+    }
+    if b.watch_group != group_id::ANY {
+        s.push_str(&format!("watch_group:{},", b.watch_group));
+    }
+    s.push_str("actions=");
+    s.push_str(&actions(&b.actions));
+    s
+}
+
+/// `group_id=N,type=T,bucket=...,bucket=...`.
+pub fn group(gid: u32, t: GroupType, buckets: &[Bucket]) -> String {
+    let mut s = format!("group_id={},type={}", group_id(gid), group_type(t));
+    for b in buckets {
+        s.push(',');
+        s.push_str(&bucket(t, b));
+    }
+    s
+}
+
+pub fn meter_id(m: u32) -> String {
+    use crate::consts::meter_id;
+    match m {
+        meter_id::ALL => "all".into(),
+        meter_id::CONTROLLER => "controller".into(),
+        meter_id::SLOWPATH => "slowpath".into(),
+        n => n.to_string(),
+    }
+}
+
+/// `meter=N kbps burst stats bands=` followed by one line per band.
+pub fn meter(id: u32, flags: u16, bands: &[MeterBand]) -> String {
+    let mut s = format!("meter={}", meter_id(id));
+    for (bit, name) in [
+        (meter_flags::KBPS, "kbps"),
+        (meter_flags::PKTPS, "pktps"),
+        (meter_flags::BURST, "burst"),
+        (meter_flags::STATS, "stats"),
+    ] {
+        if flags & bit != 0 {
+            s.push(' ');
+            s.push_str(name);
+        }
+    }
+    let unknown = flags & !0xf;
+    if unknown != 0 {
+        s.push_str(&format!(" flags=0x{unknown:x}"));
+    }
+    s.push_str(" bands=");
+    for b in bands {
+        s.push('\n');
+        s.push_str(&band(b));
+    }
+    s
+}
+
+pub fn band(b: &MeterBand) -> String {
+    let burst = |n: u32| if n != 0 { format!(" burst_size={n}") } else { String::new() };
+    match b {
+        MeterBand::Drop { rate, burst_size } => {
+            format!("type=drop rate={rate}{}", burst(*burst_size))
+        }
+        MeterBand::DscpRemark { rate, burst_size, prec_level } => {
+            format!("type=dscp_remark rate={rate}{} prec_level={prec_level}", burst(*burst_size))
+        }
+        MeterBand::Experimenter { rate, burst_size, experimenter, data } => format!(
+            "type=experimenter rate={rate}{} experimenter=0x{experimenter:08x} data={}",
+            burst(*burst_size),
+            hex_bytes(data)
+        ),
+    }
+}
+
+/// ovs-ofctl's names for `OFPAT_*` numbers in feature bitmaps.
+pub fn action_type_name(t: u16) -> Option<&'static str> {
+    Some(match t {
+        0 => "output",
+        11 => "copy_ttl_out",
+        12 => "copy_ttl_in",
+        15 => "set_mpls_ttl",
+        16 => "dec_mpls_ttl",
+        17 => "push_vlan",
+        18 => "strip_vlan",
+        19 => "push_mpls",
+        20 => "pop_mpls",
+        21 => "set_queue",
+        22 => "group",
+        23 => "mod_nw_ttl",
+        24 => "dec_ttl",
+        25 => "set_field",
+        26 => "push_pbb",
+        27 => "pop_pbb",
+        _ => return None,
+    })
+}
+
+/// ovs-ofctl's names for `OFPIT_*` numbers.
+pub fn instruction_type_name(t: u16) -> Option<&'static str> {
+    Some(match t {
+        1 => "goto_table",
+        2 => "write_metadata",
+        3 => "write_actions",
+        4 => "apply_actions",
+        5 => "clear_actions",
+        6 => "meter",
+        _ => return None,
+    })
+}
+
+/// Names of the set bits of an `OFPAT_*` bitmap (unknown bits as numbers).
+pub fn action_bitmap(bits: u32) -> String {
+    (0..32)
+        .filter(|b| bits & (1 << b) != 0)
+        .map(|b| {
+            action_type_name(b as u16).map(str::to_string).unwrap_or_else(|| format!("action{b}"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oxm::FieldId;
+
+    #[test]
+    fn actions_print_like_ovs_ofctl() {
+        let list = vec![
+            Action::SetField(Oxm::exact(FieldId::Ipv4Dst, 0x0a01_0101)),
+            Action::SetField(Oxm::exact(FieldId::VlanVid, 4106)),
+            Action::Output { port: 2, max_len: 0 },
+            Action::Output { port: port_no::IN_PORT, max_len: 0 },
+            Action::Output { port: port_no::CONTROLLER, max_len: 128 },
+            Action::SetMplsTtl(64),
+            Action::PopMpls(0x0800),
+        ];
+        assert_eq!(
+            actions(&list),
+            "set_field:10.1.1.1->ip_dst,set_field:4106->vlan_vid,output:2,IN_PORT,CONTROLLER:128,set_mpls_ttl(64),pop_mpls:0x0800"
+        );
+        assert_eq!(actions(&[]), "drop");
+    }
+
+    #[test]
+    fn instructions_in_ovs_order() {
+        let list = vec![
+            Instruction::Meter(1),
+            Instruction::ApplyActions(vec![Action::Output { port: 1, max_len: 0 }]),
+            Instruction::WriteActions(vec![Action::Output { port: 3, max_len: 0 }]),
+            Instruction::WriteMetadata { metadata: 5, mask: 0xff },
+            Instruction::GotoTable(2),
+        ];
+        assert_eq!(
+            instructions(&list),
+            "meter:1,output:1,write_actions(output:3),write_metadata:0x5/0xff,goto_table:2"
+        );
+    }
+
+    #[test]
+    fn groups_and_meters() {
+        let b =
+            |w, wp, a| Bucket { weight: w, watch_port: wp, watch_group: group_id::ANY, actions: a };
+        let out = |p| vec![Action::Output { port: p, max_len: 0 }];
+        assert_eq!(
+            group(2, GroupType::Select, &[b(10, port_no::ANY, out(1)), b(20, port_no::ANY, out(2))]),
+            "group_id=2,type=select,bucket=weight:10,actions=output:1,bucket=weight:20,actions=output:2"
+        );
+        assert_eq!(
+            group(4, GroupType::FastFailover, &[b(0, 1, out(1))]),
+            "group_id=4,type=ff,bucket=watch_port:1,actions=output:1"
+        );
+        assert_eq!(
+            meter(
+                1,
+                meter_flags::KBPS | meter_flags::BURST,
+                &[MeterBand::Drop { rate: 1000, burst_size: 100 }]
+            ),
+            "meter=1 kbps burst bands=\ntype=drop rate=1000 burst_size=100"
+        );
+    }
+}

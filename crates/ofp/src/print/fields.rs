@@ -1,0 +1,300 @@
+//! Match fields, field values and port numbers in ovs-ofctl's vocabulary.
+//!
+//! ovs-ofctl prints an OpenFlow 1.3 match with its own (OpenFlow 1.0-era)
+//! names: `dl_src`, `nw_src`, `tp_dst`, `dl_vlan`, `nw_tos` (the DSCP value
+//! shifted left by 2), and a shorthand (`ip`, `tcp`, `arp`, `icmp6`, ...)
+//! instead of `dl_type`/`nw_proto` where one exists. Set-field actions use
+//! the OXM-era names instead (`ip_dst`, `tcp_src`, `eth_dst`). Both are
+//! here so that the printer's output tokenises like ovs-ofctl's.
+
+use crate::consts::{port_no, OFPVID_PRESENT};
+use crate::oxm::{FieldBytes, FieldId, Match, Oxm, OFPXMC_NXM_0, OFPXMC_NXM_1};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// A port number as ovs-ofctl prints it: reserved ports by name.
+pub fn port(p: u32) -> String {
+    let name = match p {
+        port_no::IN_PORT => "IN_PORT",
+        port_no::TABLE => "TABLE",
+        port_no::NORMAL => "NORMAL",
+        port_no::FLOOD => "FLOOD",
+        port_no::ALL => "ALL",
+        port_no::CONTROLLER => "CONTROLLER",
+        port_no::LOCAL => "LOCAL",
+        port_no::ANY => "ANY",
+        _ => return p.to_string(),
+    };
+    name.to_string()
+}
+
+pub fn mac(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(":")
+}
+
+pub fn hex_bytes(b: &[u8]) -> String {
+    if b.is_empty() {
+        return "0x".into();
+    }
+    let mut s = String::from("0x");
+    for x in b {
+        s.push_str(&format!("{x:02x}"));
+    }
+    s
+}
+
+/// The field's name in an ovs-ofctl *match*.
+pub fn match_name(f: FieldId) -> &'static str {
+    match f {
+        FieldId::EthDst => "dl_dst",
+        FieldId::EthSrc => "dl_src",
+        FieldId::EthType => "dl_type",
+        FieldId::VlanPcp => "dl_vlan_pcp",
+        FieldId::IpDscp => "nw_tos",
+        FieldId::IpEcn => "nw_ecn",
+        FieldId::IpProto => "nw_proto",
+        FieldId::Ipv4Src => "nw_src",
+        FieldId::Ipv4Dst => "nw_dst",
+        FieldId::TcpSrc | FieldId::UdpSrc | FieldId::SctpSrc => "tp_src",
+        FieldId::TcpDst | FieldId::UdpDst | FieldId::SctpDst => "tp_dst",
+        FieldId::Icmpv4Type | FieldId::Icmpv6Type => "icmp_type",
+        FieldId::Icmpv4Code | FieldId::Icmpv6Code => "icmp_code",
+        FieldId::TunnelId => "tun_id",
+        other => other.ovs_name(),
+    }
+}
+
+/// The field's name in an ovs-ofctl `set_field:VALUE->NAME` action.
+pub fn set_field_name(f: FieldId) -> &'static str {
+    match f {
+        FieldId::Ipv4Src => "ip_src",
+        FieldId::Ipv4Dst => "ip_dst",
+        FieldId::IpEcn => "nw_ecn",
+        FieldId::Icmpv4Type => "icmp_type",
+        FieldId::Icmpv4Code => "icmp_code",
+        FieldId::TunnelId => "tun_id",
+        FieldId::EthDst => "eth_dst",
+        FieldId::EthSrc => "eth_src",
+        FieldId::EthType => "eth_type",
+        other => other.ovs_name(),
+    }
+}
+
+fn prefix_len(mask: u128, bits: u32) -> Option<u32> {
+    let ones = mask.count_ones();
+    if ones > bits {
+        return None;
+    }
+    let want = if ones == 0 { 0 } else { (u128::MAX >> (128 - ones)) << (bits - ones) };
+    (mask == want).then_some(ones)
+}
+
+fn all_ones(m: &FieldBytes) -> bool {
+    m.as_slice().iter().all(|&b| b == 0xff)
+}
+
+/// A value (and mask) as ovs-ofctl writes it: addresses in their usual
+/// notation with `/prefix` where the mask is a prefix, ports by name,
+/// 64-bit ids and masked integers in hex, other integers in decimal.
+pub fn value(f: FieldId, v: &FieldBytes, m: Option<&FieldBytes>) -> String {
+    let m = m.filter(|m| !all_ones(m));
+    let bits = (v.as_slice().len() * 8) as u32;
+    match f {
+        FieldId::InPort | FieldId::InPhyPort => port(v.to_u128() as u32),
+        FieldId::EthDst
+        | FieldId::EthSrc
+        | FieldId::ArpSha
+        | FieldId::ArpTha
+        | FieldId::Ipv6NdSll
+        | FieldId::Ipv6NdTll => match m {
+            None => mac(v.as_slice()),
+            Some(m) => format!("{}/{}", mac(v.as_slice()), mac(m.as_slice())),
+        },
+        FieldId::Ipv4Src | FieldId::Ipv4Dst | FieldId::ArpSpa | FieldId::ArpTpa => {
+            let a = Ipv4Addr::from(v.to_u128() as u32);
+            match m {
+                None => a.to_string(),
+                Some(m) => match prefix_len(m.to_u128(), bits) {
+                    Some(p) => format!("{a}/{p}"),
+                    None => format!("{a}/{}", Ipv4Addr::from(m.to_u128() as u32)),
+                },
+            }
+        }
+        FieldId::Ipv6Src | FieldId::Ipv6Dst | FieldId::Ipv6NdTarget => {
+            let a = Ipv6Addr::from(v.to_u128());
+            match m {
+                None => a.to_string(),
+                Some(m) => match prefix_len(m.to_u128(), bits) {
+                    Some(p) => format!("{a}/{p}"),
+                    None => format!("{a}/{}", Ipv6Addr::from(m.to_u128())),
+                },
+            }
+        }
+        FieldId::EthType => format!("0x{:04x}", v.to_u128()),
+        FieldId::Metadata
+        | FieldId::TunnelId
+        | FieldId::Ipv6Flabel
+        | FieldId::PbbIsid
+        | FieldId::Ipv6Exthdr => match m {
+            None => format!("0x{:x}", v.to_u128()),
+            Some(m) => format!("0x{:x}/0x{:x}", v.to_u128(), m.to_u128()),
+        },
+        _ => match m {
+            None => v.to_u128().to_string(),
+            Some(m) => format!("0x{:x}/0x{:x}", v.to_u128(), m.to_u128()),
+        },
+    }
+}
+
+/// One OXM of a match as a `name=value` token.
+fn match_token(o: &Oxm) -> String {
+    match o {
+        Oxm::Basic { field, value: v, mask } => match field {
+            FieldId::VlanVid => {
+                vlan_token(v.to_u128() as u16, mask.as_ref().map(|m| m.to_u128() as u16))
+            }
+            FieldId::IpDscp if mask.is_none() => format!("nw_tos={}", (v.to_u128() as u16) << 2),
+            f => format!("{}={}", match_name(*f), value(*f, v, mask.as_ref())),
+        },
+        other => non_basic(other),
+    }
+}
+
+/// ovs-ofctl's spelling of a VLAN match: `dl_vlan=N` for a tagged VID,
+/// `vlan_tci=0x0000/0x1000` for "no tag", `vlan_tci=0x1000/0x1000` for
+/// "any tag".
+fn vlan_token(v: u16, m: Option<u16>) -> String {
+    match m {
+        None if v & OFPVID_PRESENT != 0 => format!("dl_vlan={}", v & 0x0fff),
+        None if v == 0 => "vlan_tci=0x0000/0x1000".into(),
+        None => format!("vlan_vid=0x{v:04x}"),
+        Some(m) if m == OFPVID_PRESENT && v == OFPVID_PRESENT => "vlan_tci=0x1000/0x1000".into(),
+        Some(m) if m == OFPVID_PRESENT && v == 0 => "vlan_tci=0x0000/0x1000".into(),
+        Some(m) => format!("vlan_vid=0x{v:04x}/0x{m:04x}"),
+    }
+}
+
+/// An OXM of a class other than OPENFLOW_BASIC, as one token.
+pub fn non_basic(o: &Oxm) -> String {
+    match o {
+        Oxm::Basic { .. } => match_token(o),
+        Oxm::Experimenter { experimenter, field, has_mask, payload } => format!(
+            "exp_oxm(experimenter=0x{experimenter:08x},field={field}{},payload={})",
+            if *has_mask { ",masked" } else { "" },
+            hex_bytes(payload)
+        ),
+        Oxm::Other { class, field, has_mask, payload } => {
+            let cls = match *class {
+                OFPXMC_NXM_0 => "NXM_OF".to_string(),
+                OFPXMC_NXM_1 => "NXM_NX".to_string(),
+                c => format!("0x{c:04x}"),
+            };
+            format!(
+                "oxm(class={cls},field={field}{},payload={})",
+                if *has_mask { ",masked" } else { "" },
+                hex_bytes(payload)
+            )
+        }
+    }
+}
+
+fn exact_u(m: &Match, f: FieldId) -> Option<u128> {
+    match m.get(f) {
+        Some((v, None)) => Some(v.to_u128()),
+        _ => None,
+    }
+}
+
+/// ovs-ofctl's shorthand for the match's `eth_type` (and `ip_proto`):
+/// returns the word and whether it also stands for `ip_proto`.
+fn shorthand(m: &Match) -> Option<(&'static str, bool)> {
+    let et = exact_u(m, FieldId::EthType)?;
+    let proto = exact_u(m, FieldId::IpProto);
+    let s = match (et, proto) {
+        (0x0800, Some(1)) => ("icmp", true),
+        (0x0800, Some(6)) => ("tcp", true),
+        (0x0800, Some(17)) => ("udp", true),
+        (0x0800, Some(132)) => ("sctp", true),
+        (0x0800, _) => ("ip", false),
+        (0x86dd, Some(58)) => ("icmp6", true),
+        (0x86dd, Some(6)) => ("tcp6", true),
+        (0x86dd, Some(17)) => ("udp6", true),
+        (0x86dd, Some(132)) => ("sctp6", true),
+        (0x86dd, _) => ("ipv6", false),
+        (0x0806, _) => ("arp", false),
+        (0x8035, _) => ("rarp", false),
+        (0x8847, _) => ("mpls", false),
+        (0x8848, _) => ("mplsm", false),
+        _ => return None,
+    };
+    Some(s)
+}
+
+/// The match as ovs-ofctl's comma-separated tokens (without priority):
+/// the shorthand first, then one `name=value` per field in wire order.
+pub fn match_tokens(m: &Match) -> Vec<String> {
+    let mut out = Vec::new();
+    let sh = shorthand(m);
+    if let Some((word, _)) = sh {
+        out.push(word.to_string());
+    }
+    for o in &m.oxms {
+        if let Oxm::Basic { field, mask: None, .. } = o {
+            if sh.is_some() && *field == FieldId::EthType {
+                continue;
+            }
+            if matches!(sh, Some((_, true))) && *field == FieldId::IpProto {
+                continue;
+            }
+        }
+        out.push(match_token(o));
+    }
+    out
+}
+
+/// `priority=N,` followed by the match tokens, comma-joined.
+pub fn match_with_priority(priority: u16, m: &Match) -> String {
+    let mut t = vec![format!("priority={priority}")];
+    t.extend(match_tokens(m));
+    t.join(",")
+}
+
+/// Just the match, comma-joined (`""` for the empty match).
+pub fn match_str(m: &Match) -> String {
+    match_tokens(m).join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_in_ovs_notation() {
+        let v = FieldBytes::new(&[10, 0, 0, 0]).unwrap();
+        let m = FieldBytes::new(&[255, 0, 0, 0]).unwrap();
+        assert_eq!(value(FieldId::Ipv4Src, &v, Some(&m)), "10.0.0.0/8");
+        let m = FieldBytes::new(&[255, 0, 255, 0]).unwrap();
+        assert_eq!(value(FieldId::Ipv4Src, &v, Some(&m)), "10.0.0.0/255.0.255.0");
+        let full = FieldBytes::new(&[255; 4]).unwrap();
+        assert_eq!(value(FieldId::Ipv4Src, &v, Some(&full)), "10.0.0.0");
+        let p = FieldBytes::new(&0xffff_fffeu32.to_be_bytes()).unwrap();
+        assert_eq!(value(FieldId::InPort, &p, None), "LOCAL");
+        let e = FieldBytes::new(&[0x88, 0xcc]).unwrap();
+        assert_eq!(value(FieldId::EthType, &e, None), "0x88cc");
+    }
+
+    #[test]
+    fn shorthand_replaces_eth_type_and_proto() {
+        let m = Match::new(vec![
+            Oxm::exact(FieldId::EthType, 0x0800),
+            Oxm::exact(FieldId::IpProto, 6),
+            Oxm::exact(FieldId::IpDscp, 10),
+            Oxm::exact(FieldId::TcpDst, 80),
+            Oxm::exact(FieldId::VlanVid, 0x1000 | 10),
+        ]);
+        assert_eq!(match_str(&m), "tcp,nw_tos=40,tp_dst=80,dl_vlan=10");
+        let m = Match::new(vec![Oxm::exact(FieldId::EthType, 0x88cc)]);
+        assert_eq!(match_str(&m), "dl_type=0x88cc");
+        let m = Match::new(vec![Oxm::exact(FieldId::VlanVid, 0)]);
+        assert_eq!(match_str(&m), "vlan_tci=0x0000/0x1000");
+    }
+}

@@ -18,51 +18,12 @@
 //! `OFPBRC_BAD_LEN` or something else). Padding is ignored on input and
 //! written as zeros. The name is read up to its first NUL; non-UTF-8 bytes
 //! are replaced and the result is cut to 15 bytes on a char boundary
-//! (`read_name`), and [`Port::emit`] writes at most 15 bytes so that a NUL
+//! (`wire::read_str`), and [`Port::emit`] writes at most 15 bytes so that a NUL
 //! always terminates them: decoding then re-encoding is a fixpoint.
 
 use crate::consts::OFP_MAX_PORT_NAME_LEN;
 use crate::error::Result;
-use crate::wire::{Put, Reader};
-
-/// Decode a fixed, NUL-terminated `char name[N]` field canonically: bytes up
-/// to the first NUL, invalid UTF-8 replaced by U+FFFD, then cut (on a char
-/// boundary) to at most `N - 1` bytes, the most [`put_name`] can write.
-///
-/// This makes decoding a fixpoint: `read_name(put_name(read_name(b)))`
-/// equals `read_name(b)` for all bytes `b`, which the plain lossy decoder
-/// does not give (a replacement character is 3 bytes, so re-encoding a
-/// lossy name can overflow the field and be cut differently).
-pub(crate) fn read_name(b: &[u8]) -> String {
-    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    let mut s = String::from_utf8_lossy(&b[..end]).into_owned();
-    truncate_on_char(&mut s, b.len().saturating_sub(1));
-    s
-}
-
-/// Write `s` into a fixed `n`-byte NUL-padded field: at most `n - 1` bytes,
-/// cut on a char boundary and at any embedded NUL, so the field always
-/// decodes back (with [`read_name`]) to exactly what was written.
-pub(crate) fn put_name(out: &mut Vec<u8>, s: &str, n: usize) {
-    let mut t = s.split('\0').next().unwrap_or("");
-    let mut cut = t.len().min(n.saturating_sub(1));
-    while !t.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    t = &t[..cut];
-    out.put_slice(t.as_bytes());
-    out.put_zeros(n - t.len());
-}
-
-fn truncate_on_char(s: &mut String, max: usize) {
-    if s.len() > max {
-        let mut cut = max;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-    }
-}
+use crate::wire::{put_str, read_str, Put, Reader};
 
 /// `struct ofp_port` (64 bytes).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -97,7 +58,7 @@ impl Port {
         r.skip(4)?;
         let hw_addr = r.array::<6>()?;
         r.skip(2)?;
-        let name = read_name(r.bytes(OFP_MAX_PORT_NAME_LEN)?);
+        let name = read_str(r.bytes(OFP_MAX_PORT_NAME_LEN)?);
         Ok(Port {
             port_no,
             hw_addr,
@@ -119,7 +80,7 @@ impl Port {
         out.put_zeros(4);
         out.put_slice(&self.hw_addr);
         out.put_zeros(2);
-        put_name(out, &self.name, OFP_MAX_PORT_NAME_LEN);
+        put_str(out, &self.name, OFP_MAX_PORT_NAME_LEN);
         for v in [
             self.config,
             self.state,
@@ -260,33 +221,33 @@ mod tests {
     #[test]
     fn names_are_canonical() {
         // 16 non-NUL bytes: cut to 15.
-        assert_eq!(read_name(b"abcdefghijklmnop"), "abcdefghijklmno");
+        assert_eq!(read_str(b"abcdefghijklmnop"), "abcdefghijklmno");
         // Invalid UTF-8 expands to U+FFFD (3 bytes) and is cut on a char boundary.
         let b = [0xff; 16];
-        let s = read_name(&b);
+        let s = read_str(&b);
         assert_eq!(s, "\u{fffd}".repeat(5));
         let mut out = Vec::new();
-        put_name(&mut out, &s, 16);
+        put_str(&mut out, &s, 16);
         assert_eq!(out.len(), 16);
-        assert_eq!(read_name(&out), s);
+        assert_eq!(read_str(&out), s);
         // Writing cuts on a char boundary and at an embedded NUL.
         let mut out = Vec::new();
-        put_name(&mut out, "abcdefghijklmn\u{e9}", 16);
-        assert_eq!(read_name(&out), "abcdefghijklmn");
+        put_str(&mut out, "abcdefghijklmn\u{e9}", 16);
+        assert_eq!(read_str(&out), "abcdefghijklmn");
         let mut out = Vec::new();
-        put_name(&mut out, "ab\0cd", 8);
+        put_str(&mut out, "ab\0cd", 8);
         assert_eq!(out, b"ab\0\0\0\0\0\0");
     }
 
     proptest! {
         #[test]
         fn name_decoding_is_a_fixpoint(b in proptest::collection::vec(any::<u8>(), 0..40)) {
-            let s = read_name(&b);
+            let s = read_str(&b);
             prop_assert!(s.len() < b.len().max(1));
             let mut out = Vec::new();
-            put_name(&mut out, &s, b.len());
+            put_str(&mut out, &s, b.len());
             prop_assert_eq!(out.len(), b.len());
-            prop_assert_eq!(read_name(&out), s);
+            prop_assert_eq!(read_str(&out), s);
         }
 
         #[test]

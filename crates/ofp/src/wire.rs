@@ -172,20 +172,43 @@ pub const fn pad8(n: usize) -> usize {
     (n + 7) & !7
 }
 
-/// A fixed-size, NUL-padded ASCII string field (`char name[N]`).
-/// Decoding stops at the first NUL; bytes that are not UTF-8 are replaced.
+/// Decode a fixed, NUL-terminated `char name[N]` field canonically: bytes up
+/// to the first NUL, invalid UTF-8 replaced by U+FFFD, then cut (on a char
+/// boundary) to at most `N - 1` bytes, the most [`put_str`] can write.
+///
+/// This makes decoding a fixpoint: `read_str(put_str(read_str(b)))`
+/// equals `read_str(b)` for all bytes `b`, which the plain lossy decoder
+/// does not give (a replacement character is 3 bytes, so re-encoding a
+/// lossy name can overflow the field and be cut differently).
 pub fn read_str(b: &[u8]) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..end]).into_owned()
+    let mut s = String::from_utf8_lossy(&b[..end]).into_owned();
+    truncate_on_char(&mut s, b.len().saturating_sub(1));
+    s
 }
 
-/// Write `s` into a fixed `n`-byte NUL-padded field, truncating so that at
-/// least one NUL terminates it.
+/// Write `s` into a fixed `n`-byte NUL-padded field: at most `n - 1` bytes,
+/// cut on a char boundary and at any embedded NUL, so the field always
+/// decodes back (with [`read_str`]) to exactly what was written.
 pub fn put_str(out: &mut Vec<u8>, s: &str, n: usize) {
-    let b = s.as_bytes();
-    let take = b.len().min(n.saturating_sub(1));
-    out.put_slice(&b[..take]);
-    out.put_zeros(n - take);
+    let mut t = s.split('\0').next().unwrap_or("");
+    let mut cut = t.len().min(n.saturating_sub(1));
+    while !t.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    t = &t[..cut];
+    out.put_slice(t.as_bytes());
+    out.put_zeros(n - t.len());
+}
+
+fn truncate_on_char(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
 }
 
 #[cfg(test)]
@@ -208,7 +231,14 @@ mod tests {
         put_str(&mut v, "abcdef", 4);
         assert_eq!(v, b"abc\0");
         assert_eq!(read_str(&v), "abc");
-        assert_eq!(read_str(b"ab"), "ab");
+        // A full field with no NUL decodes to N - 1 bytes, so that
+        // re-encoding is a fixpoint.
+        assert_eq!(read_str(b"ab"), "a");
+        // Invalid UTF-8 is replaced, then cut to fit.
+        let lossy = read_str(&[0xff, 0xfe, 0]);
+        let mut again = Vec::new();
+        put_str(&mut again, &lossy, 3);
+        assert_eq!(read_str(&again), lossy);
     }
 
     #[test]

@@ -24,8 +24,8 @@ use crate::group::{Bucket, GroupType};
 use crate::instruction::Instruction;
 use crate::meter::MeterBand;
 use crate::oxm::Match;
-use crate::port::{put_name, read_name};
 use crate::wire::{patch_u16, Put, Reader};
+use crate::wire::{put_str, read_str};
 
 const BAD_LEN: ErrorCode = ErrorCode::BRC_BAD_LEN;
 
@@ -144,20 +144,20 @@ impl Desc {
     pub fn parse(buf: &[u8]) -> Result<Desc> {
         let mut r = exact(buf, Self::LEN)?;
         Ok(Desc {
-            mfr_desc: read_name(r.bytes(DESC_STR_LEN)?),
-            hw_desc: read_name(r.bytes(DESC_STR_LEN)?),
-            sw_desc: read_name(r.bytes(DESC_STR_LEN)?),
-            serial_num: read_name(r.bytes(SERIAL_NUM_LEN)?),
-            dp_desc: read_name(r.bytes(DESC_STR_LEN)?),
+            mfr_desc: read_str(r.bytes(DESC_STR_LEN)?),
+            hw_desc: read_str(r.bytes(DESC_STR_LEN)?),
+            sw_desc: read_str(r.bytes(DESC_STR_LEN)?),
+            serial_num: read_str(r.bytes(SERIAL_NUM_LEN)?),
+            dp_desc: read_str(r.bytes(DESC_STR_LEN)?),
         })
     }
 
     pub fn emit(&self, out: &mut Vec<u8>) {
-        put_name(out, &self.mfr_desc, DESC_STR_LEN);
-        put_name(out, &self.hw_desc, DESC_STR_LEN);
-        put_name(out, &self.sw_desc, DESC_STR_LEN);
-        put_name(out, &self.serial_num, SERIAL_NUM_LEN);
-        put_name(out, &self.dp_desc, DESC_STR_LEN);
+        put_str(out, &self.mfr_desc, DESC_STR_LEN);
+        put_str(out, &self.hw_desc, DESC_STR_LEN);
+        put_str(out, &self.sw_desc, DESC_STR_LEN);
+        put_str(out, &self.serial_num, SERIAL_NUM_LEN);
+        put_str(out, &self.dp_desc, DESC_STR_LEN);
     }
 }
 

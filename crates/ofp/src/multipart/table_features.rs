@@ -44,8 +44,8 @@
 use crate::consts::OFP_MAX_TABLE_NAME_LEN;
 use crate::error::{ErrorCode, Result};
 use crate::oxm::{OxmHeader, OFPXMC_EXPERIMENTER};
-use crate::port::{put_name, read_name};
 use crate::wire::{pad8, patch_u16, Put, Reader};
+use crate::wire::{put_str, read_str};
 
 use super::stats::Entry;
 
@@ -385,7 +385,7 @@ impl TableFeatures {
         e.skip(2)?;
         let table_id = e.u8()?;
         e.skip(5)?;
-        let name = read_name(e.bytes(OFP_MAX_TABLE_NAME_LEN)?);
+        let name = read_str(e.bytes(OFP_MAX_TABLE_NAME_LEN)?);
         let metadata_match = e.u64()?;
         let metadata_write = e.u64()?;
         let config = e.u32()?;
@@ -412,7 +412,7 @@ impl TableFeatures {
         out.put_u16(0);
         out.put_u8(self.table_id);
         out.put_zeros(5);
-        put_name(out, &self.name, OFP_MAX_TABLE_NAME_LEN);
+        put_str(out, &self.name, OFP_MAX_TABLE_NAME_LEN);
         out.put_u64(self.metadata_match);
         out.put_u64(self.metadata_write);
         out.put_u32(self.config);

@@ -13,11 +13,12 @@
 //!   the MAC addresses). Its VID and PCP (the whole TCI) are copied from the
 //!   existing outer tag, or are 0 if the frame was untagged.
 //! - **pop_vlan** removes the outer tag.
-//! - **push_mpls** inserts the label stack entry after the Ethernet header
-//!   and any VLAN tags, and sets the ethertype there. Label, TC and TTL are
-//!   copied from the existing top label (BoS = 0); otherwise label = 0,
-//!   TC = 0, BoS = 1 and TTL is copied from IPv4 TTL / IPv6 hop limit, or 0
-//!   for non-IP payloads.
+//! - **push_mpls** inserts the label stack entry as the outermost tag,
+//!   right after the MAC addresses and before any VLAN tag (OpenFlow 1.3
+//!   dropped 1.1/1.2's fixed tag order; see [`push_mpls`]). Label, TC and
+//!   TTL are copied from the existing top label (BoS = 0 when the new label
+//!   sits on it); otherwise label = 0, TC = 0, BoS = 1 and TTL is copied
+//!   from IPv4 TTL / IPv6 hop limit, or 0 for non-IP payloads.
 //! - **pop_mpls** removes the top label and writes the given ethertype.
 //! - **push_pbb** prepends B-DA, B-SA (copied from the frame's addresses),
 //!   the given ethertype (0x88e7) and an I-TCI copied from an existing
@@ -234,20 +235,54 @@ fn ip_ttl(buf: &mut PacketBuf, info: &ParseInfo) -> R<Option<u8>> {
 }
 
 /// `OFPAT_PUSH_MPLS` with `ethertype` 0x8847 or 0x8848.
+///
+/// **Where the label goes.** OpenFlow 1.1 and 1.2 put MPLS after any VLAN
+/// tags (a fixed tag order). OpenFlow 1.3 removed that order: "Newly pushed
+/// tags should always be inserted as the outermost tag in the outermost
+/// valid location for that tag ... when a new MPLS tag is pushed, it should
+/// be the outermost tag inserted, immediately after the Ethernet header and
+/// before other tags" (OpenFlow 1.3.5 §5.12, Push-Tag/Pop-Tag; the CPqD
+/// reference switch's notes say the same). So the label is inserted at
+/// byte 14, after the MAC addresses. Open vSwitch 3.1 differs: its manual
+/// calls the new entry "outermost", but `ofproto/trace` of an OpenFlow 1.3
+/// `push_mpls` on a VLAN-tagged frame keeps `dl_vlan` in the final flow —
+/// the label goes after the tag (the pre-1.3 order). sluice follows the
+/// spec text; the difference is listed in `crates/sluice/tests/trace_vs_ovs.rs`.
+///
+/// **What happens to a VLAN tag behind it.** The ethertype field at byte
+/// 12 (for a tagged frame: the TPID) is overwritten with `ethertype` and
+/// the label follows it; the rest of the frame (TCI, inner ethertype,
+/// payload) is the MPLS payload. This is the exact inverse of
+/// [`pop_mpls`], which writes its ethertype argument into that field and
+/// removes the label: `pop_mpls:0x8100` gives back the tagged frame
+/// byte-for-byte.
+///
+/// **Initial values.** A copy of the existing top label (label, TC, TTL)
+/// with BoS = 0 when the new label sits directly on it; otherwise label 0,
+/// TC 0, BoS 1 and the IP TTL (0 without IP). When the only MPLS label is
+/// behind a VLAN tag its label/TC/TTL are copied but BoS stays 1, because
+/// what follows the new label is not a label.
 pub fn push_mpls(buf: &mut PacketBuf, info: &ParseInfo, ethertype_: u16) -> R {
     if ethertype_ != ethertype::MPLS_UNICAST && ethertype_ != ethertype::MPLS_MULTICAST {
         return Err(RewriteError::BadEthertype);
     }
     need_eth(info, buf)?;
-    let e = at(info.ethertype_offset)?;
+    let e = ethernet::ETHERTYPE_OFFSET;
     let lse = match (info.l2_5_kind, info.l2_5) {
-        (L2_5::Mpls, Some(o)) => rd32(buf, usize::from(o))? & !0x100,
+        (L2_5::Mpls, Some(o)) => {
+            let top = rd32(buf, usize::from(o))?;
+            if usize::from(o) == e + 2 {
+                top & !0x100
+            } else {
+                top | 0x100
+            }
+        }
         _ => mpls::lse(0, 0, true, ip_ttl(buf, info)?.unwrap_or(0)),
     };
-    wr16(buf, e, ethertype_)?;
+    // Insert first: if there is no room the frame is left unchanged.
     let gap = buf.insert(e + 2, mpls::HEADER_LEN)?;
     gap.copy_from_slice(&lse.to_be_bytes());
-    Ok(())
+    wr16(buf, e, ethertype_)
 }
 
 /// `OFPAT_POP_MPLS`: remove the top label; `ethertype_` goes into the
@@ -716,12 +751,14 @@ mod tests {
         act!(b, push_vlan(0x8100)).unwrap();
         assert_eq!(&b.data()[12..18], &[0x81, 0x00, 0, 0, 0x08, 0x00]);
         act!(b, push_mpls(0x8847)).unwrap();
-        assert_eq!(&b.data()[16..22], &[0x88, 0x47, 0, 0, 0x01, 64]);
+        // Outermost (OpenFlow 1.3): the label replaces the TPID's place and
+        // the rest of the VLAN tag (TCI 0, ethertype 0x0800) follows it.
+        assert_eq!(&b.data()[12..22], &[0x88, 0x47, 0, 0, 0x01, 64, 0, 0, 0x08, 0x00]);
         act!(b, push_pbb(0x88e7)).unwrap();
         assert_eq!(&b.data()[12..18], &[0x88, 0xe7, 0, 0, 0, 0]);
         assert_eq!(b.len(), 60 + 4 + 4 + 18);
         act!(b, pop_pbb()).unwrap();
-        act!(b, pop_mpls(0x0800)).unwrap();
+        act!(b, pop_mpls(0x8100)).unwrap();
         act!(b, pop_vlan()).unwrap();
         assert_eq!(b.data(), orig.as_slice());
     }

@@ -117,6 +117,7 @@ fn no_room_is_an_error_not_a_panic() {
     let info = parse(&input, &Meta::default(), &mut key);
     assert_eq!(rewrite::push_vlan(&mut buf, &info, 0x8100), Err(RewriteError::NoRoom));
     assert_eq!(rewrite::push_pbb(&mut buf, &info, 0x88e7), Err(RewriteError::NoRoom));
+    assert_eq!(rewrite::push_mpls(&mut buf, &info, 0x8847), Err(RewriteError::NoRoom));
     assert_eq!(buf.data(), input.as_slice());
 }
 
@@ -137,4 +138,31 @@ fn stale_parse_info_never_panics() {
         let _ = rewrite::copy_ttl_in(&mut buf, &info);
         let _ = rewrite::dec_nw_ttl(&mut buf, &info);
     }
+}
+
+/// OpenFlow 1.3.5 §5.12: a pushed MPLS tag is the outermost tag, before any
+/// VLAN tag; the pushed VLAN tag after it is outermost again. Both undo in
+/// reverse order byte-for-byte.
+#[test]
+fn push_mpls_is_outermost_before_vlan_tags() {
+    // eth / 802.1Q vid 7 pcp 0 / IPv4 (ttl 64) / 8 bytes, padded to 60.
+    let mut tagged =
+        hex::decode("2222222222221211111111118100000708004500001c000100004011f9c3c0a80a0ac0a81414")
+            .unwrap();
+    tagged.resize(60, 0);
+    let mut buf = PacketBuf::from_slice(&tagged).unwrap();
+    let step = |buf: &mut PacketBuf, op: &str| {
+        let mut key = FlowKey::ZERO;
+        let info = parse(buf.data(), &Meta::default(), &mut key);
+        run(op, buf, &info).unwrap();
+    };
+    step(&mut buf, "push_mpls:8847");
+    assert_eq!(hex::encode(&buf.data()[12..24]), "884700000140000708004500");
+    step(&mut buf, "push_vlan:8100");
+    // The new VLAN tag is outermost; the frame is no longer tagged behind
+    // the label, so its TCI starts from 0.
+    assert_eq!(hex::encode(&buf.data()[12..22]), "81000000884700000140");
+    step(&mut buf, "pop_vlan");
+    step(&mut buf, "pop_mpls:8100");
+    assert_eq!(buf.data(), tagged.as_slice());
 }

@@ -116,7 +116,15 @@ V.append(('pop_vlan', bytes(eth() / Dot1Q(vlan=5) / arp()) + b'\x00' * 14, pad(b
 # MPLS
 vec('push_mpls:8847', base4(), eth() / MPLS(label=0, cos=0, s=1, ttl=64) / ip4() / tcp() / PAY)
 vec('push_mpls:8847', eth() / ip6(hlim=33) / tcp() / PAY, eth() / MPLS(label=0, cos=0, s=1, ttl=33) / ip6(hlim=33) / tcp() / PAY)
-vec('push_mpls:8848', eth() / Dot1Q(vlan=7) / ip4() / tcp() / PAY, eth() / Dot1Q(vlan=7, type=0x8848) / MPLS(label=0, cos=0, s=1, ttl=64) / ip4() / tcp() / PAY)
+# OpenFlow 1.3 (sec. 5.12): the new MPLS tag is the outermost one, right after
+# the MAC addresses and before any VLAN tag. The ethertype field there (the
+# VLAN TPID) becomes the MPLS ethertype and the label follows it, so the rest
+# of the tag (TCI, inner ethertype) is the MPLS payload and pop_mpls:8100
+# restores the tagged frame exactly.
+vec('push_mpls:8848', eth() / Dot1Q(vlan=7) / ip4() / tcp() / PAY, eth(0x8848) / MPLS(label=0, cos=0, s=1, ttl=64) / Raw(b'\x00\x07\x08\x00') / ip4() / tcp() / PAY)
+vec('pop_mpls:8100', eth(0x8848) / MPLS(label=0, cos=0, s=1, ttl=64) / Raw(b'\x00\x07\x08\x00') / ip4() / tcp() / PAY, eth() / Dot1Q(vlan=7) / ip4() / tcp() / PAY)
+vec('push_mpls:8847', eth() / Dot1AD(vlan=10, prio=5) / Dot1Q(vlan=100, prio=3) / ip4(ttl=9) / udp() / PAY,
+    eth(0x8847) / MPLS(label=0, cos=0, s=1, ttl=9) / Raw(b'\xa0\x0a\x81\x00') / Dot1Q(vlan=100, prio=3) / ip4(ttl=9) / udp() / PAY)
 vec('push_mpls:8847', eth() / MPLS(label=100, cos=3, s=1, ttl=64) / ip4() / tcp(),
     eth() / MPLS(label=100, cos=3, s=0, ttl=64) / MPLS(label=100, cos=3, s=1, ttl=64) / ip4() / tcp())
 vec('push_mpls:8847', eth() / arp(), eth(0x8847) / MPLS(label=0, cos=0, s=1, ttl=0) / arp())

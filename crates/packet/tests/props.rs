@@ -393,7 +393,9 @@ proptest! {
             let mut b = PacketBuf::from_slice(&p).unwrap();
             rewrite::push_mpls(&mut b, &info0, 0x8847).unwrap();
             let i = reparse(&b);
-            rewrite::pop_mpls(&mut b, &i, info0.ethertype).unwrap();
+            // The label is outermost (OpenFlow 1.3): popping restores the
+            // ethertype field right after the MACs (a TPID if tagged).
+            rewrite::pop_mpls(&mut b, &i, u16::from_be_bytes([p[12], p[13]])).unwrap();
             prop_assert_eq!(b.data(), &p[..]);
         }
         let mut b = PacketBuf::from_slice(&p).unwrap();

@@ -7,6 +7,8 @@
 //! prerequisites make most of these impossible at flow-mod time. TTL
 //! decrements that would reach zero report [`Outcome::InvalidTtl`] (the
 //! caller drops the packet and sends an INVALID_TTL packet-in).
+//! `set_field` of the pipeline fields `metadata` and `tunnel_id` writes the
+//! packet's [`Meta`](sluice_packet::parse::Meta), which later tables match.
 
 use crate::exec::Pkt;
 use crate::meter;
@@ -20,6 +22,19 @@ pub enum Outcome {
 }
 
 pub fn apply(a: &Action, pkt: &mut Pkt) -> Outcome {
+    // Pipeline fields live in the packet's metadata, not its bytes.
+    if let Action::SetField(Oxm::Basic { field, value, .. }) = a {
+        let v = value.to_u128() as u64;
+        match field {
+            FieldId::Metadata => pkt.meta.metadata = v,
+            FieldId::TunnelId => pkt.meta.tunnel_id = v,
+            _ => {}
+        }
+        if matches!(field, FieldId::Metadata | FieldId::TunnelId) {
+            pkt.reparse();
+            return Outcome::Done;
+        }
+    }
     let (buf, info) = (&mut pkt.buf, &pkt.info);
     let r: Result<(), RewriteError> = match a {
         Action::CopyTtlOut => rw::copy_ttl_out(buf, info),
@@ -47,13 +62,6 @@ pub fn apply(a: &Action, pkt: &mut Pkt) -> Outcome {
             Outcome::Done
         }
         Err(RewriteError::InvalidTtl) => Outcome::InvalidTtl,
-        Err(RewriteError::Metadata) => {
-            if let Action::SetField(Oxm::Basic { field: FieldId::TunnelId, value, .. }) = a {
-                pkt.meta.tunnel_id = value.to_u128() as u64;
-                pkt.reparse();
-            }
-            Outcome::Done
-        }
         Err(_) => Outcome::Done,
     }
 }

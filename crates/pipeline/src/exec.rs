@@ -248,6 +248,25 @@ pub enum TraceEvent {
     Drop(&'static str),
 }
 
+/// The instructions of an entry in the order §5.9 executes them, whatever
+/// order the FLOW_MOD listed them in: meter, apply-actions, clear-actions,
+/// write-actions, write-metadata, goto-table (experimenter instructions are
+/// rejected at flow-mod time and come last).
+fn in_execution_order(ins: &[Instruction]) -> Vec<&Instruction> {
+    let rank = |i: &Instruction| match i {
+        Instruction::Meter(_) => 0,
+        Instruction::ApplyActions(_) => 1,
+        Instruction::ClearActions => 2,
+        Instruction::WriteActions(_) => 3,
+        Instruction::WriteMetadata { .. } => 4,
+        Instruction::GotoTable(_) => 5,
+        Instruction::Experimenter { .. } => 6,
+    };
+    let mut v: Vec<&Instruction> = ins.iter().collect();
+    v.sort_by_key(|i| rank(i));
+    v
+}
+
 /// The outcome of one action on a packet.
 enum Flow {
     Continue,
@@ -326,7 +345,7 @@ impl Pipeline {
             let instructions = e.instructions.clone();
             self.note(hit);
             let mut goto = None;
-            for ins in &instructions {
+            for ins in in_execution_order(&instructions) {
                 self.note(TraceEvent::Instruction(ins.clone()));
                 match ins {
                     Instruction::Meter(m) => {
@@ -409,15 +428,20 @@ impl Pipeline {
             port_no::CONTROLLER => self.packet_in(pkt, ctx, max_len),
             port_no::IN_PORT => self.send(in_port, pkt, tx),
             port_no::ALL | port_no::FLOOD => {
-                let targets: Vec<u32> =
-                    self.ports.numbers().filter(|&p| p != in_port && p <= port_no::MAX).collect();
+                // All standard ports (physical, logical and LOCAL: §4.1)
+                // but the ingress port, skipping those that cannot forward
+                // (down, NO_FWD: §4.5) and, for FLOOD, blocked ones.
+                let targets: Vec<u32> = self
+                    .ports
+                    .numbers()
+                    .filter(|&p| p != in_port && (p <= port_no::MAX || p == port_no::LOCAL))
+                    .collect();
                 for p in targets {
-                    if port == port_no::FLOOD
-                        && self
-                            .ports
-                            .get(p)
-                            .is_some_and(|e| e.desc.state & sluice_ofp::port::state::BLOCKED != 0)
-                    {
+                    let blocked = self
+                        .ports
+                        .get(p)
+                        .is_some_and(|e| e.desc.state & sluice_ofp::port::state::BLOCKED != 0);
+                    if !self.ports.can_forward(p) || (port == port_no::FLOOD && blocked) {
                         continue;
                     }
                     self.send(p, pkt, tx);

@@ -107,12 +107,28 @@ impl PacketFacts {
         match a {
             Action::PushVlan(_) => self.vlan = Some(true),
             Action::PopVlan => self.vlan = None,
-            Action::PushMpls(t) | Action::PopMpls(t) => {
+            Action::PushMpls(t) => {
+                // The label is the outermost tag (OpenFlow 1.3 §5.12): no
+                // VLAN tag follows the MAC addresses any more.
                 self.eth_type = Some(*t);
+                self.vlan = Some(false);
                 self.ip_proto = None;
                 self.icmpv6_type = None;
             }
-            Action::PushPbb(_) | Action::PopPbb => *self = PacketFacts::default(),
+            Action::PopMpls(t) => {
+                self.eth_type = Some(*t);
+                if matches!(t, 0x8100 | 0x88a8) {
+                    self.vlan = Some(true);
+                }
+                self.ip_proto = None;
+                self.icmpv6_type = None;
+            }
+            // After push_pbb the outer header is the backbone one: B-MACs,
+            // the I-TAG ethertype, no VLAN tag.
+            Action::PushPbb(t) => {
+                *self = PacketFacts { eth_type: Some(*t), vlan: Some(false), ..Default::default() }
+            }
+            Action::PopPbb => *self = PacketFacts::default(),
             Action::SetField(Oxm::Basic { field, value, .. }) => match field {
                 FieldId::EthType => self.eth_type = Some(value.to_u128() as u16),
                 FieldId::IpProto => self.ip_proto = Some(value.to_u128() as u8),
@@ -163,6 +179,12 @@ impl Pipeline {
                             // A VID without the present bit cannot be written
                             // into a tag.
                             return Err(ErrorCode::BAC_BAD_SET_ARGUMENT);
+                        }
+                        if *field == FieldId::VlanVid && facts.vlan != Some(true) {
+                            // Setting a VID needs a tag: the match must say
+                            // the frame is tagged, or a push_vlan must come
+                            // first (Open vSwitch rejects it the same way).
+                            return Err(ErrorCode::BAC_MATCH_INCONSISTENT);
                         }
                         if !facts.allows_set(*field, value) {
                             return Err(ErrorCode::BAC_MATCH_INCONSISTENT);

@@ -17,6 +17,8 @@
 //!   every test is deterministic.
 //! - Asynchronous messages (PACKET_IN, FLOW_REMOVED, PORT_STATUS) queue up
 //!   and are taken with [`Pipeline::take_async`].
+//! - [`fuzz_pipeline`] reads arbitrary bytes as groups, flows and a packet
+//!   and runs them (the cargo-fuzz entry point; it must never panic).
 //!
 //! ## Data layout (shared with the fast paths)
 //! Packets are parsed once into a fixed-layout [`FlowKey`] of u64 words
@@ -31,6 +33,7 @@ pub mod control;
 mod edit;
 pub mod exec;
 pub mod flow_mod;
+mod fuzz;
 pub mod group;
 pub mod meter;
 pub mod ports;
@@ -40,6 +43,7 @@ pub mod table;
 
 pub use control::Outgoing;
 pub use exec::{TraceEvent, Tx};
+pub use fuzz::fuzz_pipeline;
 
 use group::GroupTable;
 use meter::MeterTable;

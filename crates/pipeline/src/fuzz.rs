@@ -1,0 +1,285 @@
+//! The fuzz entry point: arbitrary bytes read as a small switch
+//! configuration (groups, a meter, flows in up to four tables) followed by
+//! one packet, which then goes through every entry path of the pipeline.
+//!
+//! The decoder never fails: when the bytes run out every further read is
+//! zero, and every choice is taken modulo its range, so each input is a
+//! valid recipe. Flow-mods and group-mods the pipeline rejects are simply
+//! skipped — rejecting is behaviour under test too. The only property is
+//! "no panic, no unbounded work": a `cargo fuzz` target calls
+//! [`fuzz_pipeline`] (wired by the workspace's `fuzz/` crate) and the
+//! crate's property test runs it on random and structured inputs.
+//!
+//! Layout (each item one byte unless noted):
+//! `n_groups` (≤ 3) × group { type, n_buckets (≤ 3) × bucket { weight,
+//! watch port, action list } }, `n_flows` (≤ 8) × flow { table (≤ 3),
+//! priority, n_match (≤ 3) × match field { field index, mask flag, value
+//! (field length) }, instruction flags, action lists }, then the packet (the
+//! rest of the input).
+
+use crate::Pipeline;
+use sluice_ofp::action::Action;
+use sluice_ofp::consts::{port_no, OFP_NO_BUFFER};
+use sluice_ofp::group::{Bucket, GroupType};
+use sluice_ofp::instruction::Instruction;
+use sluice_ofp::message::{group_mod_command, FlowMod, GroupMod, PacketOut};
+use sluice_ofp::meter::MeterBand;
+use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
+use sluice_ofp::port::Port;
+
+/// A reader that yields zeros once the input is exhausted.
+struct Bytes<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl Bytes<'_> {
+    fn u8(&mut self) -> u8 {
+        let b = self.data.get(self.pos).copied().unwrap_or(0);
+        self.pos = self.pos.saturating_add(1);
+        b
+    }
+
+    fn below(&mut self, n: u8) -> u8 {
+        self.u8() % n.max(1)
+    }
+
+    fn field_bytes(&mut self, f: FieldId) -> FieldBytes {
+        let mut v = 0u128;
+        for _ in 0..f.len() {
+            v = (v << 8) | u128::from(self.u8());
+        }
+        FieldBytes::from_u128(v, f.len())
+    }
+
+    fn rest(&self) -> &[u8] {
+        self.data.get(self.pos..).unwrap_or(&[])
+    }
+}
+
+const PORTS: [u32; 4] = [1, 2, 3, 4];
+
+fn port(b: &mut Bytes<'_>) -> u32 {
+    match b.below(10) {
+        0..=3 => PORTS[usize::from(b.below(4))],
+        4 => port_no::IN_PORT,
+        5 => port_no::ALL,
+        6 => port_no::FLOOD,
+        7 => port_no::CONTROLLER,
+        8 => port_no::LOCAL,
+        _ => port_no::TABLE,
+    }
+}
+
+fn field(b: &mut Bytes<'_>) -> FieldId {
+    let all = FieldId::ALL;
+    all[usize::from(b.u8()) % all.len()]
+}
+
+fn action(b: &mut Bytes<'_>) -> Action {
+    match b.below(20) {
+        0 => Action::Output { port: port(b), max_len: u16::from(b.u8()) * 4 },
+        1 => Action::PushVlan(if b.u8() & 1 == 0 { 0x8100 } else { 0x88a8 }),
+        2 => Action::PopVlan,
+        3 => Action::PushMpls(0x8847),
+        4 => Action::PopMpls(if b.u8() & 1 == 0 { 0x0800 } else { 0x8847 }),
+        5 => Action::PushPbb(0x88e7),
+        6 => Action::PopPbb,
+        7 => Action::DecNwTtl,
+        8 => Action::DecMplsTtl,
+        9 => Action::SetNwTtl(b.u8()),
+        10 => Action::SetMplsTtl(b.u8()),
+        11 => Action::CopyTtlIn,
+        12 => Action::CopyTtlOut,
+        13 => Action::SetQueue(u32::from(b.below(3))),
+        14 => Action::Group(u32::from(b.below(4))),
+        _ => {
+            let f = field(b);
+            Action::SetField(Oxm::Basic { field: f, value: b.field_bytes(f), mask: None })
+        }
+    }
+}
+
+fn actions(b: &mut Bytes<'_>) -> Vec<Action> {
+    (0..b.below(5)).map(|_| action(b)).collect()
+}
+
+/// Run the pipeline on a configuration and packet decoded from `data`.
+/// Never panics (that is what fuzzing checks).
+pub fn fuzz_pipeline(data: &[u8]) {
+    let (mut p, packet) = build(data);
+    run(&mut p, &packet);
+}
+
+/// Decode the switch configuration; returns it and the packet bytes.
+fn build(data: &[u8]) -> (Pipeline, Vec<u8>) {
+    let mut b = Bytes { data, pos: 0 };
+    let cfg = crate::Config { n_tables: 4, n_buffers: 4, ..crate::Config::default() };
+    let mut p = Pipeline::new(cfg);
+    for n in PORTS.into_iter().chain([port_no::LOCAL]) {
+        let desc = Port { port_no: n, name: format!("p{n}"), ..Port::default() };
+        p.ports_mut().add(desc, 0);
+        p.ports_mut().add_queue(n, 1, 0);
+    }
+    let _ = p.meter_mod(&sluice_ofp::message::MeterMod {
+        command: 0,
+        flags: sluice_ofp::meter::flags::PKTPS | sluice_ofp::meter::flags::BURST,
+        meter_id: 1,
+        bands: vec![MeterBand::Drop { rate: 1, burst_size: 2 }],
+    });
+    for id in 1..=u32::from(b.below(4)) {
+        let group_type = match b.below(4) {
+            0 => GroupType::All,
+            1 => GroupType::Select,
+            2 => GroupType::Indirect,
+            _ => GroupType::FastFailover,
+        };
+        let buckets = (0..b.below(4))
+            .map(|_| Bucket {
+                weight: u16::from(b.u8()),
+                watch_port: PORTS[usize::from(b.below(4))],
+                watch_group: sluice_ofp::consts::group_id::ANY,
+                actions: actions(&mut b),
+            })
+            .collect();
+        let gm = GroupMod { command: group_mod_command::ADD, group_type, group_id: id, buckets };
+        if p.group_mod(&gm).is_err() {
+            // Retry as the type's most permissive form.
+            let gm = GroupMod {
+                group_type: GroupType::All,
+                buckets: gm.buckets.into_iter().map(|b| Bucket { weight: 0, ..b }).collect(),
+                ..gm
+            };
+            let _ = p.group_mod(&gm);
+        }
+    }
+    for _ in 0..b.below(9) {
+        let table_id = b.below(4);
+        let priority = u16::from(b.u8());
+        let mut m = Match::default();
+        for _ in 0..b.below(4) {
+            let f = field(&mut b);
+            let masked = b.u8() & 1 == 1 && f.maskable();
+            let value = b.field_bytes(f);
+            let mask = masked.then(|| b.field_bytes(f));
+            // Keep value bits inside the mask so more matches compile.
+            let value = match &mask {
+                Some(mk) => FieldBytes::from_u128(value.to_u128() & mk.to_u128(), f.len()),
+                None => value,
+            };
+            m.oxms.push(Oxm::Basic { field: f, value, mask });
+        }
+        let flags = b.u8();
+        let mut ins = Vec::new();
+        if flags & 1 != 0 {
+            ins.push(Instruction::Meter(1));
+        }
+        if flags & 2 != 0 {
+            ins.push(Instruction::ApplyActions(actions(&mut b)));
+        }
+        if flags & 4 != 0 {
+            ins.push(Instruction::ClearActions);
+        }
+        if flags & 8 != 0 {
+            ins.push(Instruction::WriteActions(actions(&mut b)));
+        }
+        if flags & 16 != 0 {
+            ins.push(Instruction::WriteMetadata { metadata: u64::from(b.u8()), mask: 0xff });
+        }
+        if flags & 32 != 0 {
+            ins.push(Instruction::GotoTable(table_id + 1));
+        }
+        if flags & 64 != 0 {
+            ins.reverse(); // any wire order must work
+        }
+        let fm = FlowMod {
+            table_id,
+            priority,
+            r#match: m,
+            instructions: ins,
+            buffer_id: OFP_NO_BUFFER,
+            out_port: port_no::ANY,
+            out_group: sluice_ofp::consts::group_id::ANY,
+            ..FlowMod::default()
+        };
+        let _ = p.flow_mod(&fm);
+    }
+    (p, b.rest().to_vec())
+}
+
+fn run(p: &mut Pipeline, packet: &[u8]) {
+    let mut sink = |_: u32, _: Option<u32>, _: &[u8]| {};
+    for in_port in [1, 2] {
+        p.process(in_port, packet, &mut sink);
+        let _ = p.trace(in_port, packet, &mut sink);
+    }
+    let po = PacketOut {
+        buffer_id: OFP_NO_BUFFER,
+        in_port: 1,
+        actions: vec![Action::Output { port: port_no::TABLE, max_len: 0 }],
+        data: packet.to_vec(),
+    };
+    let _ = p.packet_out(&po, &mut sink);
+    // Buffered packet-ins can be released again.
+    for m in p.take_async() {
+        if let sluice_ofp::message::Message::PacketIn(pi) = m {
+            if pi.buffer_id != OFP_NO_BUFFER {
+                let po = PacketOut {
+                    buffer_id: pi.buffer_id,
+                    in_port: 1,
+                    actions: vec![Action::Output { port: 2, max_len: 0 }],
+                    data: vec![],
+                };
+                let _ = p.packet_out(&po, &mut sink);
+            }
+        }
+    }
+    p.advance(3_000_000_000);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The decoder reaches real configurations: a group with buckets, flows
+    /// in two tables, and a packet that comes out.
+    #[test]
+    fn structured_input_builds_groups_and_flows() {
+        let mut data = vec![
+            1,
+            0,
+            1,
+            0,
+            1,
+            1,
+            0,
+            0,
+            1,
+            0, // group 1: ALL, one bucket [output:2]
+            2, // two flows
+            0,
+            10,
+            0,
+            2 | 32,
+            1,
+            14,
+            1, // t0: apply [group 1], goto 1
+            1,
+            5,
+            0,
+            8,
+            1,
+            0,
+            0,
+            3,
+            0, // t1: write [output:4]
+        ];
+        data.extend_from_slice(&[0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x88, 0xb5, 1, 2, 3]);
+        let (mut p, packet) = build(&data);
+        assert_eq!(p.groups().len(), 1);
+        assert_eq!((p.tables()[0].len(), p.tables()[1].len()), (1, 1));
+        let mut out = Vec::new();
+        p.process(1, &packet, &mut |port: u32, _: Option<u32>, _: &[u8]| out.push(port));
+        assert_eq!(out, [2, 4]);
+    }
+}

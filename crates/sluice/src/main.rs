@@ -6,6 +6,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod flowfile;
 
 #[derive(Parser)]
 #[command(name = "sluice", version, about = "A programmable OpenFlow 1.3 software switch")]
@@ -18,18 +19,33 @@ struct Cli {
 enum Command {
     /// Decode OpenFlow messages given as hex and print them (like `ovs-ofctl ofp-print`).
     OfpPrint(cmd::ofp_print::Args),
-    /// Run the built-in demo (arrives with the switch daemon).
-    Demo,
+    /// Push a pcap through a pipeline built from flow files; write one pcap per output.
+    Replay(cmd::replay::Args),
+    /// Explain what happens to one packet, table by table (like ofproto/trace).
+    Trace(cmd::trace::Args),
+    /// Verify, disassemble, run and benchmark eBPF filter programs.
+    Bpf(cmd::bpf::Args),
+    /// Compile, dump and run pcap-filter expressions and pfmatch programs.
+    Filter(cmd::filter::Args),
+    /// Talk to a running switch in ovs-ofctl's words: flows, groups, meters, stats, monitor.
+    Ctl(cmd::ctl::Args),
+    /// Run the switch daemon: ports, workers, OpenFlow listener and controllers.
+    Run(cmd::run::Args),
+    /// Hosts in network namespaces around a sluice switch, real traffic, live counters (root).
+    Demo(cmd::demo::Args),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::OfpPrint(a) => cmd::ofp_print::run(a),
-        Command::Demo => {
-            println!("demo comes with the daemon issue: `sluice run` and `sluice demo` are not built yet");
-            Ok(())
-        }
+        Command::Replay(a) => cmd::replay::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
+        Command::Bpf(a) => cmd::bpf::run(a),
+        Command::Filter(a) => cmd::filter::run(a),
+        Command::Ctl(a) => cmd::ctl::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,685 @@
+//! Daemon configuration: a TOML file and command-line overrides, checked
+//! once, up front.
+//!
+//! What? `sluice run` takes its settings from `--config FILE` (TOML) and from
+//! flags (`--dpid`, `--port`, `--listen`, `--controller`, `--fail-mode`,
+//! `--workers`, `--netns`). Flags override scalar keys of the file and add to
+//! its lists. The result is a [`DaemonConfig`]: the datapath's part
+//! ([`DatapathConfig`]) and the agent's ([`AgentConfig`]).
+//!
+//! Invalid configuration fails fast: unknown keys are refused by serde
+//! (`deny_unknown_fields`, so a typo never silently falls back to a default)
+//! and every value is checked here, with an error that names the key
+//! (`port[1].spec: ...`, `limits.n_tables: ...`, `--controller ...`).
+//!
+//! ```toml
+//! dpid = "0x1"                 # or an integer
+//! workers = 2                  # default: available cores - 1, at least 1
+//! fail_mode = "standalone"     # or "secure" (default)
+//! netns = "sw"                 # open ports in /run/netns/sw (optional)
+//! description = "lab switch"   # OFPMP_DESC dp_desc
+//! listen = ["ptcp:6634:127.0.0.1"]
+//! controllers = ["tcp:127.0.0.1:6653"]
+//!
+//! [[port]]
+//! spec = "afpacket:veth1"
+//! number = 1                   # or write the spec as "afpacket:veth1=1"
+//! reopen = true                # re-add when the interface comes back (default)
+//!
+//! [tls]                        # needed by ssl: / pssl: targets
+//! ca = "ca.pem"
+//! cert = "switch-cert.pem"
+//! key = "switch-key.pem"
+//!
+//! [limits]
+//! n_tables = 255
+//! max_flows_per_table = 1000000
+//! n_buffers = 256
+//! max_groups = 65536
+//! max_buckets = 64
+//! max_meters = 65536
+//! max_bands = 8
+//! max_group_depth = 16
+//! mac_table_size = 8192        # standalone mode
+//! mac_aging_secs = 300
+//! async_queue_len = 4096       # PACKET_IN/PORT_STATUS/... waiting for the agent
+//!
+//! [agent]
+//! probe_interval_ms = 5000
+//! backoff_min_ms = 1000
+//! backoff_max_ms = 8000
+//! connect_timeout_ms = 5000
+//! queue_len = 1024
+//! packet_in_rate = 1000        # per second and connection; 0 = unlimited
+//! packet_in_burst = 100
+//! max_passive_conns = 64
+//! passive_counts_as_controller = false
+//! ```
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use sluice_agent::{AgentConfig, FailMode, RateLimit, Target, TlsFiles, Transport};
+use sluice_ports::{PortKind, PortSpec};
+
+/// OFPP_MAX.
+const OFPP_MAX: u32 = 0xffff_ff00;
+
+/// A configuration error: which key, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The key (`workers`, `port[0].spec`) or flag (`--port`) at fault.
+    pub key: String,
+    /// What is wrong.
+    pub msg: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid configuration: {}: {}", self.key, self.msg)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err(key: impl Into<String>, msg: impl Into<String>) -> ConfigError {
+    ConfigError { key: key.into(), msg: msg.into() }
+}
+
+/// The TOML file, as written (see the module docs).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub dpid: Option<toml::Value>,
+    pub workers: Option<i64>,
+    pub fail_mode: Option<String>,
+    pub netns: Option<String>,
+    pub description: Option<String>,
+    #[serde(default)]
+    pub port: Vec<FilePort>,
+    #[serde(default)]
+    pub listen: Vec<String>,
+    #[serde(default)]
+    pub controllers: Vec<String>,
+    pub tls: Option<FileTls>,
+    #[serde(default)]
+    pub limits: FileLimits,
+    #[serde(default)]
+    pub agent: FileAgent,
+}
+
+/// One `[[port]]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilePort {
+    pub spec: String,
+    pub number: Option<i64>,
+    pub reopen: Option<bool>,
+}
+
+/// `[tls]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileTls {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// `[limits]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileLimits {
+    pub n_tables: Option<i64>,
+    pub max_flows_per_table: Option<i64>,
+    pub n_buffers: Option<i64>,
+    pub max_groups: Option<i64>,
+    pub max_buckets: Option<i64>,
+    pub max_meters: Option<i64>,
+    pub max_bands: Option<i64>,
+    pub max_group_depth: Option<i64>,
+    pub mac_table_size: Option<i64>,
+    pub mac_aging_secs: Option<i64>,
+    pub async_queue_len: Option<i64>,
+}
+
+/// `[agent]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileAgent {
+    pub probe_interval_ms: Option<i64>,
+    pub backoff_min_ms: Option<i64>,
+    pub backoff_max_ms: Option<i64>,
+    pub connect_timeout_ms: Option<i64>,
+    pub queue_len: Option<i64>,
+    pub packet_in_rate: Option<i64>,
+    pub packet_in_burst: Option<i64>,
+    pub max_passive_conns: Option<i64>,
+    pub passive_counts_as_controller: Option<bool>,
+}
+
+/// Command-line settings; `None`/empty means "not given".
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub dpid: Option<String>,
+    pub ports: Vec<String>,
+    pub listen: Vec<String>,
+    pub controllers: Vec<String>,
+    pub fail_mode: Option<String>,
+    pub workers: Option<usize>,
+    pub netns: Option<String>,
+}
+
+/// One port to open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortConfig {
+    pub spec: PortSpec,
+    /// OpenFlow port number.
+    pub port_no: u32,
+    /// Re-add the port when its interface comes back after being removed.
+    pub reopen: bool,
+}
+
+/// Everything the datapath needs.
+#[derive(Clone, Debug)]
+pub struct DatapathConfig {
+    pub pipeline: sluice_pipeline::Config,
+    pub ports: Vec<PortConfig>,
+    /// Worker threads (≥ 1).
+    pub workers: usize,
+    pub fail_mode: FailMode,
+    /// Named network namespace the ports (and the link monitor) live in.
+    pub netns: Option<String>,
+    pub mac_table_size: usize,
+    pub mac_aging: Duration,
+    /// Asynchronous messages kept for the agent at most (oldest dropped).
+    pub async_queue_len: usize,
+    /// Longest a worker sleeps in `poll` before it re-checks its inbox.
+    pub poll_timeout: Duration,
+}
+
+impl Default for DatapathConfig {
+    fn default() -> Self {
+        DatapathConfig {
+            pipeline: sluice_pipeline::Config::default(),
+            ports: Vec::new(),
+            workers: default_workers(),
+            fail_mode: FailMode::Secure,
+            netns: None,
+            mac_table_size: 8192,
+            mac_aging: Duration::from_secs(300),
+            async_queue_len: 4096,
+            poll_timeout: Duration::from_millis(10),
+        }
+    }
+}
+
+/// The daemon's whole configuration.
+#[derive(Clone, Debug)]
+pub struct DaemonConfig {
+    pub datapath: DatapathConfig,
+    pub agent: AgentConfig,
+}
+
+/// Available cores minus one (one is left to the agent and the kernel), at
+/// least one.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).saturating_sub(1).max(1)
+}
+
+/// `0x1f`, `31`: a datapath id.
+pub fn parse_dpid(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) if !h.is_empty() && h.len() <= 16 => u64::from_str_radix(h, 16).ok(),
+        Some(_) => None,
+        None => s.parse().ok(),
+    }
+}
+
+fn in_range(key: &str, v: Option<i64>, lo: i64, hi: i64) -> Result<Option<i64>, ConfigError> {
+    match v {
+        Some(x) if x < lo || x > hi => Err(err(key, format!("must be between {lo} and {hi}"))),
+        other => Ok(other),
+    }
+}
+
+fn ms(key: &str, v: Option<i64>, default: Duration) -> Result<Duration, ConfigError> {
+    Ok(in_range(key, v, 1, 86_400_000)?.map(|x| Duration::from_millis(x as u64)).unwrap_or(default))
+}
+
+impl DaemonConfig {
+    /// Reads `path` (if any), applies `over`, checks everything.
+    pub fn load(path: Option<&Path>, over: &Overrides) -> Result<DaemonConfig, ConfigError> {
+        let file = match path {
+            None => FileConfig::default(),
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| err("--config", format!("{}: {e}", p.display())))?;
+                parse_file(&text).map_err(|e| ConfigError {
+                    key: format!("{}: {}", p.display(), e.key),
+                    msg: e.msg,
+                })?
+            }
+        };
+        DaemonConfig::build(file, over)
+    }
+
+    /// Checks a parsed file plus overrides.
+    pub fn build(file: FileConfig, over: &Overrides) -> Result<DaemonConfig, ConfigError> {
+        let mut dp = DatapathConfig::default();
+        let mut agent = AgentConfig::default();
+
+        // Identity.
+        if let Some(v) = &file.dpid {
+            dp.pipeline.datapath_id = match v {
+                toml::Value::Integer(i) if *i >= 0 => *i as u64,
+                toml::Value::String(s) => parse_dpid(s).ok_or_else(|| {
+                    err("dpid", format!("{s:?} is not a 64-bit number (decimal or 0x hex)"))
+                })?,
+                _ => {
+                    return Err(err("dpid", "must be a non-negative integer or a \"0x...\" string"))
+                }
+            };
+        }
+        if let Some(s) = &over.dpid {
+            dp.pipeline.datapath_id = parse_dpid(s).ok_or_else(|| {
+                err("--dpid", format!("{s:?} is not a 64-bit number (decimal or 0x hex)"))
+            })?;
+        }
+        if let Some(d) = &file.description {
+            if d.len() > 255 {
+                return Err(err("description", "at most 255 bytes"));
+            }
+            dp.pipeline.dp_desc = d.clone();
+        }
+
+        // Workers and fail mode.
+        if let Some(w) = in_range("workers", file.workers, 1, 1024)? {
+            dp.workers = w as usize;
+        }
+        if let Some(w) = over.workers {
+            if !(1..=1024).contains(&w) {
+                return Err(err("--workers", "must be between 1 and 1024"));
+            }
+            dp.workers = w;
+        }
+        let fail = |key: &str, s: &str| {
+            s.parse::<FailMode>()
+                .map_err(|_| err(key, format!("{s:?}: must be secure or standalone")))
+        };
+        if let Some(s) = &file.fail_mode {
+            dp.fail_mode = fail("fail_mode", s)?;
+        }
+        if let Some(s) = &over.fail_mode {
+            dp.fail_mode = fail("--fail-mode", s)?;
+        }
+        agent.fail_mode = dp.fail_mode;
+        dp.netns = over.netns.clone().or(file.netns.clone());
+        if let Some(n) = &dp.netns {
+            if n.is_empty() || n.contains('/') || n == "." || n == ".." {
+                return Err(err("netns", format!("{n:?} is not a namespace name")));
+            }
+        }
+
+        // Ports.
+        let mut raw: Vec<(String, String, Option<i64>, bool)> = file
+            .port
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                (format!("port[{i}]"), p.spec.clone(), p.number, p.reopen.unwrap_or(true))
+            })
+            .collect();
+        raw.extend(over.ports.iter().map(|s| (format!("--port {s}"), s.clone(), None, true)));
+        dp.ports = build_ports(&raw)?;
+
+        // Limits.
+        let l = &file.limits;
+        let c = &mut dp.pipeline;
+        if let Some(v) = in_range("limits.n_tables", l.n_tables, 1, 255)? {
+            c.n_tables = v as u8;
+        }
+        if let Some(v) =
+            in_range("limits.max_flows_per_table", l.max_flows_per_table, 1, 100_000_000)?
+        {
+            c.max_flows_per_table = v as usize;
+        }
+        if let Some(v) = in_range("limits.n_buffers", l.n_buffers, 0, 65_536)? {
+            c.n_buffers = v as u32;
+        }
+        if let Some(v) = in_range("limits.max_groups", l.max_groups, 0, 0xffff_ff00)? {
+            c.max_groups = v as u32;
+        }
+        if let Some(v) = in_range("limits.max_buckets", l.max_buckets, 1, 4096)? {
+            c.max_buckets = v as usize;
+        }
+        if let Some(v) = in_range("limits.max_meters", l.max_meters, 0, 0xffff_0000)? {
+            c.max_meters = v as u32;
+        }
+        if let Some(v) = in_range("limits.max_bands", l.max_bands, 1, 255)? {
+            c.max_bands = v as u8;
+        }
+        if let Some(v) = in_range("limits.max_group_depth", l.max_group_depth, 1, 64)? {
+            c.max_group_depth = v as usize;
+        }
+        if let Some(v) = in_range("limits.mac_table_size", l.mac_table_size, 1, 1 << 20)? {
+            dp.mac_table_size = v as usize;
+        }
+        if let Some(v) = in_range("limits.mac_aging_secs", l.mac_aging_secs, 1, 1_000_000)? {
+            dp.mac_aging = Duration::from_secs(v as u64);
+        }
+        if let Some(v) = in_range("limits.async_queue_len", l.async_queue_len, 1, 1 << 20)? {
+            dp.async_queue_len = v as usize;
+        }
+
+        // Agent.
+        let a = &file.agent;
+        agent.probe_interval =
+            ms("agent.probe_interval_ms", a.probe_interval_ms, agent.probe_interval)?;
+        agent.backoff_min = ms("agent.backoff_min_ms", a.backoff_min_ms, agent.backoff_min)?;
+        agent.backoff_max = ms("agent.backoff_max_ms", a.backoff_max_ms, agent.backoff_max)?;
+        if agent.backoff_max < agent.backoff_min {
+            return Err(err("agent.backoff_max_ms", "must not be below agent.backoff_min_ms"));
+        }
+        agent.connect_timeout =
+            ms("agent.connect_timeout_ms", a.connect_timeout_ms, agent.connect_timeout)?;
+        if let Some(v) = in_range("agent.queue_len", a.queue_len, 1, 1 << 20)? {
+            agent.queue_len = v as usize;
+        }
+        let rate = in_range("agent.packet_in_rate", a.packet_in_rate, 0, 10_000_000)?;
+        let burst = in_range("agent.packet_in_burst", a.packet_in_burst, 1, 10_000_000)?;
+        agent.packet_in_limit = RateLimit {
+            rate: rate.map(|v| v as u32).unwrap_or(agent.packet_in_limit.rate),
+            burst: burst.map(|v| v as u32).unwrap_or(agent.packet_in_limit.burst),
+        };
+        if let Some(v) = in_range("agent.max_passive_conns", a.max_passive_conns, 1, 4096)? {
+            agent.max_passive_conns = v as usize;
+        }
+        if let Some(b) = a.passive_counts_as_controller {
+            agent.passive_counts_as_controller = b;
+        }
+
+        // Targets.
+        let target = |key: String, s: &str, passive: bool| -> Result<Target, ConfigError> {
+            let t: Target = s.parse().map_err(|e| err(key.clone(), format!("{e}")))?;
+            if t.passive != passive {
+                let want = if passive { "ptcp: or pssl:" } else { "tcp: or ssl:" };
+                return Err(err(key, format!("{s:?}: must be {want}")));
+            }
+            Ok(t)
+        };
+        for (i, s) in file.listen.iter().enumerate() {
+            agent.targets.push(target(format!("listen[{i}]"), s, true)?);
+        }
+        for s in &over.listen {
+            agent.targets.push(target("--listen".into(), s, true)?);
+        }
+        for (i, s) in file.controllers.iter().enumerate() {
+            agent.targets.push(target(format!("controllers[{i}]"), s, false)?);
+        }
+        for s in &over.controllers {
+            agent.targets.push(target("--controller".into(), s, false)?);
+        }
+        let mut seen = BTreeSet::new();
+        for t in &agent.targets {
+            if !seen.insert(t.to_string()) {
+                return Err(err("listen/controllers", format!("{t} is given twice")));
+            }
+        }
+
+        // TLS.
+        if let Some(t) = &file.tls {
+            for (k, p) in [("tls.ca", &t.ca), ("tls.cert", &t.cert), ("tls.key", &t.key)] {
+                if let Err(e) = std::fs::metadata(p) {
+                    return Err(err(k, format!("{}: {e}", p.display())));
+                }
+            }
+            agent.tls =
+                Some(TlsFiles { ca: t.ca.clone(), cert: t.cert.clone(), key: t.key.clone() });
+        }
+        if agent.tls.is_none() && agent.targets.iter().any(|t| t.transport == Transport::Ssl) {
+            return Err(err("tls", "ssl: and pssl: targets need a [tls] section (ca, cert, key)"));
+        }
+        Ok(DaemonConfig { datapath: dp, agent })
+    }
+}
+
+/// Parses the TOML text; errors name the key where serde/toml can tell it.
+pub fn parse_file(text: &str) -> Result<FileConfig, ConfigError> {
+    toml::from_str(text).map_err(|e: toml::de::Error| {
+        let msg = e.message().to_string();
+        let key = match e.span() {
+            Some(span) => {
+                let line = text.get(..span.start).map(|t| t.lines().count().max(1)).unwrap_or(1);
+                let snippet = text.get(span).unwrap_or("").lines().next().unwrap_or("");
+                format!("line {line} `{snippet}`")
+            }
+            None => "file".into(),
+        };
+        err(key, msg)
+    })
+}
+
+/// Resolves port specs and numbers: explicit numbers first (from `number`
+/// or the spec's `=N`), then the lowest free number for the rest.
+fn build_ports(
+    raw: &[(String, String, Option<i64>, bool)],
+) -> Result<Vec<PortConfig>, ConfigError> {
+    let mut out: Vec<(PortSpec, Option<u32>, bool)> = Vec::new();
+    let mut used = BTreeSet::new();
+    let mut names = BTreeSet::new();
+    for (key, text, number, reopen) in raw {
+        let spec = PortSpec::parse(text).map_err(|e| err(format!("{key}.spec"), e.to_string()))?;
+        if spec.kind == PortKind::AfXdp && !cfg!(feature = "afxdp") {
+            return Err(err(
+                format!("{key}.spec"),
+                "afxdp ports need sluice built with feature `afxdp` (cargo build --features afxdp)",
+            ));
+        }
+        let n = match (number, spec.port_no) {
+            (Some(n), Some(m)) if u32::try_from(*n).ok() != Some(m) => {
+                return Err(err(
+                    format!("{key}.number"),
+                    format!("{n} disagrees with the spec's ={m}"),
+                ))
+            }
+            (Some(n), _) => Some(
+                u32::try_from(*n)
+                    .ok()
+                    .filter(|n| (1..=OFPP_MAX).contains(n))
+                    .ok_or_else(|| err(format!("{key}.number"), "must be 1..=4294967040"))?,
+            ),
+            (None, m) => m,
+        };
+        if let Some(n) = n {
+            if !used.insert(n) {
+                return Err(err(format!("{key}.number"), format!("port number {n} is used twice")));
+            }
+        }
+        if !names.insert((spec.kind.as_str(), spec.name.clone())) {
+            return Err(err(format!("{key}.spec"), format!("{} is opened twice", spec.name)));
+        }
+        out.push((spec, n, *reopen));
+    }
+    let mut next = 1u32;
+    let mut ports = Vec::new();
+    for (spec, n, reopen) in out {
+        let port_no = match n {
+            Some(n) => n,
+            None => {
+                while used.contains(&next) {
+                    next += 1;
+                }
+                used.insert(next);
+                next
+            }
+        };
+        let reopen = reopen && spec.kind != PortKind::Pcap;
+        ports.push(PortConfig { spec, port_no, reopen });
+    }
+    Ok(ports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(text: &str, over: &Overrides) -> Result<DaemonConfig, ConfigError> {
+        DaemonConfig::build(parse_file(text)?, over)
+    }
+
+    #[test]
+    fn full_file_parses() {
+        let c = build(
+            r#"
+dpid = "0x00000000000000ab"
+workers = 3
+fail_mode = "standalone"
+description = "lab"
+listen = ["ptcp:6634:127.0.0.1"]
+controllers = ["tcp:127.0.0.1:6653"]
+[[port]]
+spec = "afpacket:veth1"
+number = 5
+[[port]]
+spec = "afpacket:veth2=7"
+reopen = false
+[[port]]
+spec = "pcap:in.pcap,out=o.pcap"
+[limits]
+n_tables = 4
+mac_table_size = 10
+[agent]
+backoff_min_ms = 10
+backoff_max_ms = 20
+packet_in_rate = 0
+"#,
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.datapath.pipeline.datapath_id, 0xab);
+        assert_eq!(c.datapath.workers, 3);
+        assert_eq!(c.datapath.fail_mode, FailMode::Standalone);
+        assert_eq!(c.agent.fail_mode, FailMode::Standalone);
+        assert_eq!(c.datapath.pipeline.n_tables, 4);
+        assert_eq!(c.datapath.pipeline.dp_desc, "lab");
+        assert_eq!(c.datapath.mac_table_size, 10);
+        let nums: Vec<u32> = c.datapath.ports.iter().map(|p| p.port_no).collect();
+        assert_eq!(nums, vec![5, 7, 1]);
+        assert!(c.datapath.ports[0].reopen);
+        assert!(!c.datapath.ports[1].reopen);
+        assert!(!c.datapath.ports[2].reopen, "pcap ports are never reopened");
+        assert_eq!(c.agent.targets.len(), 2);
+        assert_eq!(c.agent.backoff_min, Duration::from_millis(10));
+        assert_eq!(c.agent.packet_in_limit.rate, 0);
+    }
+
+    #[test]
+    fn overrides_win_and_add() {
+        let over = Overrides {
+            dpid: Some("17".into()),
+            ports: vec!["afpacket:b".into(), "afpacket:c=1".into()],
+            listen: vec!["ptcp:0:127.0.0.1".into()],
+            fail_mode: Some("secure".into()),
+            workers: Some(2),
+            ..Default::default()
+        };
+        let c =
+            build("dpid = 3\nfail_mode = \"standalone\"\n[[port]]\nspec = \"afpacket:a\"\n", &over)
+                .unwrap();
+        assert_eq!(c.datapath.pipeline.datapath_id, 17);
+        assert_eq!(c.datapath.fail_mode, FailMode::Secure);
+        assert_eq!(c.datapath.workers, 2);
+        let p: Vec<(String, u32)> =
+            c.datapath.ports.iter().map(|p| (p.spec.name.clone(), p.port_no)).collect();
+        assert_eq!(p, vec![("a".into(), 2), ("b".into(), 3), ("c".into(), 1)]);
+    }
+
+    fn bad(text: &str, over: &Overrides) -> ConfigError {
+        build(text, over).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let none = Overrides::default();
+        let e = bad("dpidd = 1\n", &none);
+        assert!(e.msg.contains("unknown field") && e.msg.contains("dpidd"), "{e}");
+        assert!(e.key.contains("line 1"), "{e}");
+        let e = bad("[limits]\nn_table = 3\n", &none);
+        assert!(e.msg.contains("n_table"), "{e}");
+        assert_eq!(bad("workers = 0\n", &none).key, "workers");
+        assert_eq!(bad("fail_mode = \"open\"\n", &none).key, "fail_mode");
+        assert_eq!(bad("dpid = \"0xzz\"\n", &none).key, "dpid");
+        assert_eq!(bad("dpid = -1\n", &none).key, "dpid");
+        assert_eq!(bad("[limits]\nn_tables = 256\n", &none).key, "limits.n_tables");
+        assert_eq!(bad("[[port]]\nspec = \"eth:x\"\n", &none).key, "port[0].spec");
+        assert_eq!(
+            bad("[[port]]\nspec = \"afpacket:x=1\"\n[[port]]\nspec = \"afpacket:y=1\"\n", &none)
+                .key,
+            "port[1].number"
+        );
+        assert_eq!(
+            bad("[[port]]\nspec = \"afpacket:x=1\"\nnumber = 2\n", &none).key,
+            "port[0].number"
+        );
+        assert_eq!(
+            bad("[[port]]\nspec = \"afpacket:x\"\nnumber = 0\n", &none).key,
+            "port[0].number"
+        );
+        assert_eq!(bad("listen = [\"tcp:1.2.3.4:5\"]\n", &none).key, "listen[0]");
+        assert_eq!(bad("controllers = [\"ptcp:5\"]\n", &none).key, "controllers[0]");
+        assert_eq!(bad("controllers = [\"ssl:1.2.3.4:5\"]\n", &none).key, "tls");
+        assert_eq!(
+            bad("[tls]\nca = \"/nonexistent/ca\"\ncert = \"c\"\nkey = \"k\"\n", &none).key,
+            "tls.ca"
+        );
+        assert_eq!(
+            bad("[agent]\nbackoff_min_ms = 50\nbackoff_max_ms = 10\n", &none).key,
+            "agent.backoff_max_ms"
+        );
+        let o = Overrides { ports: vec!["afpacket:".into()], ..Default::default() };
+        assert_eq!(bad("", &o).key, "--port afpacket:.spec");
+        let o = Overrides { dpid: Some("x".into()), ..Default::default() };
+        assert_eq!(bad("", &o).key, "--dpid");
+        let o = Overrides { workers: Some(0), ..Default::default() };
+        assert_eq!(bad("", &o).key, "--workers");
+        let o = Overrides { controllers: vec!["ptcp:1".into()], ..Default::default() };
+        assert_eq!(bad("", &o).key, "--controller");
+        let o = Overrides { netns: Some("a/b".into()), ..Default::default() };
+        assert_eq!(bad("", &o).key, "netns");
+        let o = Overrides {
+            ports: vec!["afpacket:a".into(), "afpacket:a".into()],
+            ..Default::default()
+        };
+        assert!(bad("", &o).msg.contains("opened twice"));
+    }
+
+    #[test]
+    fn dpid_forms() {
+        assert_eq!(parse_dpid("0x1"), Some(1));
+        assert_eq!(parse_dpid("0xffffffffffffffff"), Some(u64::MAX));
+        assert_eq!(parse_dpid("0x1ffffffffffffffff"), None);
+        assert_eq!(parse_dpid("42"), Some(42));
+        assert_eq!(parse_dpid("0x"), None);
+        assert_eq!(parse_dpid(""), None);
+    }
+
+    #[test]
+    fn defaults() {
+        let c = build("", &Overrides::default()).unwrap();
+        assert!(c.datapath.workers >= 1);
+        assert_eq!(c.datapath.fail_mode, FailMode::Secure);
+        assert!(c.agent.targets.is_empty());
+        assert!(c.datapath.ports.is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(s in "\\PC{0,200}") {
+            let _ = build(&s, &Overrides::default());
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The daemon: a [`Datapath`] plus, when listeners or controllers are
+//! configured, the OpenFlow agent on a small tokio runtime.
+//!
+//! [`Daemon::start`] brings both up (the datapath first, so a bad port fails
+//! before any socket is opened), connects them — the agent's notifier is
+//! called when the datapath queues asynchronous messages, and a task follows
+//! the agent's controller count to switch the fail mode — and returns a
+//! handle. [`run`] is `sluice run`: start, wait for SIGINT/SIGTERM
+//! ([`stop_on_signals`]), shut down cleanly (agent first, so controllers see
+//! the connection close, then the workers).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_agent::{Agent, Target};
+use tracing::{info, warn};
+
+use crate::config::DaemonConfig;
+use crate::Datapath;
+
+/// A running switch.
+pub struct Daemon {
+    // Field order is drop order: agent, runtime, then the datapath.
+    agent: Option<Agent>,
+    rt: Option<tokio::runtime::Runtime>,
+    dp: Datapath,
+    listeners: Vec<(Target, SocketAddr)>,
+}
+
+impl Daemon {
+    /// Starts the datapath and, if any target is configured, the agent.
+    pub fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
+        let dp = Datapath::start(cfg.datapath)?;
+        if cfg.agent.targets.is_empty() {
+            info!("no listener or controller configured: running without an OpenFlow channel");
+            return Ok(Daemon { agent: None, rt: None, dp, listeners: Vec::new() });
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("sluice-agent")
+            .enable_all()
+            .build()?;
+        let agent = rt.block_on(Agent::start(cfg.agent, dp.switch()))?;
+        let n = agent.notifier();
+        dp.set_notifier(move || n.notify());
+        let mut watch = agent.watch_controllers();
+        let mode = dp.mode_handle();
+        rt.spawn(async move {
+            loop {
+                let n = *watch.borrow_and_update();
+                mode.set_controller_connected(n > 0);
+                if watch.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        let listeners = agent.listeners().to_vec();
+        for (t, a) in &listeners {
+            info!(target = %t, addr = %a, "OpenFlow listener ready");
+        }
+        Ok(Daemon { agent: Some(agent), rt: Some(rt), dp, listeners })
+    }
+
+    pub fn datapath(&self) -> &Datapath {
+        &self.dp
+    }
+
+    /// Passive targets and the addresses they are bound to.
+    pub fn listeners(&self) -> &[(Target, SocketAddr)] {
+        &self.listeners
+    }
+
+    /// Connected controllers (0 without an agent).
+    pub fn controllers_connected(&self) -> usize {
+        self.agent.as_ref().map_or(0, |a| a.controllers_connected())
+    }
+
+    /// Closes every connection, then stops the workers.
+    pub fn shutdown(mut self) {
+        if let (Some(agent), Some(rt)) = (self.agent.take(), self.rt.as_ref()) {
+            rt.block_on(agent.shutdown());
+        }
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_secs(2));
+        }
+        // `self.dp` stops on drop.
+    }
+}
+
+/// Registers SIGINT and SIGTERM: the first sets the returned flag; a second
+/// one while the flag is set exits at once (status 1), for a stuck shutdown.
+pub fn stop_on_signals() -> std::io::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 1, flag.clone())?;
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(flag)
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `info`); a second call
+/// is harmless.
+pub fn init_logging() {
+    init_logging_with("info");
+}
+
+/// Like [`init_logging`] with another default filter (e.g. `warn` for the
+/// demo, whose screen is its output).
+pub fn init_logging_with(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// `sluice run`: start, run until `stop` is set, shut down.
+pub fn run(cfg: DaemonConfig, stop: &AtomicBool) -> anyhow::Result<()> {
+    let d = Daemon::start(cfg)?;
+    info!("switch running; SIGINT or SIGTERM stops it");
+    let mut last = d.datapath().stats();
+    let mut ticks = 0u64;
+    while !stop.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(100));
+        ticks += 1;
+        if ticks % 600 == 0 {
+            let s = d.datapath().stats();
+            if s.async_dropped > last.async_dropped || s.tx_dropped > last.tx_dropped {
+                warn!(
+                    tx_dropped = s.tx_dropped - last.tx_dropped,
+                    async_dropped = s.async_dropped - last.async_dropped,
+                    "drops in the last minute"
+                );
+            }
+            last = s;
+        }
+    }
+    info!("shutting down");
+    d.shutdown();
+    info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,353 @@
+//! # sluice-datapath: the switch daemon's moving parts
+//!
+//! ## What
+//! Everything `sluice run` needs between the ports and the OpenFlow agent:
+//! worker threads that forward frames between real ports through the
+//! reference pipeline ([`Datapath`]), a control thread that follows link
+//! state and port removal, the fail-standalone MAC-learning switch
+//! ([`learn`]), configuration from a TOML file and flags ([`config`]), and
+//! the glue that runs the agent ([`daemon`]).
+//!
+//! ## Basic design
+//! ```text
+//!   ports (afpacket, pcap, tap, afxdp)           agent (tokio)
+//!     │ rx_burst ≤ 32        tx_burst ▲            │ handle / take_async
+//!     ▼                               │            ▼
+//!   worker 0..N ── one lock per burst ──> Arc<Mutex<Pipeline>> <── DatapathSwitch
+//!     │  push_async(PACKET_IN, FLOW_REMOVED)      ▲  PACKET_OUT → port mutex
+//!     └────────────> async queue (bounded) ───────┘
+//!   control thread: LinkMonitor → set_link / remove / reopen; clock tick
+//! ```
+//! - **Workers** (default: available cores − 1, at least one) each own the
+//!   ports they receive from. A burst of up to 32 frames is processed under
+//!   **one** acquisition of the pipeline mutex, with the pipeline clock
+//!   moved once per burst (see [`worker`]).
+//! - **Transmit** happens after the lock is released: a burst's output is
+//!   grouped per port and sent with `tx_burst`. Each port sits behind its
+//!   own mutex because any worker (and PACKET_OUT) may send on it; the
+//!   owner takes it for receiving.
+//! - **Asynchronous messages** the pipeline queued during a burst are moved
+//!   into a bounded queue after the burst and the agent is notified; the
+//!   agent takes them through [`DatapathSwitch`] (its `Switch` trait).
+//! - **Barrier ordering** is trivial: controller messages are applied under
+//!   the same pipeline mutex, so by the time a BARRIER_REPLY is produced
+//!   every earlier flow-mod is visible to every later burst, and every
+//!   PACKET_OUT has been handed to its port.
+//!
+//! ## What this is not (yet)
+//! DESIGN.md's datapath publishes immutable, versioned pipelines that
+//! workers read without locks, with per-worker exact-match and megaflow
+//! caches and per-worker counters merged on read. That arrives with the
+//! fast path (issue 5). The current design takes one mutex per burst,
+//! which serialises the workers' pipeline work: more workers add receive
+//! and transmit parallelism, not lookup parallelism. Counters live in the
+//! pipeline (updated under the same lock) and, per port, in the port
+//! itself ([`PortReport`]).
+//!
+//! ## Fail modes
+//! While no controller is connected (as the agent counts them):
+//! `standalone` forwards as a MAC-learning switch, bypassing the flow
+//! tables (OpenFlow 1.3.5 §6.3.6); `secure` keeps using the flow tables and
+//! drops table misses (PACKET_INs have nobody to go to). The daemon calls
+//! [`Datapath::set_controller_connected`] as controllers come and go.
+//!
+//! ## Invariants
+//! - Lock order is pipeline → MAC table → port table → one port
+//!   (`shared.rs`); nothing takes them the other way round.
+//! - Every loop is bounded and every queue has a cap; shutdown stops all
+//!   threads within one poll timeout plus one control round.
+//! - No per-packet allocation in steady state (reused receive buffers and
+//!   transmit arena); asynchronous messages allocate, as they must.
+
+pub mod config;
+mod control;
+pub mod csum;
+pub mod daemon;
+pub mod learn;
+mod shared;
+mod sys;
+pub mod worker;
+
+pub use sluice_agent as agent;
+pub use sluice_ports as ports;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::sync::{mpsc, Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use sluice_agent::{ConnId, Switch};
+use sluice_ofp::message::Message;
+use sluice_pipeline::ports::PortCounters;
+use sluice_pipeline::{Outgoing, Pipeline, Tx};
+
+pub use config::{DaemonConfig, DatapathConfig, Overrides, PortConfig};
+pub use sys::enter_netns;
+
+use learn::MacTable;
+use shared::{lock, Counters, Inbox, Shared};
+
+/// One port as [`Datapath::ports`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortReport {
+    pub port_no: u32,
+    pub name: String,
+    /// Link up and not administratively down.
+    pub live: bool,
+    /// The pipeline's counters (what OpenFlow port stats report).
+    pub counters: PortCounters,
+    /// The port's own counters (kernel drops, transmit errors).
+    pub port: sluice_ports::PortStats,
+    /// Frames the port refused on transmit.
+    pub tx_failed: u64,
+}
+
+/// Datapath-wide counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DatapathStats {
+    pub bursts: u64,
+    pub packets: u64,
+    /// Frames produced by the pipeline that no port took.
+    pub tx_dropped: u64,
+    /// Asynchronous messages dropped because the agent did not take them.
+    pub async_dropped: u64,
+    /// Whether MAC learning (fail standalone) is forwarding right now.
+    pub standalone: bool,
+}
+
+/// The running datapath: workers, control thread, shared pipeline.
+/// Dropping it stops everything.
+pub struct Datapath {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Datapath {
+    /// Opens the configured ports (failing if any cannot be opened), starts
+    /// the control thread and the workers.
+    pub fn start(cfg: DatapathConfig) -> anyhow::Result<Datapath> {
+        let workers = cfg.workers.clamp(1, cfg.ports.len().max(1));
+        if workers < cfg.workers {
+            tracing::info!(
+                requested = cfg.workers,
+                workers,
+                "fewer workers than requested: one per port at most"
+            );
+        }
+        let shared = Arc::new(Shared {
+            pipeline: Arc::new(Mutex::new(Pipeline::new(cfg.pipeline.clone()))),
+            learn: Mutex::new(MacTable::new(cfg.mac_table_size, cfg.mac_aging.as_nanos() as u64)),
+            ports: RwLock::new(BTreeMap::new()),
+            inboxes: (0..workers).map(|_| Inbox::default()).collect(),
+            fail_mode: cfg.fail_mode,
+            controller_connected: AtomicBool::new(false),
+            standalone: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            control_wake: AtomicBool::new(false),
+            epoch: Instant::now(),
+            poll_timeout: cfg.poll_timeout,
+            async_q: Mutex::new(VecDeque::new()),
+            async_cap: cfg.async_queue_len.max(1),
+            notifier: RwLock::new(None),
+            counters: Counters::default(),
+        });
+        shared.update_mode();
+        let mut dp = Datapath { shared: shared.clone(), threads: Vec::new() };
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let s = shared.clone();
+        let ports = cfg.ports.clone();
+        let netns = cfg.netns.clone();
+        dp.threads.push(
+            std::thread::Builder::new()
+                .name("sluice-control".into())
+                .spawn(move || control::run(s, ports, netns, ready_tx))?,
+        );
+        match ready_rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => anyhow::bail!(e),
+            Err(_) => anyhow::bail!("the control thread did not open the ports within 30 s"),
+        }
+        for id in 0..workers {
+            let s = shared.clone();
+            dp.threads.push(
+                std::thread::Builder::new()
+                    .name(format!("sluice-worker{id}"))
+                    .spawn(move || worker::run(id, s))?,
+            );
+        }
+        tracing::info!(
+            dpid = format_args!("{:#018x}", cfg.pipeline.datapath_id),
+            ports = cfg.ports.len(),
+            workers,
+            fail_mode = ?cfg.fail_mode,
+            "datapath started"
+        );
+        Ok(dp)
+    }
+
+    /// The shared pipeline (lock it briefly: workers wait while you hold it).
+    pub fn pipeline(&self) -> Arc<Mutex<Pipeline>> {
+        self.shared.pipeline.clone()
+    }
+
+    /// The agent's view of this switch.
+    pub fn switch(&self) -> DatapathSwitch {
+        DatapathSwitch { shared: self.shared.clone() }
+    }
+
+    /// Called (from any thread, must not block) whenever asynchronous
+    /// messages are queued.
+    pub fn set_notifier(&self, f: impl Fn() + Send + Sync + 'static) {
+        *self.shared.notifier.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(f));
+    }
+
+    /// Whether at least one controller is connected (leaves or enters the
+    /// fail mode).
+    pub fn set_controller_connected(&self, connected: bool) {
+        self.shared.controller_connected.store(connected, Relaxed);
+        self.shared.update_mode();
+    }
+
+    /// A handle that only switches the fail mode (for a task that follows
+    /// the agent's controller count).
+    pub fn mode_handle(&self) -> ModeHandle {
+        ModeHandle { shared: self.shared.clone() }
+    }
+
+    /// Whether MAC learning (fail standalone) forwards right now.
+    pub fn standalone_active(&self) -> bool {
+        self.shared.standalone.load(Relaxed)
+    }
+
+    /// Ports in the pipeline, by number, with their counters.
+    pub fn ports(&self) -> Vec<PortReport> {
+        let entries: Vec<(u32, String, bool, PortCounters)> = {
+            let p = lock(&self.shared.pipeline);
+            p.ports()
+                .iter()
+                .map(|e| {
+                    (
+                        e.desc.port_no,
+                        e.desc.name.clone(),
+                        p.ports().is_live(e.desc.port_no),
+                        e.counters,
+                    )
+                })
+                .collect()
+        };
+        entries
+            .into_iter()
+            .map(|(port_no, name, live, counters)| {
+                let (port, tx_failed) = match self.shared.slot(port_no) {
+                    Some(s) => (lock(&s.port).stats(), s.tx_failed.load(Relaxed)),
+                    None => (Default::default(), 0),
+                };
+                PortReport { port_no, name, live, counters, port, tx_failed }
+            })
+            .collect()
+    }
+
+    pub fn stats(&self) -> DatapathStats {
+        let c = &self.shared.counters;
+        DatapathStats {
+            bursts: c.bursts.load(Relaxed),
+            packets: c.packets.load(Relaxed),
+            tx_dropped: c.tx_dropped.load(Relaxed),
+            async_dropped: c.async_dropped.load(Relaxed),
+            standalone: self.standalone_active(),
+        }
+    }
+
+    /// Nanoseconds on the pipeline clock.
+    pub fn now_ns(&self) -> u64 {
+        self.shared.now_ns()
+    }
+
+    /// Stops the threads and waits for them.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.shared.stop.store(true, Release);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Datapath {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// See [`Datapath::mode_handle`].
+#[derive(Clone)]
+pub struct ModeHandle {
+    shared: Arc<Shared>,
+}
+
+impl ModeHandle {
+    pub fn set_controller_connected(&self, connected: bool) {
+        self.shared.controller_connected.store(connected, Relaxed);
+        self.shared.update_mode();
+    }
+}
+
+/// The switch as the agent sees it: controller messages go to the shared
+/// pipeline (PACKET_OUT frames straight to the ports), asynchronous messages
+/// come from the datapath's queue.
+pub struct DatapathSwitch {
+    shared: Arc<Shared>,
+}
+
+/// Transmits PACKET_OUT (and buffered flow-mod) frames directly.
+struct PortTx<'a> {
+    shared: &'a Shared,
+}
+
+impl Tx for PortTx<'_> {
+    fn transmit(&mut self, port: u32, _queue: Option<u32>, frame: &[u8]) {
+        let dropped = match self.shared.slot(port) {
+            Some(slot) => {
+                let mut p = lock(&slot.port);
+                worker::send(&slot, &mut **p, &[frame])
+            }
+            None => 1,
+        };
+        if dropped > 0 {
+            self.shared.counters.tx_dropped.fetch_add(dropped, Relaxed);
+        }
+    }
+}
+
+impl DatapathSwitch {
+    /// Applies one controller message (as the agent would) — also usable
+    /// without an agent, e.g. to install flows from a file.
+    pub fn apply(&self, xid: u32, msg: &Message) -> Vec<Outgoing> {
+        let raw = msg.encode(xid);
+        let mut tx = PortTx { shared: &self.shared };
+        let mut p = lock(&self.shared.pipeline);
+        p.advance(self.shared.now_ns());
+        p.handle(xid, msg, &raw, &mut tx)
+    }
+}
+
+impl Switch for DatapathSwitch {
+    fn handle(&mut self, _conn: ConnId, xid: u32, msg: &Message, raw: &[u8]) -> Vec<Outgoing> {
+        let mut tx = PortTx { shared: &self.shared };
+        let mut p = lock(&self.shared.pipeline);
+        p.advance(self.shared.now_ns());
+        p.handle(xid, msg, raw, &mut tx)
+    }
+
+    fn take_async(&mut self) -> Vec<Message> {
+        // Queued messages are older than anything still inside the pipeline.
+        let mut out: Vec<Message> = lock(&self.shared.async_q).drain(..).collect();
+        out.extend(lock(&self.shared.pipeline).take_async());
+        out
+    }
+}

@@ -1,0 +1,245 @@
+//! State shared by the workers, the control thread and the agent adapter.
+//!
+//! Lock order (always taken in this order, never the reverse):
+//! `pipeline` → `learn` → `ports` (the table) → one port's mutex;
+//! `async_q` and `notifier` are leaves (taken last; nothing else is locked
+//! while holding them), so asynchronous messages may be queued under the
+//! pipeline lock, which keeps them in pipeline order.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
+
+use sluice_agent::FailMode;
+use sluice_ofp::message::Message;
+use sluice_ofp::port::{features, state, Port as OfpPort};
+use sluice_pipeline::Pipeline;
+use sluice_ports::Port;
+use tracing::info;
+
+use crate::learn::MacTable;
+
+/// Locks a mutex, carrying on if a thread panicked while holding it (the
+/// protected state has no invariant a half-done packet could break that
+/// stopping the switch would fix).
+pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One open port.
+pub(crate) struct PortSlot {
+    pub no: u32,
+    pub name: String,
+    pub port: Mutex<Box<dyn Port>>,
+    pub fd: Option<RawFd>,
+    gone: AtomicBool,
+    /// Frames the port would not take (ring full, link down, gone).
+    pub tx_failed: AtomicU64,
+}
+
+impl PortSlot {
+    pub(crate) fn new(no: u32, port: Box<dyn Port>) -> PortSlot {
+        PortSlot {
+            no,
+            name: port.name().to_string(),
+            fd: port.raw_fd(),
+            port: Mutex::new(port),
+            gone: AtomicBool::new(false),
+            tx_failed: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn is_gone(&self) -> bool {
+        self.gone.load(Relaxed)
+    }
+
+    pub(crate) fn mark_gone(&self) {
+        self.gone.store(true, Release);
+    }
+}
+
+/// Ports handed to one worker.
+#[derive(Default)]
+pub(crate) struct Inbox {
+    pub pending: Mutex<Vec<Arc<PortSlot>>>,
+    pub dirty: AtomicBool,
+    /// Ports the worker currently serves (for balancing).
+    pub load: AtomicUsize,
+}
+
+/// Datapath-wide counters.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub bursts: AtomicU64,
+    pub packets: AtomicU64,
+    pub tx_dropped: AtomicU64,
+    pub async_dropped: AtomicU64,
+}
+
+/// Called when asynchronous messages are queued.
+pub type Notifier = Arc<dyn Fn() + Send + Sync>;
+
+pub(crate) struct Shared {
+    pub pipeline: Arc<Mutex<Pipeline>>,
+    pub learn: Mutex<MacTable>,
+    pub ports: RwLock<BTreeMap<u32, Arc<PortSlot>>>,
+    pub inboxes: Vec<Inbox>,
+    pub fail_mode: FailMode,
+    pub controller_connected: AtomicBool,
+    /// MAC learning instead of the pipeline (standalone mode, no controller).
+    pub standalone: AtomicBool,
+    pub stop: AtomicBool,
+    /// Set by workers when a port failed; the control thread looks sooner.
+    pub control_wake: AtomicBool,
+    pub epoch: Instant,
+    pub poll_timeout: Duration,
+    pub async_q: Mutex<VecDeque<Message>>,
+    pub async_cap: usize,
+    pub notifier: RwLock<Option<Notifier>>,
+    pub counters: Counters,
+}
+
+impl Shared {
+    /// Pipeline time: nanoseconds since the datapath started.
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    pub(crate) fn slot(&self, port_no: u32) -> Option<Arc<PortSlot>> {
+        self.ports.read().unwrap_or_else(|e| e.into_inner()).get(&port_no).cloned()
+    }
+
+    pub(crate) fn wake_control(&self) {
+        self.control_wake.store(true, Release);
+    }
+
+    pub(crate) fn note_burst(&self, packets: u64, dropped: u64) {
+        self.counters.bursts.fetch_add(1, Relaxed);
+        self.counters.packets.fetch_add(packets, Relaxed);
+        if dropped > 0 {
+            self.counters.tx_dropped.fetch_add(dropped, Relaxed);
+        }
+    }
+
+    /// Queues asynchronous messages for the agent (bounded: the oldest are
+    /// dropped and counted) and wakes it.
+    pub(crate) fn push_async(&self, msgs: Vec<Message>) {
+        if msgs.is_empty() {
+            return;
+        }
+        {
+            let mut q = lock(&self.async_q);
+            for m in msgs {
+                if q.len() >= self.async_cap {
+                    q.pop_front();
+                    self.counters.async_dropped.fetch_add(1, Relaxed);
+                }
+                q.push_back(m);
+            }
+        }
+        let n = self.notifier.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(n) = n {
+            n();
+        }
+    }
+
+    /// Recomputes whether standalone forwarding is active.
+    pub(crate) fn update_mode(&self) {
+        let on = self.fail_mode == FailMode::Standalone && !self.controller_connected.load(Relaxed);
+        let was = self.standalone.swap(on, Relaxed);
+        if on != was {
+            if on {
+                lock(&self.learn).clear();
+                info!("no controller: fail mode standalone, forwarding as a MAC-learning switch");
+            } else {
+                info!("controller connected: forwarding through the flow tables");
+            }
+        }
+    }
+
+    /// Adds an opened port: to the table, to the pipeline (PORT_STATUS ADD)
+    /// and to the least loaded worker.
+    pub(crate) fn add_port(&self, port_no: u32, port: Box<dyn Port>) {
+        let desc = port_desc(port_no, &*port);
+        let slot = Arc::new(PortSlot::new(port_no, port));
+        info!(port = port_no, name = %slot.name, link_up = desc.state & state::LINK_DOWN == 0, "port added");
+        let ps = {
+            let mut p = lock(&self.pipeline);
+            self.ports.write().unwrap_or_else(|e| e.into_inner()).insert(port_no, slot.clone());
+            let now = self.now_ns();
+            p.ports_mut().add(desc, now)
+        };
+        if let Some(inbox) = self.inboxes.iter().min_by_key(|i| i.load.load(Relaxed)) {
+            inbox.load.fetch_add(1, Relaxed);
+            lock(&inbox.pending).push(slot);
+            inbox.dirty.store(true, Release);
+        }
+        self.push_async(vec![Message::PortStatus(ps)]);
+    }
+
+    /// Removes a port everywhere (PORT_STATUS DELETE); the worker lets go of
+    /// it at its next round.
+    pub(crate) fn remove_port(&self, port_no: u32, why: &str) {
+        let ps = {
+            let mut p = lock(&self.pipeline);
+            lock(&self.learn).forget_port(port_no);
+            if let Some(s) = self.ports.write().unwrap_or_else(|e| e.into_inner()).remove(&port_no)
+            {
+                s.mark_gone();
+            }
+            p.ports_mut().remove(port_no)
+        };
+        info!(port = port_no, "port removed: {why}");
+        if let Some(ps) = ps {
+            self.push_async(vec![Message::PortStatus(ps)]);
+        }
+    }
+
+    /// Records a link change (PORT_STATUS MODIFY if it changed anything).
+    pub(crate) fn set_link(&self, port_no: u32, up: bool) {
+        let ps = {
+            let mut p = lock(&self.pipeline);
+            if !up {
+                lock(&self.learn).forget_port(port_no);
+            }
+            p.ports_mut().set_link(port_no, up)
+        };
+        if let Some(ps) = ps {
+            info!(port = port_no, up, "link changed");
+            self.push_async(vec![Message::PortStatus(ps)]);
+        }
+    }
+
+    /// Moves the pipeline clock (timeouts fire even without traffic) and
+    /// collects what that queued.
+    pub(crate) fn tick(&self) {
+        let mut p = lock(&self.pipeline);
+        p.advance(self.now_ns());
+        self.push_async(p.take_async());
+    }
+}
+
+/// The OpenFlow description of an opened port.
+pub(crate) fn port_desc(port_no: u32, port: &dyn Port) -> OfpPort {
+    let mut name = port.name().to_string();
+    while name.len() > 15 {
+        name.pop();
+    }
+    let feat = features::F_10GB_FD | features::COPPER;
+    OfpPort {
+        port_no,
+        hw_addr: port.hw_addr(),
+        name,
+        config: 0,
+        state: if port.link_up() { 0 } else { state::LINK_DOWN },
+        curr: feat,
+        advertised: feat,
+        supported: feat,
+        peer: 0,
+        curr_speed: 10_000_000,
+        max_speed: 10_000_000,
+    }
+}

@@ -1,0 +1,202 @@
+//! `sluice bpf`: verify, disassemble, run and benchmark eBPF filter programs
+//! (ELF objects built with `clang -O2 -g -target bpf -c prog.c`).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{anyhow, Context};
+use sluice_bpf::helpers::Env;
+use sluice_bpf::interp::{self, Input};
+use sluice_bpf::maps::Map;
+use sluice_bpf::{elf, insn, jit, pcap, verifier, Program};
+
+/// Arguments of `sluice bpf`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+/// `sluice bpf` subcommands.
+#[derive(clap::Subcommand)]
+pub enum Cmd {
+    /// Verify a program: prints OK or the rejection with the instruction.
+    Verify {
+        object: PathBuf,
+        /// Program section (default: the first).
+        #[arg(long)]
+        section: Option<String>,
+        /// Also load it into the running kernel and print the kernel verifier's verdict.
+        #[arg(long)]
+        kernel: bool,
+    },
+    /// Disassemble all programs of an object.
+    Dump { object: PathBuf },
+    /// Run a program on every packet of a pcap: `PACKET_INDEX RETURN_VALUE`
+    /// per packet, then the map contents.
+    Run {
+        object: PathBuf,
+        #[arg(long)]
+        pcap: PathBuf,
+        /// Use the Cranelift JIT instead of the interpreter.
+        #[arg(long)]
+        jit: bool,
+        #[arg(long)]
+        section: Option<String>,
+    },
+    /// Packets per second, interpreter vs JIT, over a pcap (repeated).
+    Bench {
+        object: PathBuf,
+        #[arg(long)]
+        pcap: PathBuf,
+        #[arg(long)]
+        section: Option<String>,
+        /// Passes over the pcap per measurement.
+        #[arg(long, default_value_t = 0)]
+        rounds: u32,
+    },
+}
+
+fn read(path: &PathBuf) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+fn pick(progs: Vec<Program>, section: Option<&str>) -> anyhow::Result<Program> {
+    match section {
+        Some(s) => {
+            progs.into_iter().find(|p| p.name == s).ok_or_else(|| anyhow!("no program section {s}"))
+        }
+        None => progs.into_iter().next().ok_or_else(|| anyhow!("no program")),
+    }
+}
+
+fn new_env(p: &Program) -> anyhow::Result<Env> {
+    let maps = p
+        .maps
+        .iter()
+        .map(|d| Map::new(d.clone(), 1))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow!(e))?;
+    Ok(Env::new(maps))
+}
+
+fn print_maps(env: &Env) {
+    for m in &env.maps {
+        println!("map {} (type {}):", m.def.name, m.def.map_type);
+        for (k, v) in m.entries() {
+            println!("  {} => {}", hex::encode(k), hex::encode(v));
+        }
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    match args.cmd {
+        Cmd::Verify { object, section, kernel } => {
+            let progs = elf::load(&read(&object)?)?;
+            let p = pick(progs, section.as_deref())?;
+            let res = verifier::verify(&p);
+            match &res {
+                Ok(v) => {
+                    println!("{}: OK ({} insns, {} processed)", p.name, p.insns.len(), v.processed)
+                }
+                Err(e) => {
+                    let line = p
+                        .insns
+                        .get(e.pc)
+                        .map(|i| insn::disasm(i, p.insns.get(e.pc + 1)))
+                        .unwrap_or_default();
+                    println!(
+                        "{}: REJECTED at insn {}: {}\n  {:4}: {}",
+                        p.name, e.pc, e.reason, e.pc, line
+                    );
+                }
+            }
+            if kernel {
+                match sluice_bpf::kernel::load(&p, sluice_bpf::kernel::Mode::Root) {
+                    Ok(_) => println!("kernel: OK"),
+                    Err(log) => println!("kernel: REJECTED\n{log}"),
+                }
+            }
+            if res.is_err() {
+                anyhow::bail!("program rejected");
+            }
+            Ok(())
+        }
+        Cmd::Dump { object } => {
+            for p in elf::load(&read(&object)?)? {
+                println!("{} ({:?}):", p.name, p.prog_type);
+                for (i, m) in p.maps.iter().enumerate() {
+                    println!(
+                        "  map[{i}] {}: type {} key {} value {} max_entries {}",
+                        m.name, m.map_type, m.key_size, m.value_size, m.max_entries
+                    );
+                }
+                print!("{}", insn::disasm_program(&p.insns));
+            }
+            Ok(())
+        }
+        Cmd::Run { object, pcap: pc, jit: use_jit, section } => {
+            let p = pick(elf::load(&read(&object)?)?, section.as_deref())?;
+            let v = verifier::verify(&p).map_err(|e| anyhow!("{}: rejected: {e}", p.name))?;
+            let packets = pcap::read(&read(&pc)?).map_err(|e| anyhow!(e))?;
+            let mut env = new_env(&p)?;
+            let compiled =
+                if use_jit { Some(jit::compile(&p, &v).map_err(|e| anyhow!(e))?) } else { None };
+            for (i, pkt) in packets.iter().enumerate() {
+                let input = Input::packet(pkt);
+                let r = match &compiled {
+                    Some(j) => j.try_run(&mut env, input),
+                    None => interp::run(&p.insns, p.prog_type, &mut env, input),
+                }
+                .map_err(|f| anyhow!("packet {i}: fault at insn {}: {}", f.pc, f.reason))?;
+                println!("{i} {r}");
+            }
+            print_maps(&env);
+            for line in &env.trace {
+                println!("trace: {line}");
+            }
+            Ok(())
+        }
+        Cmd::Bench { object, pcap: pc, section, rounds } => {
+            let p = pick(elf::load(&read(&object)?)?, section.as_deref())?;
+            let v = verifier::verify(&p).map_err(|e| anyhow!("{}: rejected: {e}", p.name))?;
+            let packets = pcap::read(&read(&pc)?).map_err(|e| anyhow!(e))?;
+            if packets.is_empty() {
+                anyhow::bail!("empty pcap");
+            }
+            let rounds = if rounds == 0 { (200_000 / packets.len()).max(1) as u32 } else { rounds };
+            let j = jit::compile(&p, &v).map_err(|e| anyhow!(e))?;
+            let total = packets.len() as f64 * rounds as f64;
+            let mut env = new_env(&p)?;
+            let t = Instant::now();
+            let mut sink = 0u64;
+            for _ in 0..rounds {
+                for pkt in &packets {
+                    sink = sink.wrapping_add(
+                        interp::run(&p.insns, p.prog_type, &mut env, Input::packet(pkt))
+                            .unwrap_or(0),
+                    );
+                }
+            }
+            let ti = t.elapsed().as_secs_f64();
+            let mut env = new_env(&p)?;
+            let t = Instant::now();
+            for _ in 0..rounds {
+                for pkt in &packets {
+                    sink = sink.wrapping_add(j.run(&mut env, Input::packet(pkt)));
+                }
+            }
+            let tj = t.elapsed().as_secs_f64();
+            let (mi, mj) = (total / ti / 1e6, total / tj / 1e6);
+            println!(
+                "{}: {} packets x {rounds} rounds (checksum {sink:#x})",
+                p.name,
+                packets.len()
+            );
+            println!("interpreter: {mi:.2} Mpps ({:.0} ns/packet)", ti * 1e9 / total);
+            println!("jit:         {mj:.2} Mpps ({:.0} ns/packet)", tj * 1e9 / total);
+            println!("speedup:     {:.1}x", mj / mi);
+            Ok(())
+        }
+    }
+}

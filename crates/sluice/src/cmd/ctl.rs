@@ -1,0 +1,619 @@
+//! `sluice ctl TARGET COMMAND [ARGS]`: talk to a running OpenFlow 1.3
+//! switch, in ovs-ofctl's words.
+//!
+//! # What
+//! The everyday client: add, modify and delete flows, groups and meters;
+//! dump flows, groups, meters, ports, tables and their statistics; send a
+//! packet out; watch asynchronous messages. Flows, groups, meters and
+//! actions are written in ovs-ofctl's syntax ([`sluice_ofp::ofctl`]) and
+//! replies are printed in ovs-ofctl's format ([`sluice_ofp::print`]), so
+//! `sluice ctl tcp:127.0.0.1:6653 dump-flows` reads like
+//! `ovs-ofctl -O OpenFlow13 dump-flows tcp:127.0.0.1:6653`.
+//! TARGET is `tcp:IP[:PORT]` (port 6653 by default; IPv6 in brackets) or
+//! `unix:PATH`. `ovs-ofctl`'s order (`COMMAND TARGET`) is accepted too.
+//!
+//! # Behaviour (as ovs-ofctl)
+//! 1. All text is parsed first; a syntax error is printed with a caret
+//!    under the bad token and the command fails without connecting.
+//! 2. HELLO negotiation; only OpenFlow 1.3 is accepted (`-O OpenFlow13`
+//!    is allowed for muscle memory, anything else is refused).
+//! 3. Modifications (flow/group/meter mods, packet-out, set-config) are
+//!    sent back to back, then one BARRIER_REQUEST; the command waits for
+//!    its reply. `add-flows FILE` pipelines every line this way, so a large
+//!    file costs one round trip, not one per flow.
+//! 4. Multipart replies are collected until one arrives without
+//!    `OFPMPF_REPLY_MORE` and printed as one message.
+//! 5. An `OFPT_ERROR` answer is printed (type and code names, then the
+//!    switch's copy of the offending request) and the command exits
+//!    non-zero. With a file, each rejected line is named by `FILE:LINE`.
+//! 6. Connection problems name the target.
+//! 7. Echo requests from the switch are answered at once (also during a
+//!    long `monitor` or barrier wait) and are not printed.
+//!
+//! # Commands
+//! See [`COMMANDS`] (also printed by `sluice ctl --help`).
+//!
+//! # Deliberate differences
+//! No bridge names as targets (there is no local database to ask); no
+//! OpenFlow versions other than 1.3; `dump-groups GROUP` filters the group
+//! descriptions on the client (OpenFlow 1.3's request has no group id);
+//! `--timeout` ends `monitor` successfully (it is its bound), while for
+//! every other command it is a deadline whose expiry is an error.
+
+mod conn;
+mod input;
+
+use anyhow::{anyhow, bail, Result};
+use conn::{error_names, Conn, Received, SwitchError, Target};
+use input::{Item, PortArg};
+use sluice_ofp::consts::{port_no, queue_id};
+use sluice_ofp::message::{
+    flow_mod_command as fc, group_mod_command as gc, meter_mod_command as mc, Message, PacketOut,
+    SwitchConfig,
+};
+use sluice_ofp::multipart::MultipartRequestBody as Req;
+use sluice_ofp::multipart::{FlowStatsRequest, MultipartReply, MultipartReplyBody};
+use sluice_ofp::ofctl::{parse_flow, Usage};
+use sluice_ofp::print::print_message;
+use std::time::{Duration, Instant};
+
+/// The commands, as `--help` lists them.
+pub const COMMANDS: &str = "\
+Commands (FLOW, GROUP, METER and ACTIONS in ovs-ofctl syntax):
+  show                         features, port descriptions and switch config
+  dump-desc                    switch description
+  dump-flows [FLOW]            flows (all, or those matching FLOW)
+  dump-aggregate [FLOW]        aggregate statistics of matching flows
+  add-flow FLOW                add a flow
+  add-flows FILE               add (or modify/delete) the flows in FILE, one per line
+                               ('-' for stdin; '#' comments; optional leading
+                               add|modify|modify_strict|delete|delete_strict)
+  mod-flows FLOW               modify matching flows' actions (--strict: exact match)
+  del-flows [FLOW]             delete matching flows, all without FLOW (--strict)
+  add-group GROUP              add a group
+  add-groups FILE              add the groups in FILE, one per line
+  mod-group GROUP              modify a group
+  del-groups [GROUP]           delete a group (group_id=N or N), all without GROUP
+  dump-groups [GROUP]          group descriptions
+  dump-group-stats [GROUP]     group statistics
+  dump-group-features          group features
+  add-meter METER              add a meter
+  mod-meter METER              modify a meter
+  del-meter[s] [METER]         delete a meter (meter=N or N), all without METER
+  dump-meters [METER]          meter configurations
+  meter-stats [METER]          meter statistics
+  meter-features               meter features
+  dump-ports [PORT]            port statistics (number, reserved name or interface name)
+  dump-ports-desc [PORT]       port descriptions
+  queue-stats [PORT [QUEUE]]   queue statistics
+  dump-tables                  table statistics
+  dump-table-features          table features
+  get-config                   switch configuration
+  set-config SETTING...        frags=normal|drop|reassemble, miss_send_len=N
+  packet-out IN_PORT ACTIONS PACKET
+                               send PACKET (hex) as if received on IN_PORT;
+                               also: in_port=P,packet=HEX,actions=ACTIONS
+  monitor [MISS_LEN]           print asynchronous messages until interrupted,
+                               --count N messages or --timeout SECS; MISS_LEN
+                               sets miss_send_len first (Open vSwitch sends
+                               nothing to a ptcp: connection until it is set)
+  barrier                      send a barrier and wait for its reply";
+
+/// Arguments of `sluice ctl`.
+#[derive(clap::Args)]
+#[command(after_help = COMMANDS)]
+pub struct Args {
+    /// The switch: tcp:IP[:PORT] (default port 6653) or unix:PATH.
+    pub target: String,
+    /// What to do (see the list below).
+    pub command: String,
+    /// The command's arguments.
+    pub args: Vec<String>,
+    /// mod-flows / del-flows: match exactly (including priority).
+    #[arg(long)]
+    pub strict: bool,
+    /// OpenFlow version(s), as ovs-ofctl's -O; only OpenFlow13 is spoken.
+    #[arg(short = 'O', long = "protocols", value_name = "VERSION")]
+    pub protocols: Option<String>,
+    /// Give up after SECS seconds (monitor: stop after SECS, successfully).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// monitor: stop after N messages.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+}
+
+/// What a command does once connected; built before connecting.
+enum Plan {
+    Show,
+    /// Send all, then one barrier; `what` names one item ("flow-mod").
+    Mods {
+        what: &'static str,
+        items: Vec<Item>,
+    },
+    /// One multipart request, printed as one reply.
+    Dump {
+        body: Req,
+        what: &'static str,
+        only_group: Option<u32>,
+    },
+    DumpPorts {
+        port: Option<PortArg>,
+    },
+    PortsDesc {
+        port: Option<PortArg>,
+    },
+    PacketOut(input::PacketOutArgs),
+    GetConfig,
+    SetConfig {
+        frags: Option<u16>,
+        miss_send_len: Option<u16>,
+    },
+    Monitor {
+        miss_len: Option<u16>,
+    },
+    Barrier,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let (target, command) = match (Target::parse(&args.target), Target::parse(&args.command)) {
+        (Ok(t), _) => (t, args.command.as_str()),
+        // ovs-ofctl's order: COMMAND TARGET.
+        (Err(_), Ok(t)) => (t, args.target.as_str()),
+        (Err(e), Err(_)) => bail!("{e}"),
+    };
+    if let Some(p) = &args.protocols {
+        if !p.split(',').any(|v| v.trim().eq_ignore_ascii_case("OpenFlow13")) {
+            bail!("-O {p}: sluice ctl speaks only OpenFlow13");
+        }
+    }
+    let deadline = match args.timeout {
+        None => None,
+        Some(s) if (0.0..1e9).contains(&s) => Some(Instant::now() + Duration::from_secs_f64(s)),
+        Some(s) => bail!("--timeout {s}: expected a number of seconds"),
+    };
+    let plan = plan(command, &args.args, args.strict)?;
+    let mut conn = Conn::connect(&target, deadline)?;
+    execute(&mut conn, plan, deadline, args.count)
+}
+
+fn joined(args: &[String]) -> String {
+    args.join(" ")
+}
+
+fn at_most(cmd: &str, args: &[String], n: usize) -> Result<()> {
+    if args.len() > n {
+        bail!("{cmd}: too many arguments (expected at most {n}): {}", joined(args));
+    }
+    Ok(())
+}
+
+fn exactly_one<'a>(cmd: &str, args: &'a [String], what: &str) -> Result<&'a str> {
+    match args {
+        [a] => Ok(a),
+        [] => bail!("{cmd}: missing {what}"),
+        _ => bail!("{cmd}: expected one {what} (quote it), got {} arguments", args.len()),
+    }
+}
+
+fn one(label: String, msg: Message) -> Vec<Item> {
+    vec![Item { label, msg }]
+}
+
+fn flow_request(cmd: &str, args: &[String]) -> Result<FlowStatsRequest> {
+    let text = joined(args);
+    let spec = parse_flow(&text, Usage::Delete).map_err(|e| input::text_error(cmd, &text, &e))?;
+    let fm = spec.to_flow_mod(fc::DELETE);
+    Ok(FlowStatsRequest {
+        table_id: fm.table_id,
+        out_port: fm.out_port,
+        out_group: fm.out_group,
+        cookie: fm.cookie,
+        cookie_mask: fm.cookie_mask,
+        match_: fm.r#match,
+    })
+}
+
+fn plan(cmd: &str, args: &[String], strict: bool) -> Result<Plan> {
+    let dump = |body: Req, what: &'static str| Plan::Dump { body, what, only_group: None };
+    Ok(match cmd {
+        "show" => {
+            at_most(cmd, args, 0)?;
+            Plan::Show
+        }
+        "dump-desc" => {
+            at_most(cmd, args, 0)?;
+            dump(Req::Desc, "the description request")
+        }
+        "dump-flows" => dump(Req::Flow(flow_request(cmd, args)?), "the flow stats request"),
+        "dump-aggregate" => {
+            dump(Req::Aggregate(flow_request(cmd, args)?), "the aggregate stats request")
+        }
+        "add-flow" | "mod-flows" | "del-flows" => {
+            let text = joined(args);
+            let command = match (cmd, strict) {
+                ("add-flow", _) => fc::ADD,
+                ("mod-flows", false) => fc::MODIFY,
+                ("mod-flows", true) => fc::MODIFY_STRICT,
+                (_, false) => fc::DELETE,
+                (_, true) => fc::DELETE_STRICT,
+            };
+            if cmd != "del-flows" && text.trim().is_empty() {
+                bail!("{cmd}: missing FLOW");
+            }
+            let msg = input::flow_mod(cmd, &text, command)?;
+            Plan::Mods { what: "flow-mod", items: one(format!("{cmd} `{text}`"), msg) }
+        }
+        "add-flows" => {
+            let file = exactly_one(cmd, args, "FILE")?;
+            let name = if file == "-" { "<stdin>" } else { file };
+            Plan::Mods {
+                what: "flow-mod",
+                items: input::flow_file(name, &input::read_file(file)?)?,
+            }
+        }
+        "add-group" | "mod-group" | "del-groups" | "del-group" => {
+            let text = joined(args);
+            let command = match cmd {
+                "add-group" => gc::ADD,
+                "mod-group" => gc::MODIFY,
+                _ => gc::DELETE,
+            };
+            if command != gc::DELETE && text.trim().is_empty() {
+                bail!("{cmd}: missing GROUP");
+            }
+            let msg = input::group_mod(cmd, &text, command)?;
+            Plan::Mods { what: "group-mod", items: one(format!("{cmd} `{text}`"), msg) }
+        }
+        "add-groups" => {
+            let file = exactly_one(cmd, args, "FILE")?;
+            let name = if file == "-" { "<stdin>" } else { file };
+            Plan::Mods {
+                what: "group-mod",
+                items: input::group_file(name, &input::read_file(file)?)?,
+            }
+        }
+        "dump-groups" => {
+            let id = input::group_selector(cmd, &joined(args))?;
+            let only_group = (id != sluice_ofp::consts::group_id::ALL).then_some(id);
+            Plan::Dump { body: Req::GroupDesc, what: "the group description request", only_group }
+        }
+        "dump-group-stats" => {
+            let group_id = input::group_selector(cmd, &joined(args))?;
+            dump(Req::Group { group_id }, "the group stats request")
+        }
+        "dump-group-features" => {
+            at_most(cmd, args, 0)?;
+            dump(Req::GroupFeatures, "the group features request")
+        }
+        "add-meter" | "mod-meter" | "del-meter" | "del-meters" => {
+            let text = joined(args);
+            let command = match cmd {
+                "add-meter" => mc::ADD,
+                "mod-meter" => mc::MODIFY,
+                _ => mc::DELETE,
+            };
+            if command != mc::DELETE && text.trim().is_empty() {
+                bail!("{cmd}: missing METER");
+            }
+            let msg = input::meter_mod(cmd, &text, command)?;
+            Plan::Mods { what: "meter-mod", items: one(format!("{cmd} `{text}`"), msg) }
+        }
+        "dump-meters" => {
+            let meter_id = input::meter_selector(cmd, &joined(args))?;
+            dump(Req::MeterConfig { meter_id }, "the meter config request")
+        }
+        "meter-stats" => {
+            let meter_id = input::meter_selector(cmd, &joined(args))?;
+            dump(Req::Meter { meter_id }, "the meter stats request")
+        }
+        "meter-features" => {
+            at_most(cmd, args, 0)?;
+            dump(Req::MeterFeatures, "the meter features request")
+        }
+        "dump-ports" => {
+            at_most(cmd, args, 1)?;
+            Plan::DumpPorts { port: args.first().map(|p| input::port_arg(p)) }
+        }
+        "dump-ports-desc" => {
+            at_most(cmd, args, 1)?;
+            Plan::PortsDesc { port: args.first().map(|p| input::port_arg(p)) }
+        }
+        "queue-stats" => {
+            at_most(cmd, args, 2)?;
+            let port_no = match args.first().map(|p| input::port_arg(p)) {
+                None => port_no::ANY,
+                Some(PortArg::No(n)) => n,
+                Some(PortArg::Name(n)) => bail!("{cmd}: give the port as a number, not `{n}`"),
+            };
+            let queue_id = match args.get(1).map(String::as_str) {
+                None => queue_id::ALL,
+                Some(q) if q.eq_ignore_ascii_case("all") => queue_id::ALL,
+                Some(q) => q.parse().map_err(|_| anyhow!("{cmd}: `{q}` is not a queue id"))?,
+            };
+            dump(Req::Queue { port_no, queue_id }, "the queue stats request")
+        }
+        "dump-tables" => {
+            at_most(cmd, args, 0)?;
+            dump(Req::Table, "the table stats request")
+        }
+        "dump-table-features" => {
+            at_most(cmd, args, 0)?;
+            dump(Req::TableFeatures(vec![]), "the table features request")
+        }
+        "get-config" => {
+            at_most(cmd, args, 0)?;
+            Plan::GetConfig
+        }
+        "set-config" => {
+            let (frags, miss_send_len) = input::set_config(args)?;
+            Plan::SetConfig { frags, miss_send_len }
+        }
+        "packet-out" => Plan::PacketOut(input::packet_out(args)?),
+        "monitor" => {
+            at_most(cmd, args, 1)?;
+            let miss_len = match args.first() {
+                None => None,
+                Some(a) => Some(
+                    a.parse::<u16>()
+                        .map_err(|_| anyhow!("monitor: MISS_LEN `{a}` is not 0..65535"))?,
+                ),
+            };
+            Plan::Monitor { miss_len }
+        }
+        "barrier" => {
+            at_most(cmd, args, 0)?;
+            Plan::Barrier
+        }
+        other => bail!("unknown command `{other}`; see `sluice ctl --help`"),
+    })
+}
+
+/// At most this many rejected requests are printed one by one.
+const MAX_ERRORS_SHOWN: usize = 20;
+
+/// Send `items` pipelined, one barrier, and report every `OFPT_ERROR`.
+fn modify(conn: &mut Conn, what: &str, items: &[Item]) -> Result<()> {
+    let first = conn.send_batch(items.iter().map(|i| &i.msg))?;
+    let errors = conn.barrier()?;
+    report(conn, what, first, items, errors)
+}
+
+fn report(
+    conn: &Conn,
+    what: &str,
+    first: u32,
+    items: &[Item],
+    errors: Vec<Received>,
+) -> Result<()> {
+    let label = |r: &Received| -> String {
+        let i = r.header.xid.wrapping_sub(first) as usize;
+        match items.get(i) {
+            Some(item) => item.label.clone(),
+            None => format!("a request with xid 0x{:x}", r.header.xid),
+        }
+    };
+    let t = conn.target();
+    match errors.len() {
+        0 => Ok(()),
+        1 => {
+            let reply = errors.into_iter().next().ok_or_else(|| anyhow!("no error"))?;
+            let context = format!("{t}: the switch rejected {}", label(&reply));
+            Err(SwitchError { context, reply }.into())
+        }
+        n => {
+            for r in errors.iter().take(MAX_ERRORS_SHOWN) {
+                let names = r.error().map(error_names).unwrap_or_default();
+                eprintln!("{}: {names}\n{}", label(r), r.print());
+            }
+            if n > MAX_ERRORS_SHOWN {
+                eprintln!("... and {} more errors", n - MAX_ERRORS_SHOWN);
+            }
+            bail!("{t}: the switch rejected {n} of {} {what}s", items.len())
+        }
+    }
+}
+
+/// A port number for `p`, asking the switch for its port descriptions if
+/// `p` is an interface name.
+fn resolve_port(conn: &mut Conn, p: &PortArg) -> Result<u32> {
+    match p {
+        PortArg::No(n) => Ok(*n),
+        PortArg::Name(name) => {
+            let (_, reply) = conn.multipart(Req::PortDesc, "the port description request")?;
+            if let MultipartReplyBody::PortDesc(ports) = reply.body {
+                if let Some(port) = ports.iter().find(|d| d.name == *name) {
+                    return Ok(port.port_no);
+                }
+            }
+            bail!("{}: no port named `{name}`", conn.target())
+        }
+    }
+}
+
+/// Print one block of output. A closed stdout (`sluice ctl ... | head`)
+/// ends the command quietly, as SIGPIPE ends ovs-ofctl.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => bail!("cannot write to standard output: {e}"),
+    }
+}
+
+/// Port descriptions in port-number order (LOCAL last), as ovs-ofctl
+/// shows them whatever order the switch sent.
+fn sort_ports(reply: &mut MultipartReply) {
+    if let MultipartReplyBody::PortDesc(list) = &mut reply.body {
+        list.sort_by_key(|p| p.port_no);
+    }
+}
+
+fn print_reply(xid: u32, reply: MultipartReply) -> Result<()> {
+    emit(&print_message(xid, &Message::MultipartReply(reply)))
+}
+
+fn execute(
+    conn: &mut Conn,
+    plan: Plan,
+    deadline: Option<Instant>,
+    count: Option<u64>,
+) -> Result<()> {
+    match plan {
+        Plan::Show => {
+            let f = conn.transact(&Message::FeaturesRequest, "the features request")?;
+            emit(&f.print())?;
+            let (xid, mut ports) = conn.multipart(Req::PortDesc, "the port description request")?;
+            sort_ports(&mut ports);
+            print_reply(xid, ports)?;
+            let c = conn.transact(&Message::GetConfigRequest, "the config request")?;
+            emit(&c.print())?;
+        }
+        Plan::Mods { what, items } => modify(conn, what, &items)?,
+        Plan::Dump { body, what, only_group } => {
+            let (xid, mut reply) = conn.multipart(body, what)?;
+            if let (Some(g), MultipartReplyBody::GroupDesc(list)) = (only_group, &mut reply.body) {
+                list.retain(|d| d.group_id == g);
+            }
+            print_reply(xid, reply)?;
+        }
+        Plan::DumpPorts { port } => {
+            let port_no = match &port {
+                None => port_no::ANY,
+                Some(p) => resolve_port(conn, p)?,
+            };
+            let (xid, reply) =
+                conn.multipart(Req::PortStats { port_no }, "the port stats request")?;
+            print_reply(xid, reply)?;
+        }
+        Plan::PortsDesc { port } => {
+            let wanted = match &port {
+                None => None,
+                Some(p) => Some(resolve_port(conn, p)?),
+            };
+            let (xid, mut reply) = conn.multipart(Req::PortDesc, "the port description request")?;
+            if let (Some(w), MultipartReplyBody::PortDesc(list)) = (wanted, &mut reply.body) {
+                list.retain(|d| d.port_no == w);
+            }
+            sort_ports(&mut reply);
+            print_reply(xid, reply)?;
+        }
+        Plan::PacketOut(p) => {
+            let in_port = resolve_port(conn, &p.in_port)?;
+            let msg = Message::PacketOut(PacketOut {
+                buffer_id: sluice_ofp::consts::OFP_NO_BUFFER,
+                in_port,
+                actions: p.actions,
+                data: p.data,
+            });
+            modify(conn, "packet-out", &one("packet-out".into(), msg))?;
+        }
+        Plan::GetConfig => {
+            let c = conn.transact(&Message::GetConfigRequest, "the config request")?;
+            emit(&c.print())?;
+        }
+        Plan::SetConfig { frags, miss_send_len } => {
+            let mut cfg = current_config(conn)?;
+            if let Some(f) = frags {
+                cfg.flags = (cfg.flags & !3) | f;
+            }
+            if let Some(m) = miss_send_len {
+                cfg.miss_send_len = m;
+            }
+            modify(conn, "set-config", &one("set-config".into(), Message::SetConfig(cfg)))?;
+        }
+        Plan::Monitor { miss_len } => {
+            if let Some(len) = miss_len {
+                let mut cfg = current_config(conn)?;
+                cfg.miss_send_len = len;
+                modify(conn, "set-config", &one("set-config".into(), Message::SetConfig(cfg)))?;
+            }
+            let mut seen = 0u64;
+            while count.is_none_or(|c| seen < c) {
+                match conn.recv_until(deadline)? {
+                    Some(r) => {
+                        emit(&r.print())?;
+                        seen += 1;
+                    }
+                    None => break,
+                }
+            }
+        }
+        Plan::Barrier => {
+            let r = conn.transact(&Message::BarrierRequest, "the barrier")?;
+            emit(&r.print())?;
+        }
+    }
+    Ok(())
+}
+
+fn current_config(conn: &mut Conn) -> Result<SwitchConfig> {
+    let r = conn.transact(&Message::GetConfigRequest, "the config request")?;
+    match r.msg {
+        Ok(Message::GetConfigReply(c)) => Ok(c),
+        _ => bail!("{}: unexpected reply to the config request:\n{}", conn.target(), r.print()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn plans_pick_the_right_messages() {
+        let Plan::Mods { items, .. } = plan("del-flows", &[], false).unwrap() else { panic!() };
+        let Message::FlowMod(f) = &items[0].msg else { panic!() };
+        assert_eq!((f.command, f.table_id), (fc::DELETE, 0xff));
+        assert!(f.r#match.oxms.is_empty());
+        let Plan::Mods { items, .. } =
+            plan("mod-flows", &s(&["in_port=1,actions=drop"]), true).unwrap()
+        else {
+            panic!()
+        };
+        let Message::FlowMod(f) = &items[0].msg else { panic!() };
+        assert_eq!(f.command, fc::MODIFY_STRICT);
+        let Plan::Dump { body: Req::Flow(r), .. } =
+            plan("dump-flows", &s(&["table=3,in_port=2"]), false).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(r.table_id, 3);
+        assert_eq!(r.match_.oxms.len(), 1);
+        let Plan::Dump { body: Req::Flow(r), .. } = plan("dump-flows", &[], false).unwrap() else {
+            panic!()
+        };
+        assert_eq!((r.table_id, r.out_port), (0xff, port_no::ANY));
+        let Plan::Dump { only_group, .. } = plan("dump-groups", &s(&["5"]), false).unwrap() else {
+            panic!()
+        };
+        assert_eq!(only_group, Some(5));
+        assert!(matches!(plan("del-meters", &[], false).unwrap(), Plan::Mods { .. }));
+        assert!(matches!(
+            plan("monitor", &s(&["128"]), false).unwrap(),
+            Plan::Monitor { miss_len: Some(128) }
+        ));
+    }
+
+    #[test]
+    fn text_errors_come_before_any_connection() {
+        let e = plan("add-flow", &s(&["in_port=1,frob=2,actions=drop"]), false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            e,
+            "add-flow: unknown field `frob`\n  in_port=1,frob=2,actions=drop\n            ^^^^"
+        );
+        assert!(plan("add-flow", &[], false).is_err());
+        assert!(plan("add-flow", &s(&["in_port=1"]), false).is_err());
+        assert!(plan("dump-flows", &s(&["actions=drop"]), false).is_err());
+        assert!(plan("frobnicate", &[], false).is_err());
+        assert!(plan("show", &s(&["x"]), false).is_err());
+    }
+}

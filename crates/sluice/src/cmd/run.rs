@@ -1,0 +1,87 @@
+//! `sluice run`: the switch daemon.
+//!
+//! Flags cover the common settings; `--config FILE` (TOML, see
+//! `sluice_datapath::config`) covers the rest. Flags override the file's
+//! scalar keys and add to its lists. The configuration is checked before
+//! anything is opened; an invalid one fails with a message naming the key.
+//! Runs until SIGINT or SIGTERM, then closes the controller connections and
+//! stops the workers. Logs go to stderr (`RUST_LOG` filters, default info).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use sluice_datapath::config::{DaemonConfig, Overrides};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// TOML configuration file (ports, dpid, controllers, listener, TLS, limits).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Datapath id, decimal or 0x hex.
+    #[arg(long, value_name = "ID")]
+    pub dpid: Option<String>,
+    /// A port, e.g. `afpacket:veth1=1` or `afxdp:eth0=2` (repeatable;
+    /// `=N` is the OpenFlow port number, otherwise the lowest free one).
+    #[arg(long = "port", value_name = "SPEC")]
+    pub ports: Vec<String>,
+    /// Passive OpenFlow listener, e.g. `ptcp:6634` or `ptcp:6634:127.0.0.1` (repeatable).
+    #[arg(long, value_name = "TARGET")]
+    pub listen: Vec<String>,
+    /// Controller to connect to, e.g. `tcp:127.0.0.1:6653` or `ssl:...` (repeatable).
+    #[arg(long = "controller", value_name = "TARGET")]
+    pub controllers: Vec<String>,
+    /// What to do while no controller is connected: `secure` (flows only,
+    /// misses dropped) or `standalone` (MAC-learning switch).
+    #[arg(long, value_name = "MODE")]
+    pub fail_mode: Option<String>,
+    /// Worker threads (default: available cores minus one, at least one).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Open the ports in this network namespace (`ip netns` name); the
+    /// OpenFlow sockets stay in the current one.
+    #[arg(long, value_name = "NAME")]
+    pub netns: Option<String>,
+    /// Check the configuration, print it and exit.
+    #[arg(long)]
+    pub check: bool,
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let over = Overrides {
+        dpid: a.dpid,
+        ports: a.ports,
+        listen: a.listen,
+        controllers: a.controllers,
+        fail_mode: a.fail_mode,
+        workers: a.workers,
+        netns: a.netns,
+    };
+    let cfg = DaemonConfig::load(a.config.as_deref(), &over)?;
+    if a.check {
+        print_config(&cfg);
+        return Ok(());
+    }
+    if cfg.datapath.ports.is_empty() {
+        anyhow::bail!("no ports: give --port SPEC or [[port]] entries in --config");
+    }
+    sluice_datapath::daemon::init_logging();
+    let stop = sluice_datapath::daemon::stop_on_signals().context("installing signal handlers")?;
+    sluice_datapath::daemon::run(cfg, &stop)
+}
+
+fn print_config(cfg: &DaemonConfig) {
+    let d = &cfg.datapath;
+    println!("dpid: {:#018x}", d.pipeline.datapath_id);
+    println!("workers: {}", d.workers);
+    println!("fail_mode: {:?}", d.fail_mode);
+    if let Some(ns) = &d.netns {
+        println!("netns: {ns}");
+    }
+    for p in &d.ports {
+        println!("port {}: {}{}", p.port_no, p.spec, if p.reopen { "" } else { " (no reopen)" });
+    }
+    for t in &cfg.agent.targets {
+        println!("{}: {t}", if t.passive { "listen" } else { "controller" });
+    }
+    println!("tables: {}", d.pipeline.n_tables);
+}

@@ -17,7 +17,8 @@
 //!     older aliases (see [`fields`]), values as decimal or `0x` hex, MAC
 //!     and IP addresses, `/prefix` or `/mask` where the field is maskable,
 //!     reserved port names (`LOCAL`, `CONTROLLER`, …) for ports;
-//!     `tp_src`/`tp_dst` map to TCP, UDP or SCTP by the flow's `ip_proto`;
+//!     `tp_src`/`tp_dst` map to TCP, UDP or SCTP by the flow's `ip_proto`,
+//!     and `icmp_type`/`icmp_code` to ICMPv6 in an IPv6 flow (as ovs-ofctl);
 //!     `dl_vlan=N` means "tagged with VID N", `vlan_vid` takes the raw OXM
 //!     value including `OFPVID_PRESENT` (0x1000), `vlan_tci` is not accepted.
 //! - **Actions** (see [`actions`]): `output:N` (or a bare port number or

@@ -77,6 +77,9 @@ struct MatchBuilder<'a> {
     oxms: Vec<(Oxm, Tok<'a>)>,
     /// `tp_src`/`tp_dst` wait until the IP protocol is known.
     deferred_tp: Vec<(bool, Tok<'a>, Tok<'a>)>,
+    /// `icmp_type`/`icmp_code` (true = type) wait too: in an IPv6 flow
+    /// ovs-ofctl reads them as the ICMPv6 fields.
+    deferred_icmp: Vec<(bool, Tok<'a>, Tok<'a>)>,
 }
 
 impl<'a> MatchBuilder<'a> {
@@ -108,6 +111,18 @@ impl<'a> MatchBuilder<'a> {
     }
 
     fn finish(mut self) -> TextResult<Match> {
+        let v6 = self.exact(FieldId::EthType) == Some(0x86dd)
+            || self.exact(FieldId::IpProto) == Some(58);
+        for (ty, at, v) in std::mem::take(&mut self.deferred_icmp) {
+            let field = match (v6, ty) {
+                (false, true) => FieldId::Icmpv4Type,
+                (false, false) => FieldId::Icmpv4Code,
+                (true, true) => FieldId::Icmpv6Type,
+                (true, false) => FieldId::Icmpv6Code,
+            };
+            let (value, mask) = parse_value(field, v)?;
+            self.push(at, field, value, mask)?;
+        }
         for (src, at, v) in std::mem::take(&mut self.deferred_tp) {
             let proto = self.exact(FieldId::IpProto);
             let field = match (proto, src) {
@@ -149,7 +164,8 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
         r#match: Match::default(),
         instructions: Vec::new(),
     };
-    let mut mb = MatchBuilder { oxms: Vec::new(), deferred_tp: Vec::new() };
+    let mut mb =
+        MatchBuilder { oxms: Vec::new(), deferred_tp: Vec::new(), deferred_icmp: Vec::new() };
     for item in split_items(head)? {
         let (k, v) = item.split_kv(&['=']);
         if let Some(&(_, ty, proto)) = SHORTHANDS.iter().find(|(n, _, _)| *n == item.text) {
@@ -211,6 +227,8 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
                 }
                 mb.push(item, FieldId::IpDscp, FieldBytes::from_u128((tos >> 2) as u128, 1), None)?;
             }
+            "icmp_type" => mb.deferred_icmp.push((true, item, v)),
+            "icmp_code" => mb.deferred_icmp.push((false, item, v)),
             "tp_src" => mb.deferred_tp.push((true, item, v)),
             "tp_dst" => mb.deferred_tp.push((false, item, v)),
             name => {
@@ -555,6 +573,15 @@ mod tests {
         assert!(parse_flow("cookie=1/1", Usage::Delete).is_ok());
         assert!(parse_flow("table=255,actions=drop", Usage::Add).is_err());
         assert!(parse_flow("bogus,actions=drop", Usage::Add).is_err());
+    }
+
+    #[test]
+    fn icmp_type_follows_the_ip_version_like_ovs_ofctl() {
+        let f = parse_flow("icmp6,icmp_type=135,icmp_code=0,actions=drop", Usage::Add).unwrap();
+        assert_eq!(f.r#match.oxms[2], basic(FieldId::Icmpv6Type, 135, None));
+        assert_eq!(f.r#match.oxms[3], basic(FieldId::Icmpv6Code, 0, None));
+        let f = parse_flow("icmp_type=8,icmp,actions=drop", Usage::Add).unwrap();
+        assert_eq!(f.r#match.oxms[2], basic(FieldId::Icmpv4Type, 8, None));
     }
 
     #[test]

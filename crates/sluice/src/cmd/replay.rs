@@ -9,6 +9,12 @@
 //! `--ports` adds ports (for `output:all`/`flood`), `--down` starts ports
 //! link-down and `--down-at INDEX:PORT` takes a link down mid-capture (a
 //! fast-failover scenario). Scenario tests: `crates/sluice/tests/replay_scenarios.rs`.
+//!
+//! With `--pfmatch PROG` (a file or the program text) instead of `--flows`,
+//! a pfmatch program is the whole forwarding table: each packet goes where
+//! its handler says (`output(N)`, `flood` — every port given with `--ports`
+//! or named by an `output` handler, except `--in-port` — `controller`, or
+//! `drop`); a packet no clause matches is dropped.
 
 use crate::flowfile::{self, Files};
 use anyhow::{Context, Result};
@@ -22,8 +28,11 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     /// Flow file (ovs-ofctl add-flows syntax).
-    #[arg(long)]
-    pub flows: PathBuf,
+    #[arg(long, required_unless_present = "pfmatch", conflicts_with = "pfmatch")]
+    pub flows: Option<PathBuf>,
+    /// A pfmatch program (file or text) used as the forwarding table.
+    #[arg(long, conflicts_with_all = ["groups", "meters", "down", "down_at"])]
+    pub pfmatch: Option<String>,
     /// Group file (ovs-ofctl add-groups syntax).
     #[arg(long)]
     pub groups: Option<PathBuf>,
@@ -66,8 +75,9 @@ fn parse_down_at(s: &str) -> Result<(usize, u32)> {
 type Outputs = BTreeMap<String, Vec<(Duration, Vec<u8>)>>;
 
 pub fn run(a: Args) -> Result<()> {
+    let Some(flows) = &a.flows else { return run_pfmatch(&a) };
     let mut p = flowfile::load(&Files {
-        flows: Some(&a.flows),
+        flows: Some(flows),
         groups: a.groups.as_deref(),
         meters: a.meters.as_deref(),
         extra_ports: a.ports.iter().flatten().copied().chain([a.in_port]).collect(),
@@ -99,9 +109,14 @@ pub fn run(a: Args) -> Result<()> {
             }
         }
     }
+    write_outputs(&a, &out)
+}
+
+/// Write one pcap per destination and print the counts.
+fn write_outputs(a: &Args, out: &Outputs) -> Result<()> {
     std::fs::create_dir_all(&a.out_dir)
         .with_context(|| format!("cannot create {}", a.out_dir.display()))?;
-    for (name, frames) in &out {
+    for (name, frames) in out {
         let path = a.out_dir.join(format!("{name}.pcap"));
         let f = std::fs::File::create(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
@@ -120,4 +135,52 @@ fn port_name(port: u32) -> String {
         sluice_ofp::consts::port_no::LOCAL => "port-LOCAL".into(),
         p => format!("port-{p}"),
     }
+}
+
+fn run_pfmatch(a: &Args) -> Result<()> {
+    use sluice_filter::pfmatch::{Action, Dispatcher};
+    let prog = a.pfmatch.as_deref().unwrap_or_default();
+    let text = match std::fs::read_to_string(prog) {
+        Ok(t) => t,
+        Err(_) => prog.to_string(),
+    };
+    let d = Dispatcher::compile(&text, sluice_filter::Options::default())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut actions = Vec::new();
+    for h in &d.handlers {
+        match h.action() {
+            Some(act) => actions.push(act),
+            None => anyhow::bail!(
+                "handler `{}` is not a forwarding action (use output(N), drop, controller or flood)",
+                h.name
+            ),
+        }
+    }
+    let mut ports: Vec<u32> = a.ports.iter().flatten().copied().collect();
+    ports.extend(actions.iter().filter_map(|x| match x {
+        Action::Output(n) => Some(*n),
+        _ => None,
+    }));
+    ports.sort_unstable();
+    ports.dedup();
+    let mut out: Outputs = BTreeMap::new();
+    sluice_filter::pcapio::dispatch_pcap(&d, &a.pcap, |pkt, h| {
+        let ts = pkt.timestamp;
+        match h.map(|i| actions[i]) {
+            Some(Action::Output(n)) => {
+                out.entry(port_name(n)).or_default().push((ts, pkt.data.to_vec()))
+            }
+            Some(Action::Flood) => {
+                for &p in ports.iter().filter(|&&p| p != a.in_port) {
+                    out.entry(port_name(p)).or_default().push((ts, pkt.data.to_vec()));
+                }
+            }
+            Some(Action::Controller) => {
+                out.entry("controller".into()).or_default().push((ts, pkt.data.to_vec()))
+            }
+            Some(Action::Drop) | None => {}
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    write_outputs(a, &out)
 }

@@ -60,8 +60,24 @@ fn band_rate_burst(b: &MeterBand) -> (u32, u32) {
     }
 }
 
+/// Without `OFPMF_BURST` a band's `burst_size` means nothing, and meter
+/// config replies report it as 0 (OpenFlow 1.3.5 §7.3.4.4).
+fn normalise_bursts(flags_: u16, mut bands: Vec<MeterBand>) -> Vec<MeterBand> {
+    if flags_ & flags::BURST == 0 {
+        for b in &mut bands {
+            match b {
+                MeterBand::Drop { burst_size, .. }
+                | MeterBand::DscpRemark { burst_size, .. }
+                | MeterBand::Experimenter { burst_size, .. } => *burst_size = 0,
+            }
+        }
+    }
+    bands
+}
+
 impl Meter {
     fn new(flags: u16, bands: Vec<MeterBand>, now_ns: u64) -> Meter {
+        let bands = normalise_bursts(flags, bands);
         let mut m = Meter {
             flags,
             tokens: Vec::new(),
@@ -326,8 +342,11 @@ mod tests {
             t.add(1, flags::KBPS, vec![d()[0].clone(); 5], (10, 4), 0),
             Err(ErrorCode::MMFC_OUT_OF_BANDS)
         );
-        t.add(1, 0, d(), (1, 4), 0).unwrap();
+        let b = vec![MeterBand::Drop { rate: 1, burst_size: 50 }];
+        t.add(1, 0, b, (1, 4), 0).unwrap();
         assert_eq!(t.configs(1)[0].flags, flags::KBPS);
+        // No BURST flag: the burst size is reported as 0.
+        assert_eq!(t.configs(1)[0].bands, vec![MeterBand::Drop { rate: 1, burst_size: 0 }]);
         assert_eq!(t.add(1, flags::KBPS, d(), (10, 4), 0), Err(ErrorCode::MMFC_METER_EXISTS));
         assert_eq!(t.add(2, flags::KBPS, d(), (1, 4), 0), Err(ErrorCode::MMFC_OUT_OF_METERS));
         assert_eq!(t.modify(3, flags::KBPS, d(), 4, 0), Err(ErrorCode::MMFC_UNKNOWN_METER));

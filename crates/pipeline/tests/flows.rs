@@ -438,3 +438,26 @@ fn stats_reflect_state() {
     let Message::FeaturesReply(f) = &r[0].msg else { panic!() };
     assert_eq!(f.n_tables, 255);
 }
+
+#[test]
+fn full_table_refuses_new_entries_but_replaces_existing_ones() {
+    let mut p = Pipeline::new(Config { max_flows_per_table: 2, ..Config::default() });
+    add(&mut p, "priority=1,in_port=1,actions=drop");
+    add(&mut p, "priority=1,in_port=2,actions=drop");
+    assert_eq!(
+        flow(&mut p, fc::ADD, "priority=1,in_port=3,actions=drop"),
+        Err(ErrorCode::FMFC_TABLE_FULL)
+    );
+    // An identical match and priority replaces: no new entry needed.
+    add(&mut p, "priority=1,in_port=2,actions=output:1");
+    // Other tables have their own room.
+    add(&mut p, "table=1,priority=1,in_port=3,actions=drop");
+    assert_eq!(p.tables()[0].len(), 2);
+    let r = send(
+        &mut p,
+        Message::FlowMod(
+            parse_flow("in_port=4,actions=drop", Usage::Add).unwrap().to_flow_mod(fc::ADD),
+        ),
+    );
+    assert!(matches!(&r[0].msg, Message::Error(_)));
+}

@@ -17,7 +17,10 @@
 //!    in libpcap's evaluation order ([`ir::B`]), then lowered into a DAG of
 //!    tests ([`ir::Program`]).
 //! 3. [`opt`]: constant folding, range inference, redundant-test removal
-//!    (which also merges length checks: a dominated `caplen >= n` vanishes).
+//!    (which also merges length checks: a dominated `caplen >= n` vanishes),
+//!    then hoisting of length checks ([`opt::hoist_length_checks`]: a guard
+//!    is raised to the length every accepting path needs) and a second
+//!    round of redundant-test removal.
 //! 4. Backends: [`ir::Program::run`] (the reference interpreter, also the
 //!    fallback) and [`jit`] (native code through Cranelift).
 //!
@@ -134,7 +137,7 @@ impl Filter {
         let rej = raw.node(ir::Node::Ret(ir::REJECT));
         let fail = raw.node(ir::Node::Fail);
         raw.root = raw.lower(&b, acc, rej, fail);
-        let ir = opt::optimize(&raw);
+        let ir = opt::optimize_filter(&raw);
         Ok(Filter { raw, ir, ast, jit: None })
     }
 
@@ -154,6 +157,32 @@ impl Filter {
     /// Verdict for a complete packet.
     pub fn matches(&self, pkt: &[u8]) -> bool {
         self.matches_wire(pkt, u32::try_from(pkt.len()).unwrap_or(u32::MAX))
+    }
+
+    /// Verdicts of a batch of complete packets: `out[i]` for `pkts[i]`, for
+    /// `i < min(pkts.len(), out.len())`. With native code this runs one
+    /// native loop per chunk instead of one call per packet.
+    pub fn matches_batch(&self, pkts: &[&[u8]], out: &mut [bool]) {
+        let mut buf = [(&[][..], 0u32); 64];
+        for (ps, os) in pkts.chunks(buf.len()).zip(out.chunks_mut(buf.len())) {
+            for (b, p) in buf.iter_mut().zip(ps) {
+                *b = (p, u32::try_from(p.len()).unwrap_or(u32::MAX));
+            }
+            let n = ps.len().min(buf.len());
+            self.matches_batch_wire(&buf[..n], os);
+        }
+    }
+
+    /// Like [`Filter::matches_batch`] with `(packet, wirelen)` pairs.
+    pub fn matches_batch_wire<P: AsRef<[u8]>>(&self, pkts: &[(P, u32)], out: &mut [bool]) {
+        match &self.jit {
+            Some(j) => j.matches_batch(pkts, out),
+            None => {
+                for (o, (p, wl)) in out.iter_mut().zip(pkts) {
+                    *o = self.ir.matches(p.as_ref(), *wl);
+                }
+            }
+        }
     }
 
     /// Verdict of the interpreter over the optimised IR.

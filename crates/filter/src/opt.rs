@@ -28,7 +28,7 @@
 //! Invariant: for every packet, `optimize(p).run(pkt) == p.run(pkt)`
 //! (property-tested in `tests.rs` and checked against libpcap).
 
-use crate::ir::{arith, CmpOp, Node, NodeId, Program, Test, Val, ValId};
+use crate::ir::{arith, CmpOp, Node, NodeId, Program, Test, Val, ValId, REJECT};
 use crate::parse::ArOp;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -87,6 +87,130 @@ pub fn optimize(p: &Program) -> Program {
     let root = o.spec(p.root, &facts, 0);
     o.out.root = root;
     o.out
+}
+
+/// The filter pipeline: [`optimize`], then [`hoist_length_checks`], then
+/// [`optimize`] again so that range inference deletes the guards the
+/// strengthened ones now imply. Only for accept/reject filters: the pass
+/// relies on `Fail` and `Ret(REJECT)` giving the same verdict, which is not
+/// true of a pfmatch dispatcher.
+pub fn optimize_filter(p: &Program) -> Program {
+    let o = optimize(p);
+    match hoist_length_checks(&o) {
+        Some(h) => optimize(&h),
+        None => o,
+    }
+}
+
+/// Never accepts: no minimum caplen makes the node accept.
+const NEVER: u64 = u64::MAX;
+
+/// For every node, the smallest captured length with which some path from
+/// that node can still end in an accepting `Ret` ([`NEVER`] if none can).
+/// Edges point to older nodes, so one pass in index order sees every
+/// successor first.
+fn min_accept_len(p: &Program) -> Vec<u64> {
+    let mut need: Vec<u64> = Vec::with_capacity(p.nodes.len());
+    for (i, n) in p.nodes.iter().enumerate() {
+        let at = |x: NodeId| -> u64 {
+            if (x.0 as usize) < i {
+                need.get(x.0 as usize).copied().unwrap_or(0)
+            } else {
+                // Not a DAG edge (never built by `Program::node`): assume
+                // the worst, i.e. no requirement.
+                0
+            }
+        };
+        let v = match *n {
+            Node::Ret(r) if r != REJECT => 0,
+            Node::Ret(_) | Node::Fail => NEVER,
+            Node::If { test, t, f } => {
+                // The true branch of a length test only sees packets at
+                // least that long: its requirement rises accordingly.
+                let floor = match test {
+                    Test::CapGe(a) => u64::from(a),
+                    Test::InBounds { k, size, .. } => u64::from(k) + u64::from(size),
+                    Test::Cmp(..) => 0,
+                };
+                let nt = at(t);
+                let nt = if nt == NEVER { NEVER } else { nt.max(floor) };
+                nt.min(at(f))
+            }
+            Node::Chain { t, f, fail, .. } => at(t).min(at(f)).min(at(fail)),
+        };
+        need.push(v);
+    }
+    need
+}
+
+/// Hoists and merges packet-length checks (pflua's "length assertion
+/// hoisting"), in the form that is exact for a filter's verdict.
+///
+/// For each node we compute `need(n)`: the smallest captured length with
+/// which *any* path from `n` can end in an accepting `Ret`. A guard
+/// `If(caplen >= a, t, f)` whose `f` can never accept (typically `Fail`)
+/// and with `need(n) = b > a` is rewritten to `If(caplen >= b, t, f)`.
+///
+/// Why the verdict is unchanged: packets with `caplen < a` or `caplen >= b`
+/// take the same branch as before. A packet with `a <= caplen < b` used to
+/// go to `t`; since `need(n) = b` and `f` never accepts, `need(t) >= b`, so
+/// from `t` it could not be accepted (every accepting path from `t` reads or
+/// checks beyond its length first, and such a read rejects). It now goes to
+/// `f`, which does not accept either. Only the return value of a rejection
+/// may change (`Fail` instead of `Ret(REJECT)`): both mean "reject". The
+/// pass is context-free (`need` depends only on the sub-DAG), so shared
+/// nodes may be rewritten once for all their predecessors.
+///
+/// The guards this makes redundant (later `caplen >= c` with `c <= b`) are
+/// removed by running [`optimize`] again (see [`optimize_filter`]).
+/// Returns `None` when no guard was strengthened.
+pub fn hoist_length_checks(p: &Program) -> Option<Program> {
+    if p.nodes.len() > MAX_OPT_NODES {
+        return None;
+    }
+    let need = min_accept_len(p);
+    let mut changed = false;
+    let mut out = Program::new();
+    // Values are interned: re-interning in order keeps every id.
+    for v in &p.vals {
+        out.val(*v);
+    }
+    let mut map: Vec<NodeId> = Vec::with_capacity(p.nodes.len());
+    let get = |map: &Vec<NodeId>, x: NodeId| map.get(x.0 as usize).copied();
+    for (i, n) in p.nodes.iter().enumerate() {
+        let node = match *n {
+            Node::Ret(r) => Node::Ret(r),
+            Node::Fail => Node::Fail,
+            Node::If { test, t, f } => {
+                let (Some(t2), Some(f2)) = (get(&map, t), get(&map, f)) else { return None };
+                let here = need.get(i).copied().unwrap_or(0);
+                let f_never = need.get(f.0 as usize).copied() == Some(NEVER);
+                let test = match test {
+                    Test::CapGe(a) if f_never && here != NEVER && here > u64::from(a) => {
+                        match u32::try_from(here) {
+                            Ok(b) => {
+                                changed = true;
+                                Test::CapGe(b)
+                            }
+                            Err(_) => test,
+                        }
+                    }
+                    _ => test,
+                };
+                Node::If { test, t: t2, f: f2 }
+            }
+            Node::Chain { chain, t, f, fail } => {
+                let (Some(t2), Some(f2), Some(x2)) = (get(&map, t), get(&map, f), get(&map, fail))
+                else {
+                    return None;
+                };
+                Node::Chain { chain, t: t2, f: f2, fail: x2 }
+            }
+        };
+        map.push(out.node(node));
+    }
+    out.root = get(&map, p.root)?;
+    changed.then_some(out)
 }
 
 type Range = (u32, u32);
@@ -426,5 +550,42 @@ mod tests {
         let f = Filter::compile_ir("2 + 3 = 5 and 4294967295 + 1 = 0", Options::default()).unwrap();
         assert_eq!(count(&f.ir), 0);
         assert!(f.ir.matches(&[], 0));
+    }
+
+    #[test]
+    fn hoists_length_checks_without_changing_verdicts() {
+        for e in ["ip and tcp", "tcp port 80", "udp and ip[8] = 64", "ip6 or arp"] {
+            let f = Filter::compile_ir(e, Options::default()).unwrap();
+            let once = optimize(&f.raw);
+            let guards = |p: &Program| -> Vec<u32> {
+                let mut g: Vec<u32> = p
+                    .reachable()
+                    .iter()
+                    .filter_map(|n| match p.get_node(*n) {
+                        Node::If { test: Test::CapGe(a), .. } => Some(a),
+                        _ => None,
+                    })
+                    .collect();
+                g.sort_unstable();
+                g
+            };
+            if e == "ip and tcp" {
+                // `caplen >= 14` (ethertype) then `caplen >= 24` (protocol
+                // byte): every accepting path needs 24, so the first guard
+                // becomes `caplen >= 24` and the second one disappears.
+                assert_eq!(guards(&once), vec![14, 24], "{}", once.dump());
+                let h = hoist_length_checks(&once).expect("a guard is strengthened");
+                let root = h.get_node(h.root);
+                assert!(matches!(root, Node::If { test: Test::CapGe(24), .. }), "{}", h.dump());
+                assert_eq!(guards(&f.ir), vec![24], "{}", f.ir.dump());
+            }
+            for (p, wl) in crate::gen::corpus_with(7, 2000, false) {
+                for cut in [p.len(), 13, 14, 20, 23, 24, 33, 34, 41, 42, 54, 60] {
+                    let q = &p[..cut.min(p.len())];
+                    assert_eq!(f.raw.matches(q, wl), f.ir.matches(q, wl), "{e} on {q:02x?}");
+                    assert_eq!(once.matches(q, wl), f.ir.matches(q, wl), "{e} on {q:02x?}");
+                }
+            }
+        }
     }
 }

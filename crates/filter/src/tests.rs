@@ -771,3 +771,43 @@ proptest! {
         crate::fuzz_compile_agree(&data);
     }
 }
+
+/// The batch entry point gives the same verdicts as one call per packet,
+/// over every corpus expression, snapped packets (wirelen > caplen),
+/// damaged packets and batch sizes that are not multiples of the chunk.
+#[test]
+fn matches_batch_equals_per_packet() {
+    let mut pkts = crate::gen::corpus_with(0x6a7c, 300, true);
+    // Snapped copies: the same bytes cut short, the original wire length.
+    let snapped: Vec<(Vec<u8>, u32)> =
+        pkts.iter().take(100).map(|(p, wl)| (p[..p.len().min(30)].to_vec(), *wl)).collect();
+    pkts.extend(snapped);
+    pkts.push((Vec::new(), 0));
+    let mut accepted = 0usize;
+    for e in expressions() {
+        let Ok(f) = Filter::compile(&e, opts()) else { continue };
+        assert!(f.is_jitted(), "{e}");
+        for n in [0, 1, 63, 64, 65, pkts.len()] {
+            let batch = &pkts[..n];
+            let mut out = vec![false; n];
+            f.matches_batch_wire(batch, &mut out);
+            for (i, (p, wl)) in batch.iter().enumerate() {
+                assert_eq!(out[i], f.matches_wire(p, *wl), "{e:?} packet #{i}");
+            }
+            accepted += out.iter().filter(|x| **x).count();
+        }
+        // The `&[&[u8]]` form uses caplen as wirelen.
+        let refs: Vec<&[u8]> = pkts.iter().map(|(p, _)| p.as_slice()).collect();
+        let mut out = vec![true; refs.len()];
+        f.matches_batch(&refs, &mut out);
+        for (i, p) in refs.iter().enumerate() {
+            assert_eq!(out[i], f.matches(p), "{e:?} packet #{i}");
+        }
+        // A shorter output slice bounds the work without panicking.
+        let mut short = vec![false; 5];
+        f.matches_batch(&refs, &mut short);
+        assert_eq!(short, out[..5]);
+    }
+    // The comparison is not vacuous.
+    assert!(accepted > 1000, "{accepted}");
+}

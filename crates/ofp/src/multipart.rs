@@ -540,6 +540,22 @@ fn emit_header(out: &mut Vec<u8>, ty: u16, flags: u16) {
     out.put_zeros(4);
 }
 
+/// Wrap split bodies into messages: `more` is set on every part but the
+/// last, the other flags are kept on all of them.
+fn flag_all_but_last<B, M>(
+    bodies: Vec<B>,
+    flags: u16,
+    more: u16,
+    make: impl Fn(u16, B) -> M,
+) -> Vec<M> {
+    let n = bodies.len();
+    bodies
+        .into_iter()
+        .enumerate()
+        .map(|(i, body)| make(if i + 1 < n { flags | more } else { flags }, body))
+        .collect()
+}
+
 /// `OFPT_MULTIPART_REQUEST` (after the OpenFlow header).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MultipartRequest {
@@ -580,17 +596,11 @@ impl MultipartRequest {
     /// that fit, come back as one message. A single entry larger than the
     /// budget gets a message of its own.
     pub fn split(self, max_len: usize) -> Vec<MultipartRequest> {
-        let flags = self.flags;
         let bodies = self.body.split_body(max_len.saturating_sub(FRAMING_LEN));
-        let n = bodies.len();
-        bodies
-            .into_iter()
-            .enumerate()
-            .map(|(i, body)| MultipartRequest {
-                flags: if i + 1 < n { flags | OFPMPF_REQ_MORE } else { flags },
-                body,
-            })
-            .collect()
+        flag_all_but_last(bodies, self.flags, OFPMPF_REQ_MORE, |flags, body| MultipartRequest {
+            flags,
+            body,
+        })
     }
 }
 
@@ -618,17 +628,11 @@ impl MultipartReply {
     /// last. Non-list bodies, and lists that fit, come back as one message.
     /// A single entry larger than the budget gets a message of its own.
     pub fn split(self, max_len: usize) -> Vec<MultipartReply> {
-        let flags = self.flags;
         let bodies = self.body.split_body(max_len.saturating_sub(FRAMING_LEN));
-        let n = bodies.len();
-        bodies
-            .into_iter()
-            .enumerate()
-            .map(|(i, body)| MultipartReply {
-                flags: if i + 1 < n { flags | OFPMPF_REPLY_MORE } else { flags },
-                body,
-            })
-            .collect()
+        flag_all_but_last(bodies, self.flags, OFPMPF_REPLY_MORE, |flags, body| MultipartReply {
+            flags,
+            body,
+        })
     }
 }
 

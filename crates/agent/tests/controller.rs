@@ -147,7 +147,7 @@ async fn roles_generation_ids_and_slave_rejection() {
     let (la, ta) = controller_listener().await;
     let (lb, tb) = controller_listener().await;
     let (sw, _) = TestSwitch::new(pipeline(2));
-    let agent = Agent::start(test_config(&[ta, tb]), sw).await.unwrap();
+    let agent = Agent::start(test_config(&[ta.clone(), tb.clone()]), sw).await.unwrap();
     let mut a = accept(&la).await;
     let mut b = accept(&lb).await;
 
@@ -174,8 +174,15 @@ async fn roles_generation_ids_and_slave_rejection() {
         a.call(6, &role_req(role::NOCHANGE, 0)).await,
         Message::RoleReply(RoleMsg { role: role::SLAVE, generation_id: 11 })
     );
-    let roles: Vec<u32> = agent.connections().iter().map(|c| c.role).collect();
-    assert_eq!(roles, vec![role::SLAVE, role::MASTER]);
+    // Connection ids follow connect order, which races between the two
+    // targets: look each connection up by the listener it reached.
+    let role_of = |t: &str| {
+        let addr = t.strip_prefix("tcp:").unwrap().parse().unwrap();
+        let conns = agent.connections();
+        let c = conns.iter().find(|c| c.target.addr == addr).expect("connection for target");
+        c.role
+    };
+    assert_eq!((role_of(&ta), role_of(&tb)), (role::SLAVE, role::MASTER));
 
     // The slave may not write, but may read.
     for (xid, m) in [
@@ -210,7 +217,7 @@ async fn async_messages_filtered_per_role() {
     let (lb, tb) = controller_listener().await;
     let p = pipeline(2);
     let (sw, extra) = TestSwitch::new(p.clone());
-    let agent = Agent::start(test_config(&[ta, tb]), sw).await.unwrap();
+    let agent = Agent::start(test_config(&[ta.clone(), tb.clone()]), sw).await.unwrap();
     let mut a = accept(&la).await;
     let mut b = accept(&lb).await;
     assert!(matches!(a.call(1, &role_req(role::MASTER, 1)).await, Message::RoleReply(_)));
@@ -361,7 +368,7 @@ async fn stuck_controller_does_not_block_the_switch() {
     let (lb, tb) = controller_listener().await;
     let p = pipeline(1);
     let (sw, extra) = TestSwitch::new(p.clone());
-    let mut cfg = test_config(&[ta, tb]);
+    let mut cfg = test_config(&[ta.clone(), tb.clone()]);
     cfg.packet_in_limit = RateLimit { rate: 0, burst: 0 };
     cfg.queue_len = 16;
     let agent = Agent::start(cfg, sw).await.unwrap();

@@ -40,12 +40,15 @@
 //! the checksum covers bytes this packet does not hold. Address rewrites
 //! update the L4 checksum for the pseudo-header change (TCP, UDP, ICMPv6).
 //! A UDP checksum of zero (IPv4 "no checksum") stays zero; a computed zero
-//! is sent as 0xffff. SCTP's CRC32c is recomputed over the whole SCTP
-//! packet, except for fragments (it cannot be: it is then left alone).
-//! Rewriting `ip_proto` fixes the IPv4 header checksum only; the transport
-//! header is not reinterpreted. On IPv6 it writes the last next-header
-//! field of the chain; writing an extension-header number there (0, 43,
-//! 44, 51, 60) makes the transport bytes parse as that header.
+//! is sent as 0xffff. SCTP's CRC32c is carried along the same way
+//! (`stored ^ crc(before) ^ crc(after)`, as Open vSwitch does), so a
+//! packet that arrived with a bad CRC still has one; fragments keep theirs
+//! untouched. Rewriting `ip_proto` updates the IPv4 header checksum and,
+//! because the protocol is part of the pseudo-header, the checksum of the
+//! TCP/UDP/ICMPv6 header that was parsed; the transport header itself is
+//! not reinterpreted. On IPv6 it writes the last next-header field of the
+//! chain; writing an extension-header number there (0, 43, 44, 51, 60)
+//! makes the transport bytes parse as that header.
 //!
 //! # No panics
 //! Every offset taken from the [`ParseInfo`] is checked against the buffer;
@@ -161,16 +164,29 @@ fn l4_csum(buf: &mut PacketBuf, info: &ParseInfo, old: &[u8], new: &[u8], pseudo
     }
 }
 
-/// Recompute the SCTP CRC32c (unfragmented packets only).
-fn sctp_refresh(buf: &mut PacketBuf, info: &ParseInfo) -> R {
+/// Rewrite bytes inside an SCTP packet and carry its CRC32c along
+/// (unfragmented packets only; a fragment's CRC covers bytes we do not
+/// hold, so it is left alone). The update keeps whatever error the
+/// incoming CRC had: `stored ^ crc(before) ^ crc(after)`, so a corrupt
+/// packet stays corrupt instead of being laundered by the switch.
+fn sctp_write(buf: &mut PacketBuf, info: &ParseInfo, off: usize, new: &[u8]) -> R {
     if info.l4_kind != L4::Sctp || info.frag != Frag::No {
+        swap(buf, off, new)?;
         return Ok(());
     }
     let l4 = at(info.l4)?;
     let end = usize::from(info.l3_end);
+    let crc = |buf: &mut PacketBuf| -> R<(u32, u32)> {
+        let seg = buf.data_mut().get_mut(l4..end).ok_or(RewriteError::Absent)?;
+        let p = sctp::Packet::new_checked(seg).map_err(|_| RewriteError::Absent)?;
+        Ok((p.checksum(), p.compute_checksum()))
+    };
+    let (stored, before) = crc(buf)?;
+    swap(buf, off, new)?;
+    let (_, after) = crc(buf)?;
     let seg = buf.data_mut().get_mut(l4..end).ok_or(RewriteError::Absent)?;
     let mut p = sctp::Packet::new_checked(seg).map_err(|_| RewriteError::Absent)?;
-    p.fill_checksum();
+    p.set_checksum(stored ^ before ^ after);
     Ok(())
 }
 
@@ -536,11 +552,21 @@ pub fn apply_set_field(
                         &w.to_be_bytes(),
                         &nw.to_be_bytes(),
                         false,
-                    )
+                    )?;
+                    // The protocol is part of the TCP/UDP pseudo-header.
+                    if w == nw {
+                        return Ok(());
+                    }
+                    l4_csum(buf, info, &[0, w as u8], &[0, v as u8], true)
                 }
                 L3::Ipv6 => {
-                    bytes(buf, o, 1)?[0] = v as u8;
-                    Ok(())
+                    let b = bytes(buf, o, 1)?;
+                    let was = b[0];
+                    b[0] = v as u8;
+                    if was == v as u8 {
+                        return Ok(());
+                    }
+                    l4_csum(buf, info, &[0, was], &[0, v as u8], true)
                 }
                 _ => Err(RewriteError::Absent),
             }
@@ -583,15 +609,14 @@ pub fn apply_set_field(
             }
             let l4 = at(info.l4)?;
             let off = l4 + if matches!(field, F::TcpSrc | F::UdpSrc | F::SctpSrc) { 0 } else { 2 };
+            if want == L4::Sctp {
+                return sctp_write(buf, info, off, value);
+            }
             let (old, _) = swap(buf, off, value)?;
             if old[..2] == *value {
                 return Ok(());
             }
-            if want == L4::Sctp {
-                sctp_refresh(buf, info)
-            } else {
-                l4_csum(buf, info, &old[..2], value, false)
-            }
+            l4_csum(buf, info, &old[..2], value, false)
         }
         F::Icmpv4Type | F::Icmpv4Code | F::Icmpv6Type | F::Icmpv6Code => {
             let want = if matches!(field, F::Icmpv4Type | F::Icmpv4Code) {

@@ -12,6 +12,8 @@ from scapy.layers.ipsec import AH, ESP
 from scapy.layers.sctp import SCTP, SCTPChunkData
 from scapy.contrib.mpls import MPLS
 import struct
+from scapy.layers.inet import in4_chksum
+from scapy.layers.inet6 import in6_chksum
 
 D = '22:22:22:22:22:22'
 S = '12:11:11:11:11:11'
@@ -61,6 +63,20 @@ def ns(**kw):
 
 def na(**kw):
     return ip6(src='fe80::2', dst='fe80::1', hlim=255) / ICMPv6ND_NA(tgt=kw.get('tgt', 'fe80::2'), R=0, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr=kw.get('tll', D))
+
+def l4_as(l3, l4, proto):
+    # Transport bytes checksummed over a pseudo-header naming `proto` (scapy
+    # itself would always use the layer's own protocol number).
+    raw = bytearray(bytes(l4))
+    off = 16 if isinstance(l4, TCP) else 6
+    raw[off:off + 2] = b'\x00\x00'
+    c = in4_chksum(proto, l3, bytes(raw)) if isinstance(l3, IP) else in6_chksum(proto, l3, bytes(raw))
+    raw[off:off + 2] = struct.pack('!H', c)
+    return bytes(raw)
+
+def sctp_crc(p):
+    # The CRC32c scapy computes for this SCTP packet.
+    return SCTP(bytes(p)).chksum
 
 def b(p):
     return pad(bytes(p))
@@ -169,8 +185,14 @@ sf('IpDscp', '3b', base4(), base4(tos=(0x3b << 2)))
 sf('IpDscp', '3b', eth() / ip6(tc=0x21) / tcp() / PAY, eth() / ip6(tc=(0x3b << 2) | 1) / tcp() / PAY)
 sf('IpEcn', '03', base4(), base4(tos=35))
 sf('IpEcn', '02', eth() / ip6(tc=0x21) / tcp() / PAY, eth() / ip6(tc=0x22) / tcp() / PAY)
-sf('IpProto', '11', eth() / ip4(proto=6) / Raw(b'\x00' * 20), eth() / ip4(proto=17) / Raw(b'\x00' * 20))
-sf('IpProto', '11', eth() / ip6(nh=60) / IPv6ExtHdrDestOpt(nh=6) / Raw(b'\x00' * 20), eth() / ip6(nh=60) / IPv6ExtHdrDestOpt(nh=17) / Raw(b'\x00' * 20))
+# ip_proto is in the TCP/UDP pseudo-header: the transport checksum follows.
+sf('IpProto', '11', eth() / ip4() / tcp() / PAY, eth() / ip4(proto=17) / Raw(l4_as(ip4(), tcp() / PAY, 17)))
+sf('IpProto', '06', eth() / ip4() / udp() / PAY, eth() / ip4(proto=6) / Raw(l4_as(ip4(), udp() / PAY, 6)))
+sf('IpProto', '11', eth() / ip6(nh=60) / IPv6ExtHdrDestOpt(nh=6) / tcp() / PAY, eth() / ip6(nh=60) / IPv6ExtHdrDestOpt(nh=17) / Raw(l4_as(ip6(), tcp() / PAY, 17)))
+# No transport header was parsed (unknown protocol): only the IP header changes.
+sf('IpProto', '11', eth() / ip4(proto=200) / Raw(b'\x00' * 20), eth() / ip4(proto=17) / Raw(b'\x00' * 20))
+# SCTP with a wrong CRC32c: the rewrite keeps the error, it does not repair it.
+sf('SctpSrc', '0050', eth() / ip4() / sctp(chksum=0xdeadbeef), eth() / ip4() / sctp(sport=80, chksum=0xdeadbeef ^ sctp_crc(sctp()) ^ sctp_crc(sctp(sport=80))))
 sf('Ipv4Src', '0a000001', base4(), base4(src='10.0.0.1'))
 sf('Ipv4Dst', '0a000002', eth() / ip4() / udp() / PAY, eth() / ip4(dst='10.0.0.2') / udp() / PAY)
 sf('Ipv4Dst', '0a000002', eth() / ip4() / udp(chksum=0) / PAY, eth() / ip4(dst='10.0.0.2') / udp(chksum=0) / PAY)

@@ -12,6 +12,7 @@ from scapy.layers.inet6 import (ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6ND_NA,
 from scapy.layers.sctp import SCTP, SCTPChunkData
 from scapy.contrib.mpls import MPLS
 import struct
+from scapy.layers.inet import in4_chksum
 
 D = '00:00:00:00:00:02'
 S = '00:00:00:00:00:01'
@@ -67,6 +68,13 @@ def b(p):
 
 TCP4 = eth() / ip4() / tcp() / PAY
 UDP4 = eth() / ip4() / udp() / PAY
+
+def udp_as(proto):
+    # UDP4's datagram checksummed as if the IP header named `proto`.
+    raw = bytearray(bytes(udp() / PAY))
+    raw[6:8] = b'\x00\x00'
+    raw[6:8] = struct.pack('!H', in4_chksum(proto, ip4(proto=proto), bytes(raw)))
+    return bytes(raw)
 ICMP4 = eth() / ip4() / ICMP(type=8, code=0, id=1, seq=1) / PAY
 SCTP4 = eth() / ip4() / sctp()
 ARP_ = eth() / arp()
@@ -162,7 +170,8 @@ sf('ip_dscp_ipv4', 'ip,actions=set_field:46->ip_dscp,output:2', UDP4, eth() / ip
 sf('ip_ecn_ipv4', 'ip,actions=set_field:1->ip_ecn,output:2', UDP4, eth() / ip4(tos=0x21) / udp() / PAY)
 sf('ip_dscp_ipv6', 'ipv6,actions=set_field:46->ip_dscp,output:2', UDP6, eth() / ip6(tc=(46 << 2) | 2) / udp() / PAY)
 sf('ip_ecn_ipv6', 'ipv6,actions=set_field:3->ip_ecn,output:2', UDP6, eth() / ip6(tc=0x23) / udp() / PAY)
-sf('ip_proto_ipv4', 'ip,actions=set_field:99->ip_proto,output:2', UDP4, eth() / ip4(proto=99) / Raw(bytes(UDP4[UDP])))
+# ip_proto is part of the UDP pseudo-header: the UDP checksum follows it.
+sf('ip_proto_ipv4', 'ip,actions=set_field:99->ip_proto,output:2', UDP4, eth() / ip4(proto=99) / Raw(udp_as(99)))
 sf('ipv4_src_udp', 'ip,actions=set_field:192.168.1.1->ip_src,output:2', UDP4, eth() / ip4(src='192.168.1.1') / udp() / PAY)
 sf('ipv4_dst_tcp', 'ip,actions=set_field:172.16.0.9->ip_dst,output:2', TCP4, eth() / ip4(dst='172.16.0.9') / tcp() / PAY)
 sf('ipv4_src_icmp', 'ip,actions=set_field:192.168.1.1->ip_src,output:2', ICMP4, eth() / ip4(src='192.168.1.1') / ICMP(type=8, code=0, id=1, seq=1) / PAY)

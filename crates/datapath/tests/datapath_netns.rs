@@ -131,10 +131,7 @@ fn expect_frame(sock: &RawSocket, seq: u32) -> Vec<u8> {
 
 #[test]
 fn port_status_follows_links_and_removal() {
-    if !is_root() {
-        eprintln!("SKIP: needs root (network namespaces)");
-        return;
-    }
+    assert!(is_root(), "needs root (network namespaces)");
     let lab = Lab::new(1);
     let dp = lab.start(1);
     let mut sw = dp.switch();
@@ -163,10 +160,7 @@ fn port_status_follows_links_and_removal() {
 
 #[test]
 fn packet_in_packet_out_and_flows() {
-    if !is_root() {
-        eprintln!("SKIP: needs root (network namespaces)");
-        return;
-    }
+    assert!(is_root(), "needs root (network namespaces)");
     let lab = Lab::new(2);
     let dp = lab.start(2);
     let mut sw = dp.switch();

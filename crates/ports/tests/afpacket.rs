@@ -20,10 +20,7 @@ struct Topo {
 }
 
 fn topo() -> Option<Topo> {
-    if !testutil::is_root() {
-        eprintln!("SKIP: afpacket tests need root (network namespaces)");
-        return None;
-    }
+    assert!(testutil::is_root(), "afpacket tests need root (network namespaces)");
     let a = NetNs::new("a").expect("netns a");
     let b = NetNs::new("b").expect("netns b");
     let veth = Veth::new(&a, &b).expect("veth");

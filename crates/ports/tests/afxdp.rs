@@ -18,10 +18,7 @@ struct Topo {
 }
 
 fn topo() -> Option<Topo> {
-    if !testutil::is_root() {
-        eprintln!("SKIP: afxdp tests need root");
-        return None;
-    }
+    assert!(testutil::is_root(), "afxdp tests need root");
     let a = NetNs::new("xa").expect("netns");
     let b = NetNs::new("xb").expect("netns");
     let veth = Veth::new(&a, &b).expect("veth");

@@ -39,10 +39,7 @@ fn rx_until(port: &mut Tap, timeout: Duration, pred: impl Fn(&[u8]) -> bool) -> 
 
 #[test]
 fn tap_exchanges_frames_with_the_kernel() {
-    if !testutil::is_root() {
-        eprintln!("SKIP: tap test needs root");
-        return;
-    }
+    assert!(testutil::is_root(), "the tap test needs root");
     let ns = NetNs::new("t").unwrap();
     let name = testutil::unique_name("tp");
     let n2 = name.clone();

@@ -25,15 +25,9 @@ fn have(tool: &str) -> bool {
 }
 
 fn can_run(extra: &[&str]) -> bool {
-    if !is_root() {
-        eprintln!("SKIP: needs root (network namespaces)");
-        return false;
-    }
+    assert!(is_root(), "needs root (network namespaces)");
     for t in ["ip", "ping"].iter().chain(extra) {
-        if !have(t) {
-            eprintln!("SKIP: `{t}` is not installed (scripts/install-deps installs it)");
-            return false;
-        }
+        assert!(have(t), "`{t}` is not installed (scripts/install-deps installs it)");
     }
     true
 }

@@ -6,20 +6,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn can_run() -> bool {
-    if !sluice_datapath::ports::testutil::is_root() {
-        eprintln!("SKIP: the demo needs root");
-        return false;
-    }
+    assert!(sluice_datapath::ports::testutil::is_root(), "the demo needs root");
     for t in ["ip", "ping"] {
         let ok = Command::new("sh")
             .args(["-c", &format!("command -v {t}")])
             .stdout(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("SKIP: `{t}` is not installed");
-            return false;
-        }
+        assert!(ok, "`{t}` is not installed (scripts/install-deps installs it)");
     }
     true
 }

@@ -133,6 +133,7 @@ impl Pipeline {
         if tm.config & !3 != 0 {
             return Err(ErrorCode::TMFC_BAD_CONFIG);
         }
+        self.tables_changed();
         if tm.table_id == table_id::ALL {
             self.tables.iter_mut().for_each(|t| t.config = tm.config);
         } else {

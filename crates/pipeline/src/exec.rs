@@ -23,10 +23,11 @@
 //! invalid-TTL packet-ins) and the whole frame is kept in a bounded buffer
 //! pool, unless `max_len` is `OFPCML_NO_BUFFER` or the pool is full.
 
+use crate::cache::{set_field_effect, Chain, Hop, Recorder, SetFieldEffect};
 use crate::edit;
 use crate::group::select_bucket;
 use crate::meter::Verdict;
-use crate::Pipeline;
+use crate::{CacheMode, Datapath, Pipeline};
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{port_no, OFPCML_NO_BUFFER, OFP_NO_BUFFER};
 use sluice_ofp::error::{ErrorCode, Result};
@@ -35,7 +36,7 @@ use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{flow_mod_flags as ff, packet_in_reason, Message, PacketIn, PacketOut};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_packet::buf::PacketBuf;
-use sluice_packet::key::{FlowKey, OXM_LAYOUT};
+use sluice_packet::key::{FlowKey, FlowMask, OXM_LAYOUT};
 use sluice_packet::parse::{parse, Meta, ParseInfo};
 
 /// Where transmitted frames go.
@@ -267,6 +268,31 @@ fn in_execution_order(ins: &[Instruction]) -> Vec<&Instruction> {
     v
 }
 
+/// What an apply-actions list does to the recording of a cache entry
+/// (see `cache.rs`): structural edits end it, header set-fields make the
+/// next lookup pin the bits that decide whether they applied. TTLs are not
+/// key fields (and the parser fills no POF window yet; once it does, TTL
+/// edits under a window must end recording too).
+fn note_actions(r: &mut Recorder, list: &[Action]) {
+    for a in list {
+        match a {
+            Action::Output { .. }
+            | Action::Group(_)
+            | Action::SetQueue(_)
+            | Action::SetNwTtl(_)
+            | Action::DecNwTtl
+            | Action::SetMplsTtl(_)
+            | Action::DecMplsTtl => {}
+            Action::SetField(Oxm::Basic { field, .. }) => match set_field_effect(*field) {
+                SetFieldEffect::Neutral => {}
+                SetFieldEffect::InPlace => r.dirty = true,
+                SetFieldEffect::Structural => r.open = false,
+            },
+            _ => r.open = false,
+        }
+    }
+}
+
 /// The outcome of one action on a packet.
 enum Flow {
     Continue,
@@ -307,24 +333,113 @@ impl Pipeline {
         }
     }
 
+    /// Run the tables from `first_table`: through the caches when they are
+    /// on (see `cache.rs`), else straight through the lookups.
     fn run_tables(&mut self, pkt: &mut Pkt, first_table: u8, tx: &mut dyn Tx) {
+        let mode = self.cfg.cache;
+        if mode == CacheMode::Off || first_table != 0 || self.scratch.trace.is_some() {
+            self.walk(pkt, first_table, tx, None, None);
+            return;
+        }
+        let gen = self.flow_gen;
+        let key = pkt.key;
+        let mut hit = None;
+        if mode == CacheMode::On {
+            hit = self.cache.lookup_exact(&key, gen);
+        }
+        if hit.is_none() {
+            hit = self.cache.lookup_megaflow(&key, gen);
+            if let (Some(chain), CacheMode::On) = (hit, mode) {
+                self.cache.install_exact(&key, chain, gen);
+            }
+        }
+        if let Some(chain) = hit {
+            self.walk(pkt, 0, tx, Some(&chain), None);
+            return;
+        }
+        let mut rec = Recorder::new(key);
+        self.walk(pkt, 0, tx, None, Some(&mut rec));
+        // A walk never changes flow tables, but check: an entry made in
+        // one generation must describe that generation.
+        if rec.chain.is_empty() || self.flow_gen != gen {
+            self.cache.stats.uncacheable += 1;
+            return;
+        }
+        self.cache.stats.installs += 1;
+        self.cache.install_megaflow(&key, &rec.wc, rec.chain, gen);
+        if mode == CacheMode::On {
+            self.cache.install_exact(&key, rec.chain, gen);
+        }
+    }
+
+    /// The table walk proper. With `chain`, the hops it names replace the
+    /// lookups (further lookups are live); with `rec`, lookups are recorded
+    /// for a cache entry while the packet's key stays predictable.
+    fn walk(
+        &mut self,
+        pkt: &mut Pkt,
+        first_table: u8,
+        tx: &mut dyn Tx,
+        chain: Option<&Chain>,
+        mut rec: Option<&mut Recorder>,
+    ) {
         let mut table = first_table;
         let mut set = ActionSet::default();
         let now = self.now_ns;
+        let indexed = self.cfg.datapath == Datapath::Classifier;
+        let mut hop_i = 0usize;
+        // The classifier always reports consulted bits; unrecorded walks
+        // collect them here and ignore them.
+        let mut unused_wc = FlowMask::ZERO;
         loop {
+            let hop = chain.and_then(|c| c.hops().get(hop_i).copied());
+            hop_i += 1;
             let Some(t) = self.tables.get_mut(usize::from(table)) else { return };
             t.lookup_count += 1;
-            let Some(i) = t.lookup(&pkt.key) else {
+            let found = match hop {
+                Some(h)
+                    if h.table == table
+                        && (h.entry == Hop::NO_ENTRY || (h.entry as usize) < t.len()) =>
+                {
+                    (h.entry != Hop::NO_ENTRY).then_some(h.entry as usize)
+                }
+                other => {
+                    if other.is_some() {
+                        self.cache.stats.chain_mismatches += 1;
+                    }
+                    match rec.as_deref_mut() {
+                        Some(r) if r.open => {
+                            self.cache.settle(r);
+                            let i = if indexed {
+                                t.lookup_indexed(&pkt.key, &mut r.wc)
+                            } else {
+                                t.lookup_scan_wc(&pkt.key, &mut r.wc)
+                            };
+                            let entry = i.map_or(Hop::NO_ENTRY, |i| i as u32);
+                            if !r.chain.push(Hop { table, entry }) {
+                                r.open = false;
+                            }
+                            i
+                        }
+                        _ if indexed => t.lookup_indexed(&pkt.key, &mut unused_wc),
+                        _ => t.lookup(&pkt.key),
+                    }
+                }
+            };
+            let Some(i) = found else {
                 self.note(TraceEvent::Lookup { table, entry: None });
                 self.note(TraceEvent::Drop("no matching entry and no table-miss entry"));
                 return;
             };
             t.matched_count += 1;
-            let e = &mut t.entries_mut()[i];
-            let hit = TraceEvent::Lookup {
+            let Some(e) = t.entries_mut().get_mut(i) else { return };
+            // Trace events are built only when tracing (the match clone
+            // would otherwise cost an allocation per packet).
+            let tracing = self.scratch.trace.is_some();
+            let hit = tracing.then(|| TraceEvent::Lookup {
                 table,
                 entry: Some((e.priority, e.cookie, e.r#match.clone())),
-            };
+            });
             if e.flags & ff::NO_PKT_COUNTS == 0 {
                 e.packet_count += 1;
             }
@@ -343,17 +458,29 @@ impl Pipeline {
                 depth: self.cfg.max_group_depth,
             };
             let instructions = e.instructions.clone();
-            self.note(hit);
+            if let Some(hit) = hit {
+                self.note(hit);
+            }
             let mut goto = None;
             for ins in in_execution_order(&instructions) {
-                self.note(TraceEvent::Instruction(ins.clone()));
+                if tracing {
+                    self.note(TraceEvent::Instruction(ins.clone()));
+                }
                 match ins {
                     Instruction::Meter(m) => {
+                        // A DSCP remark would change the key by time, not
+                        // by key: later lookups are not predictable.
+                        if let Some(r) = rec.as_deref_mut() {
+                            r.open = false;
+                        }
                         if let Flow::Stop = self.meter(*m, pkt) {
                             return;
                         }
                     }
                     Instruction::ApplyActions(list) => {
+                        if let Some(r) = rec.as_deref_mut() {
+                            note_actions(r, list);
+                        }
                         if let Flow::Stop = self.actions(list, pkt, ctx, tx) {
                             return;
                         }
@@ -372,7 +499,9 @@ impl Pipeline {
                 Some(t) if t > table => table = t,
                 _ => {
                     let ordered = set.ordered();
-                    self.note(TraceEvent::ActionSet(ordered.clone()));
+                    if tracing {
+                        self.note(TraceEvent::ActionSet(ordered.clone()));
+                    }
                     self.actions(&ordered, pkt, ctx, tx);
                     return;
                 }

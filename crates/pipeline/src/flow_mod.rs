@@ -273,6 +273,9 @@ impl Pipeline {
     /// Apply a FLOW_MOD. On success returns the buffer id whose packet must
     /// now be run through the tables (`OFP_NO_BUFFER` if none).
     pub fn flow_mod(&mut self, fm: &FlowMod) -> Result<()> {
+        // Conservatively, every flow-mod (even a rejected one) invalidates
+        // the caches.
+        self.tables_changed();
         if fm.command > cmd::DELETE_STRICT {
             return Err(ErrorCode::FMFC_BAD_COMMAND);
         }
@@ -405,6 +408,9 @@ impl Pipeline {
     pub(crate) fn remove_flows_using(&mut self, uses: impl Fn(&[Instruction]) -> bool, reason: u8) {
         for t in 0..self.tables.len() {
             let removed = self.tables[t].remove_where(|e| uses(&e.instructions));
+            if !removed.is_empty() {
+                self.tables_changed();
+            }
             self.flows_removed(t as u8, removed, reason);
         }
     }
@@ -429,6 +435,9 @@ impl Pipeline {
                 }
                 hard || idle
             });
+            if !removed.is_empty() {
+                self.tables_changed();
+            }
             for (e, r) in removed.into_iter().zip(reasons) {
                 self.flows_removed(t as u8, vec![e], r);
             }

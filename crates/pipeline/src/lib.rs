@@ -4,7 +4,9 @@
 //! OpenFlow 1.3.5 spec allows, written for clarity first. It is the oracle
 //! every fast path (tuple-space classifier, caches, generated code) is
 //! tested against, so its rule is: straight from the spec, no cleverness
-//! that could hide a bug.
+//! that could hide a bug. The fast paths live beside it in this crate
+//! (table index, caches) and change only which lookups run, never what
+//! a packet's instructions do.
 //!
 //! ## The API is small
 //! - [`Pipeline::handle`] applies one controller message (flow-mod,
@@ -18,7 +20,25 @@
 //! - Asynchronous messages (PACKET_IN, FLOW_REMOVED, PORT_STATUS) queue up
 //!   and are taken with [`Pipeline::take_async`].
 //! - [`fuzz_pipeline`] reads arbitrary bytes as groups, flows and a packet
-//!   and runs them (the cargo-fuzz entry point; it must never panic).
+//!   and runs them (the cargo-fuzz entry point; it must never panic);
+//!   [`fuzz_datapath_diff`] runs such a recipe through every datapath and
+//!   cache configuration and panics on any difference.
+//!
+//! ## Datapaths and caches (`Config::datapath`, `Config::cache`)
+//! The semantics above are one; how tables are searched is a setting, and
+//! every setting must give identical frames, messages and counters
+//! (`tests/differential.rs`, [`fuzz_datapath_diff`]):
+//! - `Datapath::Reference`: each table's priority-sorted vector is scanned
+//!   linearly (the oracle). `Datapath::Classifier` (default): each table
+//!   also keeps a `sluice-classifier` tuple-space index of its entries
+//!   (see `table.rs` for the cost of flow-mods).
+//! - `CacheMode::On` (default): an exact-match cache, then a megaflow
+//!   cache, in front of the lookups; `Megaflow`: only the megaflow cache;
+//!   `Off`: none. A cache hit skips only the lookups; instructions,
+//!   counters, meters, groups and packet-ins run as on the slow path (see
+//!   `cache.rs`). [`Pipeline::trace`] always takes the slow path.
+//!   [`Pipeline::set_datapath`], [`Pipeline::set_cache`] switch at run
+//!   time; [`Pipeline::cache_stats`] reports hits and misses.
 //!
 //! ## Data layout (shared with the fast paths)
 //! Packets are parsed once into a fixed-layout [`FlowKey`] of u64 words
@@ -29,6 +49,7 @@
 //!
 //! [`FlowKey`]: sluice_packet::key::FlowKey
 
+pub mod cache;
 pub mod control;
 mod edit;
 pub mod exec;
@@ -41,9 +62,10 @@ pub mod rule;
 pub mod stats;
 pub mod table;
 
+pub use cache::CacheStats;
 pub use control::Outgoing;
 pub use exec::{TraceEvent, Tx};
-pub use fuzz::fuzz_pipeline;
+pub use fuzz::{fuzz_datapath_diff, fuzz_pipeline};
 
 use group::GroupTable;
 use meter::MeterTable;
@@ -71,6 +93,32 @@ pub struct Config {
     pub sw_desc: String,
     pub serial_num: String,
     pub dp_desc: String,
+    /// How flow tables are searched (results are identical; only speed differs).
+    pub datapath: Datapath,
+    /// Which per-pipeline caches sit in front of the table lookups.
+    pub cache: CacheMode,
+}
+
+/// The flow-table lookup structure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Datapath {
+    /// Linear scan of the priority-sorted entries: the oracle.
+    Reference,
+    /// Tuple-space search (`sluice-classifier`).
+    #[default]
+    Classifier,
+}
+
+/// Caches in front of the table lookups (see `cache.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CacheMode {
+    /// Every packet is classified by the tables.
+    Off,
+    /// Megaflow cache only.
+    Megaflow,
+    /// Exact-match cache, then megaflow cache, then the tables.
+    #[default]
+    On,
 }
 
 impl Default for Config {
@@ -90,6 +138,8 @@ impl Default for Config {
             sw_desc: env!("CARGO_PKG_VERSION").into(),
             serial_num: "0".into(),
             dp_desc: "sluice".into(),
+            datapath: Datapath::default(),
+            cache: CacheMode::default(),
         }
     }
 }
@@ -112,13 +162,24 @@ pub struct Pipeline {
     async_out: Vec<Message>,
     /// Scratch state reused across packets.
     scratch: exec::Scratch,
+    /// Flow generation: bumped by every flow-table change; cache entries
+    /// of another generation are misses (see `cache.rs`).
+    flow_gen: u64,
+    /// Exact-match and megaflow caches (used per `cfg.cache`).
+    cache: cache::Caches,
 }
 
 impl Pipeline {
     pub fn new(cfg: Config) -> Self {
         let n = usize::from(cfg.n_tables);
+        let indexed = cfg.datapath == Datapath::Classifier;
+        let table = |_| {
+            let mut t = FlowTable::new(cfg.max_flows_per_table);
+            t.set_indexed(indexed);
+            t
+        };
         Pipeline {
-            tables: (0..n).map(|_| FlowTable::new(cfg.max_flows_per_table)).collect(),
+            tables: (0..n).map(table).collect(),
             groups: GroupTable::default(),
             meters: MeterTable::default(),
             ports: Ports::default(),
@@ -128,12 +189,41 @@ impl Pipeline {
             seq: 0,
             async_out: Vec::new(),
             scratch: exec::Scratch::default(),
+            flow_gen: 1,
+            cache: cache::Caches::default(),
             cfg,
         }
     }
 
     pub fn config(&self) -> &Config {
         &self.cfg
+    }
+
+    /// Switch the flow-table lookup structure (builds or drops every
+    /// table's tuple-space index; empties the caches).
+    pub fn set_datapath(&mut self, d: Datapath) {
+        self.cfg.datapath = d;
+        for t in &mut self.tables {
+            t.set_indexed(d == Datapath::Classifier);
+        }
+        self.tables_changed();
+        self.cache.clear();
+    }
+
+    /// Choose the caches in front of the tables (empties them).
+    pub fn set_cache(&mut self, m: CacheMode) {
+        self.cfg.cache = m;
+        self.cache.clear();
+    }
+
+    /// Hit/miss counts per cache level since the pipeline was made.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats
+    }
+
+    /// Note a flow-table change: every cache entry becomes stale.
+    pub(crate) fn tables_changed(&mut self) {
+        self.flow_gen = self.flow_gen.wrapping_add(1).max(1);
     }
 
     pub fn now_ns(&self) -> u64 {

@@ -1,17 +1,51 @@
-//! Flow tables of the reference pipeline: a priority-sorted vector scanned
-//! linearly.
+//! Flow tables: a priority-sorted vector (the reference order), plus an
+//! optional tuple-space index over the same entries.
 //!
-//! This is deliberately the simplest correct structure (BOFUSS's linear
-//! list, but with matches compiled to key words): it *defines* lookup
-//! semantics for the fast paths, which are tested against it. Ties between
-//! overlapping entries of equal priority — which the spec leaves undefined —
-//! are broken by insertion order (the older entry wins), so the reference
-//! is deterministic.
+//! The vector is deliberately the simplest correct structure (BOFUSS's
+//! linear list, but with matches compiled to key words): it *defines*
+//! lookup semantics, and [`FlowTable::lookup`] is the linear scan every
+//! fast path is tested against. Ties between overlapping entries of equal
+//! priority — which the spec leaves undefined — are broken by insertion
+//! order (the older entry, lower `seq`, wins), so the reference is
+//! deterministic.
+//!
+//! With `Datapath::Classifier` the table also keeps a
+//! [`sluice_classifier::Classifier`] holding one rule per entry, keyed by
+//! the entry's `seq` (`RuleId(seq)`, same priority and same `seq`
+//! tie-break, hence the same answer). A classifier hit names a `seq`; a
+//! `seq → index` map turns it into the entry's place in the vector in O(1).
+//!
+//! ## Cost of flow-mods
+//! - insert: binary search, `Vec::insert` (moves the entries after the
+//!   insertion point: O(n) memmove), classifier insert (O(log n) plus
+//!   O(number of masks) to keep the probe order), and marking the
+//!   `seq → index` map stale from the insertion point.
+//! - removal (`remove_where`): one O(n) pass over the vector, one classifier
+//!   remove per removed entry, and the map marked stale from the first
+//!   removed position.
+//! - The stale part of the map is rebuilt on the next indexed lookup
+//!   (O(n − first stale position) once per batch of flow-mods, not per
+//!   flow-mod). Appends at the end of a priority level, the common case of
+//!   bulk loads in priority order, touch one map slot.
+//! - modify (instructions only) and replace (same rule, priority and seq)
+//!   do not touch the index.
+//!
+//! ## Invariants
+//! - `entries` is sorted by (priority desc, seq asc); seqs are unique.
+//! - With an index: the classifier holds exactly one rule per entry, with
+//!   that entry's mask, value, priority and seq; map slots for positions
+//!   below `stale_from` are exact.
+//! - Callers that change entries in place (counters, instructions) never
+//!   change `rule`, `priority` or `seq` ([`FlowTable::entries_mut`] is
+//!   crate-private for that reason).
 
 use crate::rule::Rule;
+use sluice_classifier::{Classifier, RuleId, RuleSpec};
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Match;
-use sluice_packet::key::FlowKey;
+use sluice_packet::key::{FlowKey, FlowMask};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// One flow entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,11 +77,47 @@ impl FlowEntry {
     }
 }
 
+/// Hasher for `seq` keys: one multiply (seqs are trusted and distinct).
+#[derive(Clone, Copy, Debug, Default)]
+struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        let r = u128::from(n ^ self.0) * 0x9e37_79b9_7f4a_7c15;
+        self.0 = (r as u64) ^ ((r >> 64) as u64);
+    }
+}
+
+type SeqMap = HashMap<u64, u32, BuildHasherDefault<SeqHasher>>;
+
+/// The tuple-space index of a table's entries.
+#[derive(Clone, Debug)]
+struct Index {
+    cls: Classifier,
+    /// `seq` → position in `entries`; exact below `stale_from`.
+    pos: SeqMap,
+    stale_from: usize,
+}
+
+fn spec_of(e: &FlowEntry) -> RuleSpec {
+    RuleSpec { mask: e.rule.mask, value: e.rule.value, priority: e.priority, seq: e.seq }
+}
+
 /// One flow table.
 #[derive(Clone, Debug)]
 pub struct FlowTable {
     /// Sorted by priority (highest first), then by `seq` (oldest first).
     entries: Vec<FlowEntry>,
+    /// Tuple-space index (`Datapath::Classifier`), or `None` (reference).
+    index: Option<Box<Index>>,
     pub max_entries: usize,
     pub lookup_count: u64,
     pub matched_count: u64,
@@ -58,14 +128,49 @@ pub struct FlowTable {
 
 impl FlowTable {
     pub fn new(max_entries: usize) -> Self {
-        FlowTable { entries: Vec::new(), max_entries, lookup_count: 0, matched_count: 0, config: 0 }
+        FlowTable {
+            entries: Vec::new(),
+            index: None,
+            max_entries,
+            lookup_count: 0,
+            matched_count: 0,
+            config: 0,
+        }
+    }
+
+    /// Keep (or stop keeping) the tuple-space index. Building it costs one
+    /// classifier insert per entry.
+    pub fn set_indexed(&mut self, on: bool) {
+        if !on {
+            self.index = None;
+            return;
+        }
+        if self.index.is_some() {
+            return;
+        }
+        let mut ix = Index { cls: Classifier::new(), pos: SeqMap::default(), stale_from: 0 };
+        for e in &self.entries {
+            // Entries come from `Rule::compile` (value inside mask) and
+            // have unique seqs, so this cannot fail.
+            let r = ix.cls.insert(RuleId(e.seq), spec_of(e));
+            debug_assert!(r.is_ok(), "index insert: {r:?}");
+        }
+        self.index = Some(Box::new(ix));
+    }
+
+    /// Whether the tuple-space index is kept.
+    pub fn is_indexed(&self) -> bool {
+        self.index.is_some()
     }
 
     pub fn entries(&self) -> &[FlowEntry] {
         &self.entries
     }
 
-    pub fn entries_mut(&mut self) -> &mut [FlowEntry] {
+    /// Entries for in-place updates of counters and instructions. Callers
+    /// must not change `rule`, `priority` or `seq` (the order and the index
+    /// depend on them).
+    pub(crate) fn entries_mut(&mut self) -> &mut [FlowEntry] {
         &mut self.entries
     }
 
@@ -87,6 +192,40 @@ impl FlowTable {
         self.entries.iter().position(|e| e.rule.matches(key))
     }
 
+    /// [`FlowTable::lookup`] that also ORs the masks of every entry it
+    /// examined into `wc`: a valid un-wildcarding mask (each skipped entry
+    /// mismatched on bits of its own mask, the hit matched on its mask).
+    pub fn lookup_scan_wc(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
+        for (i, e) in self.entries.iter().enumerate() {
+            for (w, m) in wc.words.iter_mut().zip(e.rule.mask.words.iter()) {
+                *w |= *m;
+            }
+            if e.rule.matches(key) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// The same answer as [`FlowTable::lookup`], through the tuple-space
+    /// index when the table keeps one (linear scan otherwise). ORs the key
+    /// bits consulted into `wc`.
+    pub fn lookup_indexed(&mut self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
+        let Some(ix) = self.index.as_deref_mut() else {
+            return self.lookup_scan_wc(key, wc);
+        };
+        let hit = ix.cls.lookup(key, wc)?;
+        if ix.stale_from < self.entries.len() {
+            for (i, e) in self.entries.iter().enumerate().skip(ix.stale_from) {
+                ix.pos.insert(e.seq, i as u32);
+            }
+        }
+        ix.stale_from = self.entries.len();
+        let i = *ix.pos.get(&hit.id.0)? as usize;
+        debug_assert_eq!(self.entries.get(i).map(|e| e.seq), Some(hit.id.0));
+        Some(i)
+    }
+
     /// Index of the entry with exactly this rule and priority.
     pub fn find_strict(&self, rule: &Rule, priority: u16) -> Option<usize> {
         self.entries.iter().position(|e| e.priority == priority && e.rule == *rule)
@@ -97,6 +236,11 @@ impl FlowTable {
         let at = self
             .entries
             .partition_point(|x| (x.priority, u64::MAX - x.seq) > (e.priority, u64::MAX - e.seq));
+        if let Some(ix) = self.index.as_deref_mut() {
+            let r = ix.cls.insert(RuleId(e.seq), spec_of(&e));
+            debug_assert!(r.is_ok(), "index insert: {r:?}");
+            ix.stale_from = ix.stale_from.min(at);
+        }
         self.entries.insert(at, e);
     }
 
@@ -104,21 +248,39 @@ impl FlowTable {
     pub fn remove_where(&mut self, mut f: impl FnMut(&FlowEntry) -> bool) -> Vec<FlowEntry> {
         let mut removed = Vec::new();
         let mut kept = Vec::with_capacity(self.entries.len());
-        for e in self.entries.drain(..) {
+        let mut first_removed = usize::MAX;
+        for (i, e) in self.entries.drain(..).enumerate() {
             if f(&e) {
+                first_removed = first_removed.min(i);
                 removed.push(e);
             } else {
                 kept.push(e);
             }
         }
         self.entries = kept;
+        if let Some(ix) = self.index.as_deref_mut() {
+            for e in &removed {
+                ix.cls.remove(RuleId(e.seq));
+                ix.pos.remove(&e.seq);
+            }
+            ix.stale_from = ix.stale_from.min(first_removed);
+        }
         removed
     }
 
     /// Replace the entry at `i` (same rule and priority, so order holds).
     pub fn replace(&mut self, i: usize, e: FlowEntry) {
-        debug_assert!(self.entries[i].priority == e.priority);
-        self.entries[i] = e;
+        let Some(slot) = self.entries.get_mut(i) else { return };
+        debug_assert!(slot.priority == e.priority);
+        if let Some(ix) = self.index.as_deref_mut() {
+            if slot.rule != e.rule || slot.priority != e.priority || slot.seq != e.seq {
+                let r = ix.cls.replace(RuleId(slot.seq), spec_of(&e));
+                debug_assert!(r.is_ok(), "index replace: {r:?}");
+                ix.pos.remove(&slot.seq);
+                ix.stale_from = ix.stale_from.min(i);
+            }
+        }
+        *slot = e;
     }
 }
 
@@ -157,5 +319,45 @@ mod tests {
         let gone = t.remove_where(|e| e.priority == 5);
         assert_eq!(gone.len(), 2);
         assert_eq!(t.len(), 3);
+    }
+
+    /// The index answers like the scan through inserts and removals that
+    /// shift positions.
+    #[test]
+    fn index_follows_the_vector() {
+        use sluice_ofp::oxm::{FieldBytes, FieldId, Oxm};
+        let rule = |port: u32| {
+            let m = Match {
+                oxms: vec![Oxm::Basic {
+                    field: FieldId::InPort,
+                    value: FieldBytes::from_u128(port.into(), 4),
+                    mask: None,
+                }],
+            };
+            Rule::compile(&m).unwrap()
+        };
+        let mut t = FlowTable::new(10);
+        t.set_indexed(true);
+        let mut key = FlowKey::ZERO;
+        for (p, s, port) in [(5, 1, 1), (10, 2, 2), (5, 3, 1), (7, 4, 3), (0, 5, 0)] {
+            let mut e = entry(p, s);
+            if port != 0 {
+                e.rule = rule(port);
+            }
+            t.insert(e);
+        }
+        for port in 0..4u32 {
+            key.words = rule(port).value.words;
+            let mut wc = FlowMask::ZERO;
+            assert_eq!(t.lookup_indexed(&key, &mut wc), t.lookup(&key), "port {port}");
+        }
+        t.remove_where(|e| e.seq == 2 || e.seq == 1);
+        t.insert(entry(20, 6)); // catch-all in front: every position shifts
+        for port in 0..4u32 {
+            key.words = rule(port).value.words;
+            let mut wc = FlowMask::ZERO;
+            assert_eq!(t.lookup_indexed(&key, &mut wc), t.lookup(&key), "port {port}");
+            assert_eq!(t.lookup(&key), Some(0));
+        }
     }
 }

@@ -1,0 +1,543 @@
+//! # Flow caches: exact-match and megaflow caches in front of the tables
+//!
+//! ## What?
+//! A cache entry remembers, for a class of packets, the *resolved chain*
+//! of a packet's way through the tables: which entry (by table id and
+//! position in the table's vector) each table lookup hit, or that the
+//! lookup missed. On a hit the pipeline skips the lookups and runs exactly
+//! the same instruction and action code as on the slow path (table and
+//! entry counters, `last_used` for idle timeouts, meters, select-group
+//! hashing, packet-ins, TTL checks all happen per packet), so a cache can
+//! only change speed, never a result. Two caches, as in Open vSwitch's
+//! userspace datapath:
+//!
+//! - the **exact-match cache** (OVS's EMC) is keyed by the whole
+//!   [`FlowKey`]: a direct-mapped array of [`EXACT_SLOTS`] slots indexed by
+//!   a hash of the key; a new entry overwrites whatever sat in its slot;
+//! - the **megaflow cache** is keyed by `key & wc`, where `wc` (the
+//!   un-wildcarding mask) holds every key bit the slow path consulted. It
+//!   is itself a small tuple space: one hash map per distinct `wc`,
+//!   probed in turn (no priorities: every megaflow matching a key is
+//!   correct for it, see *Invariants*).
+//!
+//! `CacheMode::On` probes exact, then megaflow, then the tables (a megaflow
+//! hit is copied into the exact cache); `CacheMode::Megaflow` skips the
+//! exact cache; `CacheMode::Off` bypasses both. `Pipeline::trace` always
+//! takes the slow path.
+//!
+//! ## Basic design
+//! While the slow path walks the tables it *records*: each lookup's table,
+//! entry and un-wildcarding mask (the classifier reports the bits it
+//! consulted; the reference linear scan reports the union of the masks of
+//! every entry it looked at up to the hit, a valid conservative mask). The
+//! recording covers the longest prefix of lookups whose results are a
+//! function of the *original* key:
+//!
+//! - Between lookups, `write_metadata`, `set_field` of `metadata` or
+//!   `tunnel_id`, outputs, groups (they work on copies), set-queue and TTL
+//!   set/decrement (TTLs are not in the key; expiry stops the packet) keep
+//!   the key a function of the original key.
+//! - `set_field` of a header field that does not change how the frame
+//!   parses (addresses, ports, VLAN VID/PCP, DSCP/ECN, MPLS label/TC, …)
+//!   writes a constant *if* the header is present. Whether it is present is
+//!   a function of the presence bits, the VLAN VID (which carries its own
+//!   presence) and the ethertype, so before the next lookup those bits are
+//!   added to `wc` (false 1-bits, allowed).
+//! - Anything else ends the recording: push/pop of VLAN/MPLS/PBB,
+//!   copy-TTL-in/out, `set_field` of `eth_type`, `ip_proto`, `icmpv6_type`,
+//!   `mpls_bos` or any field not on the list above, and meter instructions
+//!   (a DSCP-remark band changes the key depending on time). Lookups after
+//!   that point are done live even on a cache hit: the entry holds a chain
+//!   *prefix*, and the hit path falls back to a table lookup once the
+//!   prefix is used up. "When in doubt, do not cache" applies per lookup.
+//!
+//! ## Cost
+//! - Exact cache: one hash of the 24 key words, one 192-byte compare; a
+//!   slot is ~280 bytes, so the array is ~2.3 MB, allocated on first use.
+//! - Megaflow cache: per distinct `wc`, one masked hash of the key and a
+//!   hash-map probe; entries are bounded by [`MEGAFLOW_MAX`] and distinct
+//!   masks by [`MEGAFLOW_MAX_MASKS`]; when either bound is reached the
+//!   whole cache is emptied (simple, and keeps the probe count bounded).
+//! - Slow path while recording: the masks OR-ed per lookup (the reference
+//!   scan ORs every scanned entry's mask) and one install per cache.
+//!
+//! ## Invalidation (versioning)
+//! The pipeline keeps a flow generation, bumped by every flow-table change
+//! (flow-mod of any command, timeouts that expire an entry, group/meter
+//! deletes that remove entries, table-mod, switching the datapath). Each
+//! entry stores the generation it was made in; an entry of another
+//! generation is a miss. Entry positions in a table's vector only change
+//! with a flow-table change, so within one generation a chain's positions
+//! name the same entries. Group-mods, meter-mods and port changes need no
+//! invalidation: groups, meters and port state are consulted per packet on
+//! the hit path too.
+//!
+//! ## Thread-safety
+//! A cache belongs to one `Pipeline` (one worker) and is used through
+//! `&mut`: no locks, no atomics.
+//!
+//! ## Invariants
+//! - **Un-wildcarding may add false 1-bits, never false 0-bits.** For a
+//!   megaflow `(wc, key & wc) → chain`, every key `k'` with
+//!   `k' & wc == key & wc` gets the same chain prefix from the slow path in
+//!   the same generation. By induction over the prefix: the first lookup's
+//!   answer depends only on bits in its mask ⊆ `wc`; the recorded actions
+//!   between lookups map keys agreeing on `wc` to keys agreeing on `wc`
+//!   (constants, or functions of bits already in `wc`).
+//! - Exact entries are megaflows with `wc` = all ones.
+//! - A chain prefix never extends past an action that ended recording.
+//! - The hit path checks each hop's table id against the table it is
+//!   about to run; a disagreement (a bug) is counted in
+//!   [`CacheStats::chain_mismatches`] and the hop is looked up live.
+
+use sluice_ofp::oxm::FieldId;
+use sluice_packet::key::{FlowKey, FlowMask, KEY_WORDS, OXM_LAYOUT, PRESENCE_WORD};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Slots of the exact-match cache (a power of two; OVS's EMC has 8192).
+pub const EXACT_SLOTS: usize = 8192;
+/// Most megaflow entries before the cache is emptied.
+pub const MEGAFLOW_MAX: usize = 65_536;
+/// Most distinct megaflow masks before the cache is emptied.
+pub const MEGAFLOW_MAX_MASKS: usize = 256;
+/// Longest recorded chain prefix (further lookups are done live).
+pub const MAX_HOPS: usize = 8;
+
+/// Hit and miss counts per cache level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub exact_hits: u64,
+    pub exact_misses: u64,
+    pub megaflow_hits: u64,
+    pub megaflow_misses: u64,
+    /// Current number of megaflow entries (stale ones included).
+    pub megaflow_entries: u64,
+    /// Current number of distinct megaflow masks.
+    pub megaflow_masks: u64,
+    /// Slow-path walks that installed an entry.
+    pub installs: u64,
+    /// Slow-path walks that recorded nothing (e.g. a push before the first
+    /// lookup could not happen; the first hop is always recordable, so this
+    /// counts walks that were not recorded at all).
+    pub uncacheable: u64,
+    /// Hops whose table disagreed with the chain (a bug; must stay 0).
+    pub chain_mismatches: u64,
+}
+
+/// One resolved lookup: the table and the entry's position in it
+/// (`NO_ENTRY` for a miss without a table-miss entry).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hop {
+    pub table: u8,
+    pub entry: u32,
+}
+
+impl Hop {
+    pub const NO_ENTRY: u32 = u32::MAX;
+}
+
+/// A chain prefix: the hops of the first `len` lookups.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Chain {
+    len: u8,
+    hops: [Hop; MAX_HOPS],
+}
+
+impl Chain {
+    pub fn hops(&self) -> &[Hop] {
+        &self.hops[..usize::from(self.len).min(MAX_HOPS)]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Append; returns false when full.
+    pub fn push(&mut self, h: Hop) -> bool {
+        match self.hops.get_mut(usize::from(self.len)) {
+            Some(slot) => {
+                *slot = h;
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Folded-multiply hash of key words (same family as the classifier's).
+#[inline(always)]
+fn mix(h: u64, w: u64) -> u64 {
+    let r = u128::from(h ^ w) * 0x9e37_79b9_7f4a_7c15;
+    (r as u64) ^ ((r >> 64) as u64)
+}
+
+#[inline]
+fn hash_key(k: &FlowKey) -> u64 {
+    let mut h = 0x243f_6a88_85a3_08d3;
+    for &w in &k.words {
+        h = mix(h, w);
+    }
+    mix(h, h >> 29)
+}
+
+/// `Hasher` that passes a precomputed `u64` through.
+#[derive(Clone, Copy, Debug, Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = mix(self.0, u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// A masked key with its precomputed hash (hash-map key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MaskedKey {
+    hash: u64,
+    key: FlowKey,
+}
+
+impl std::hash::Hash for MaskedKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ExactSlot {
+    gen: u64,
+    key: FlowKey,
+    chain: Chain,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct MegaEntry {
+    gen: u64,
+    chain: Chain,
+}
+
+#[derive(Clone, Debug)]
+struct MegaSubtable {
+    mask: FlowMask,
+    /// Indices of the words where `mask` is non-zero.
+    words: Vec<u8>,
+    map: HashMap<MaskedKey, MegaEntry, BuildHasherDefault<IdHasher>>,
+}
+
+impl MegaSubtable {
+    #[inline]
+    fn masked(&self, key: &FlowKey) -> MaskedKey {
+        let mut k = FlowKey::ZERO;
+        let mut h = 0x243f_6a88_85a3_08d3;
+        for &w in &self.words {
+            let w = usize::from(w);
+            if let (Some(d), Some(s), Some(m)) =
+                (k.words.get_mut(w), key.words.get(w), self.mask.words.get(w))
+            {
+                *d = s & m;
+                h = mix(h, *d);
+            }
+        }
+        MaskedKey { hash: mix(h, h >> 29), key: k }
+    }
+}
+
+/// What the slow path records while it walks the tables.
+#[derive(Clone, Copy, Debug)]
+pub struct Recorder {
+    /// The key the walk started with (the cache key).
+    pub key: FlowKey,
+    pub wc: FlowMask,
+    pub chain: Chain,
+    /// Still recording: no action has made later lookups unpredictable.
+    pub open: bool,
+    /// A header `set_field` ran since the last lookup: add the bits that
+    /// decide whether it applied before recording the next lookup.
+    pub dirty: bool,
+}
+
+impl Recorder {
+    pub fn new(key: FlowKey) -> Recorder {
+        Recorder { key, wc: FlowMask::ZERO, chain: Chain::default(), open: true, dirty: false }
+    }
+}
+
+/// The bits that decide whether a header `set_field` applies: every
+/// presence bit, the VLAN VID (its own presence) and the ethertype.
+fn applies_mask() -> FlowMask {
+    let mut m = FlowMask::ZERO;
+    if let Some(w) = m.words.get_mut(PRESENCE_WORD) {
+        *w = u64::MAX;
+    }
+    let _ = OXM_LAYOUT.set_field_mask(&mut m, FieldId::VlanVid, &[0xff, 0xff]);
+    let _ = OXM_LAYOUT.set_field_mask(&mut m, FieldId::EthType, &[0xff, 0xff]);
+    m
+}
+
+/// How a `set_field` affects recording.
+pub enum SetFieldEffect {
+    /// Pipeline field (metadata, tunnel id): always applies, stays exact.
+    Neutral,
+    /// Header field written in place when present: mark dirty.
+    InPlace,
+    /// Changes how the frame parses (or unknown): stop recording.
+    Structural,
+}
+
+/// Classify a `set_field` target.
+pub fn set_field_effect(f: FieldId) -> SetFieldEffect {
+    use FieldId as F;
+    match f {
+        F::Metadata | F::TunnelId => SetFieldEffect::Neutral,
+        F::EthDst
+        | F::EthSrc
+        | F::VlanVid
+        | F::VlanPcp
+        | F::IpDscp
+        | F::IpEcn
+        | F::Ipv4Src
+        | F::Ipv4Dst
+        | F::TcpSrc
+        | F::TcpDst
+        | F::UdpSrc
+        | F::UdpDst
+        | F::SctpSrc
+        | F::SctpDst
+        | F::Icmpv4Type
+        | F::Icmpv4Code
+        | F::ArpOp
+        | F::ArpSpa
+        | F::ArpTpa
+        | F::ArpSha
+        | F::ArpTha
+        | F::Ipv6Src
+        | F::Ipv6Dst
+        | F::Ipv6Flabel
+        | F::Icmpv6Code
+        | F::Ipv6NdTarget
+        | F::Ipv6NdSll
+        | F::Ipv6NdTll
+        | F::MplsLabel
+        | F::MplsTc
+        | F::PbbIsid => SetFieldEffect::InPlace,
+        _ => SetFieldEffect::Structural,
+    }
+}
+
+/// The caches of one pipeline.
+#[derive(Debug)]
+pub struct Caches {
+    exact: Vec<ExactSlot>,
+    mega: Vec<MegaSubtable>,
+    mega_len: usize,
+    applies: FlowMask,
+    pub stats: CacheStats,
+}
+
+impl Default for Caches {
+    fn default() -> Self {
+        Caches {
+            exact: Vec::new(),
+            mega: Vec::new(),
+            mega_len: 0,
+            applies: applies_mask(),
+            stats: CacheStats::default(),
+        }
+    }
+}
+
+impl Caches {
+    /// Drop every entry (statistics are kept).
+    pub fn clear(&mut self) {
+        self.exact = Vec::new();
+        self.mega.clear();
+        self.mega_len = 0;
+    }
+
+    /// Exact-match probe.
+    #[inline]
+    pub fn lookup_exact(&mut self, key: &FlowKey, gen: u64) -> Option<Chain> {
+        let i = hash_key(key) as usize & (EXACT_SLOTS - 1);
+        match self.exact.get(i) {
+            Some(s) if s.gen == gen && s.key == *key => {
+                self.stats.exact_hits += 1;
+                Some(s.chain)
+            }
+            _ => {
+                self.stats.exact_misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Megaflow probe: every mask in turn, first current entry wins.
+    #[inline]
+    pub fn lookup_megaflow(&mut self, key: &FlowKey, gen: u64) -> Option<Chain> {
+        for st in &self.mega {
+            let mk = st.masked(key);
+            if let Some(e) = st.map.get(&mk) {
+                if e.gen == gen {
+                    self.stats.megaflow_hits += 1;
+                    return Some(e.chain);
+                }
+            }
+        }
+        self.stats.megaflow_misses += 1;
+        None
+    }
+
+    pub fn install_exact(&mut self, key: &FlowKey, chain: Chain, gen: u64) {
+        if self.exact.is_empty() {
+            let empty = ExactSlot { gen: 0, key: FlowKey::ZERO, chain: Chain::default() };
+            self.exact = vec![empty; EXACT_SLOTS];
+        }
+        let i = hash_key(key) as usize & (EXACT_SLOTS - 1);
+        if let Some(s) = self.exact.get_mut(i) {
+            *s = ExactSlot { gen, key: *key, chain };
+        }
+    }
+
+    pub fn install_megaflow(&mut self, key: &FlowKey, wc: &FlowMask, chain: Chain, gen: u64) {
+        let pos = match self.mega.iter().position(|s| s.mask == *wc) {
+            Some(p) => p,
+            None => {
+                if self.mega.len() >= MEGAFLOW_MAX_MASKS {
+                    self.mega.clear();
+                    self.mega_len = 0;
+                }
+                let words = (0..KEY_WORDS).filter(|&w| wc.words[w] != 0).map(|w| w as u8);
+                self.mega.push(MegaSubtable {
+                    mask: *wc,
+                    words: words.collect(),
+                    map: HashMap::default(),
+                });
+                self.mega.len() - 1
+            }
+        };
+        if self.mega_len >= MEGAFLOW_MAX {
+            for s in &mut self.mega {
+                s.map.clear();
+            }
+            self.mega_len = 0;
+        }
+        let Some(st) = self.mega.get_mut(pos) else { return };
+        let mk = st.masked(key);
+        if st.map.insert(mk, MegaEntry { gen, chain }).is_none() {
+            self.mega_len += 1;
+        }
+        self.stats.megaflow_entries = self.mega_len as u64;
+        self.stats.megaflow_masks = self.mega.len() as u64;
+    }
+
+    /// Before a recorded lookup: if a header `set_field` ran since the
+    /// previous one, pin the bits that decided whether it applied.
+    #[inline]
+    pub fn settle(&self, rec: &mut Recorder) {
+        if rec.dirty {
+            for (w, m) in rec.wc.words.iter_mut().zip(self.applies.words.iter()) {
+                *w |= *m;
+            }
+            rec.dirty = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(hops: &[(u8, u32)]) -> Chain {
+        let mut c = Chain::default();
+        for &(table, entry) in hops {
+            assert!(c.push(Hop { table, entry }));
+        }
+        c
+    }
+
+    #[test]
+    fn exact_hits_only_same_key_and_generation() {
+        let mut c = Caches::default();
+        let mut k = FlowKey::ZERO;
+        k.words[3] = 0x0a00_0001;
+        let ch = chain(&[(0, 3), (1, Hop::NO_ENTRY)]);
+        assert_eq!(c.lookup_exact(&k, 1), None);
+        c.install_exact(&k, ch, 1);
+        assert_eq!(c.lookup_exact(&k, 1), Some(ch));
+        assert_eq!(c.lookup_exact(&k, 2), None, "stale generation is a miss");
+        let mut k2 = k;
+        k2.words[23] = 1;
+        assert_eq!(c.lookup_exact(&k2, 1), None);
+        assert_eq!((c.stats.exact_hits, c.stats.exact_misses), (1, 3));
+    }
+
+    #[test]
+    fn megaflow_matches_on_masked_bits_only() {
+        let mut c = Caches::default();
+        let mut wc = FlowMask::ZERO;
+        wc.words[3] = 0xffff_0000;
+        let mut k = FlowKey::ZERO;
+        k.words[3] = 0x0a01_0203;
+        k.words[4] = 80;
+        let ch = chain(&[(0, 7)]);
+        c.install_megaflow(&k, &wc, ch, 5);
+        let mut k2 = k;
+        k2.words[3] = 0x0a01_ffff; // same /16
+        k2.words[4] = 443; // unconsulted word
+        assert_eq!(c.lookup_megaflow(&k2, 5), Some(ch));
+        k2.words[3] = 0x0a02_0000;
+        assert_eq!(c.lookup_megaflow(&k2, 5), None);
+        assert_eq!(c.lookup_megaflow(&k, 6), None);
+        assert_eq!((c.stats.megaflow_entries, c.stats.megaflow_masks), (1, 1));
+    }
+
+    #[test]
+    fn megaflow_is_bounded() {
+        let mut c = Caches::default();
+        let mut wc = FlowMask::ZERO;
+        wc.words[0] = u64::MAX;
+        for i in 0..(MEGAFLOW_MAX as u64 + 10) {
+            let mut k = FlowKey::ZERO;
+            k.words[0] = i;
+            c.install_megaflow(&k, &wc, chain(&[(0, 0)]), 1);
+        }
+        assert!(c.stats.megaflow_entries <= MEGAFLOW_MAX as u64);
+        for i in 0..(MEGAFLOW_MAX_MASKS as u64 + 3) {
+            let mut m = FlowMask::ZERO;
+            m.words[1] = i + 1;
+            c.install_megaflow(&FlowKey::ZERO, &m, chain(&[(0, 0)]), 1);
+        }
+        assert!(c.stats.megaflow_masks <= MEGAFLOW_MAX_MASKS as u64);
+    }
+
+    #[test]
+    fn chain_prefix_is_bounded() {
+        let mut c = Chain::default();
+        for t in 0..MAX_HOPS as u8 {
+            assert!(c.push(Hop { table: t, entry: 0 }));
+        }
+        assert!(!c.push(Hop { table: 99, entry: 0 }));
+        assert_eq!(c.hops().len(), MAX_HOPS);
+    }
+
+    #[test]
+    fn settle_adds_presence_vlan_and_ethertype() {
+        let c = Caches::default();
+        let mut r = Recorder::new(FlowKey::ZERO);
+        c.settle(&mut r);
+        assert!(r.wc.is_zero());
+        r.dirty = true;
+        c.settle(&mut r);
+        assert_eq!(r.wc.words[PRESENCE_WORD], u64::MAX);
+        assert!(!r.dirty);
+    }
+}

@@ -372,11 +372,16 @@ fn body(msg: &Message) -> String {
                     (256, "PORT_BLOCKED"),
                 ],
             );
+            // ovs-ofctl names the auxiliary id only for auxiliary connections.
             let _ = write!(
                 s,
-                " dpid:{:016x}\nn_tables:{}, n_buffers:{}, auxiliary_id:{}\ncapabilities: {caps}",
-                f.datapath_id, f.n_tables, f.n_buffers, f.auxiliary_id
+                " dpid:{:016x}\nn_tables:{}, n_buffers:{}",
+                f.datapath_id, f.n_tables, f.n_buffers
             );
+            if f.auxiliary_id != 0 {
+                let _ = write!(s, ", auxiliary_id:{}", f.auxiliary_id);
+            }
+            let _ = write!(s, "\ncapabilities: {caps}");
             if f.reserved != 0 {
                 let _ = write!(s, "\nreserved:0x{:x}", f.reserved);
             }
@@ -395,13 +400,16 @@ fn body(msg: &Message) -> String {
             let _ = write!(s, " miss_send_len={}", c.miss_send_len);
         }
         Message::PacketIn(p) => {
+            // ovs-ofctl's order: table (if not 0), cookie (if not all-ones), length, match.
+            if p.table_id != 0 {
+                let _ = write!(s, " table_id={}", p.table_id);
+            }
+            if p.cookie != u64::MAX {
+                let _ = write!(s, " cookie=0x{:x}", p.cookie);
+            }
             let _ = write!(s, " total_len={}", p.total_len);
             for t in fields::match_tokens(&p.r#match) {
                 let _ = write!(s, " {t}");
-            }
-            let _ = write!(s, " table_id={}", p.table_id);
-            if p.cookie != u64::MAX {
-                let _ = write!(s, " cookie=0x{:x}", p.cookie);
             }
             let reason = match p.reason {
                 0 => "no_match".to_string(),
@@ -426,18 +434,26 @@ fn body(msg: &Message) -> String {
                 4 => "meter_delete".to_string(),
                 n => format!("reason{n}"),
             };
+            // As ovs-ofctl: the cookie only when set, `hard` only when used.
             let _ = write!(
                 s,
-                " {} reason={reason} table_id={} cookie:0x{:x} duration{} idle{} hard{} pkts{} bytes{}",
+                " {} reason={reason} table_id={}",
                 fields::match_with_priority(f.priority, &f.r#match),
-                f.table_id,
-                f.cookie,
-                duration(f.duration_sec, f.duration_nsec),
-                f.idle_timeout,
-                f.hard_timeout,
-                f.packet_count,
-                f.byte_count
+                f.table_id
             );
+            if f.cookie != 0 {
+                let _ = write!(s, " cookie:0x{:x}", f.cookie);
+            }
+            let _ = write!(
+                s,
+                " duration{} idle{}",
+                duration(f.duration_sec, f.duration_nsec),
+                f.idle_timeout
+            );
+            if f.hard_timeout != 0 {
+                let _ = write!(s, " hard{}", f.hard_timeout);
+            }
+            let _ = write!(s, " pkts{} bytes{}", f.packet_count, f.byte_count);
         }
         Message::PortStatus(p) => {
             let _ = write!(

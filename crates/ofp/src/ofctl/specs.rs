@@ -200,7 +200,12 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
                             "a cookie mask is only allowed when modifying or deleting flows",
                         ));
                     }
-                    spec.cookie_mask = parse_uint(mt, u64::MAX as u128, "cookie mask")? as u64;
+                    // ovs-ofctl takes -1 for the all-ones mask.
+                    spec.cookie_mask = if mt.text == "-1" {
+                        u64::MAX
+                    } else {
+                        parse_uint(mt, u64::MAX as u128, "cookie mask")? as u64
+                    };
                 }
             }
             "out_port" => spec.out_port = parse_port(v)?,
@@ -408,6 +413,7 @@ pub fn parse_meter(text: &str) -> TextResult<MeterSpec> {
         prec: u8,
     }
     let mut bands: Vec<B<'_>> = Vec::new();
+    let mut seen_band = false;
     for item in split_items(whole)? {
         let (k, v) = item.split_kv(&['=', ':']);
         match (k.text, v) {
@@ -422,12 +428,20 @@ pub fn parse_meter(text: &str) -> TextResult<MeterSpec> {
                     parse_uint(v, u32::MAX as u128, "meter")? as u32
                 })
             }
+            // As ovs-ofctl: `band=` once, then each `type=` starts a band.
             ("band", Some(v)) => {
+                if seen_band {
+                    return Err(item.err("`band=` may appear once; each `type=` starts a new band"));
+                }
+                seen_band = true;
                 let (tk, tv) = v.split_kv(&['=', ':']);
                 match (tk.text, tv) {
                     ("type", Some(tv)) => bands.push(B { ty: tv, rate: None, burst: 0, prec: 0 }),
                     _ => return Err(v.err("expected `band=type=drop|dscp_remark`")),
                 }
+            }
+            ("type", Some(tv)) if seen_band => {
+                bands.push(B { ty: tv, rate: None, burst: 0, prec: 0 })
             }
             ("rate" | "burst_size" | "prec_level", Some(v)) => {
                 let Some(b) = bands.last_mut() else {
@@ -619,7 +633,7 @@ mod tests {
 
     #[test]
     fn meters() {
-        let m = parse_meter("meter=3,kbps,burst,band=type=drop,rate=1000,burst_size=100,band=type=dscp_remark,rate=500,prec_level=1")
+        let m = parse_meter("meter=3,kbps,burst,band=type=drop,rate=1000,burst_size=100,type=dscp_remark,rate=500,prec_level=1")
             .unwrap();
         assert_eq!(m.meter_id, 3);
         assert_eq!(m.flags, meter_flags::KBPS | meter_flags::BURST);

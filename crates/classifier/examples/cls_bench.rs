@@ -130,7 +130,7 @@ fn table_of(case: &Case) -> FlowTable {
             idle_timeout: 0,
             hard_timeout: 0,
             flags: 0,
-            instructions: Vec::<Instruction>::new(),
+            instructions: Vec::<Instruction>::new().into(),
             installed_ns: 0,
             last_used_ns: 0,
             packet_count: 0,

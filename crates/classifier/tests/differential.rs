@@ -38,7 +38,7 @@ fn entry(id: RuleId, s: &RuleSpec) -> FlowEntry {
         idle_timeout: 0,
         hard_timeout: 0,
         flags: 0,
-        instructions: vec![],
+        instructions: Vec::new().into(),
         installed_ns: 0,
         last_used_ns: 0,
         packet_count: 0,

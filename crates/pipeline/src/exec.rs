@@ -38,6 +38,7 @@ use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::{FlowKey, FlowMask, OXM_LAYOUT};
 use sluice_packet::parse::{parse, Meta, ParseInfo};
+use std::sync::Arc;
 
 /// Where transmitted frames go.
 pub trait Tx {
@@ -249,12 +250,12 @@ pub enum TraceEvent {
     Drop(&'static str),
 }
 
-/// The instructions of an entry in the order §5.9 executes them, whatever
-/// order the FLOW_MOD listed them in: meter, apply-actions, clear-actions,
-/// write-actions, write-metadata, goto-table (experimenter instructions are
-/// rejected at flow-mod time and come last).
-fn in_execution_order(ins: &[Instruction]) -> Vec<&Instruction> {
-    let rank = |i: &Instruction| match i {
+/// Execution rank of an instruction: §5.9 runs an entry's instructions as
+/// meter, apply-actions, clear-actions, write-actions, write-metadata,
+/// goto-table, whatever order the FLOW_MOD listed them in (experimenter
+/// instructions are rejected at flow-mod time and come last).
+fn exec_rank(i: &Instruction) -> u8 {
+    match i {
         Instruction::Meter(_) => 0,
         Instruction::ApplyActions(_) => 1,
         Instruction::ClearActions => 2,
@@ -262,10 +263,13 @@ fn in_execution_order(ins: &[Instruction]) -> Vec<&Instruction> {
         Instruction::WriteMetadata { .. } => 4,
         Instruction::GotoTable(_) => 5,
         Instruction::Experimenter { .. } => 6,
-    };
-    let mut v: Vec<&Instruction> = ins.iter().collect();
-    v.sort_by_key(|i| rank(i));
-    v
+    }
+}
+
+/// The instructions in execution order, without allocating: at most one
+/// instruction of each type is allowed, so one pass per rank is cheap.
+fn in_execution_order(ins: &[Instruction]) -> impl Iterator<Item = &Instruction> {
+    (0..=6u8).flat_map(move |r| ins.iter().filter(move |i| exec_rank(i) == r))
 }
 
 /// What an apply-actions list does to the recording of a cache entry
@@ -457,7 +461,7 @@ impl Pipeline {
                 },
                 depth: self.cfg.max_group_depth,
             };
-            let instructions = e.instructions.clone();
+            let instructions = Arc::clone(&e.instructions);
             if let Some(hit) = hit {
                 self.note(hit);
             }

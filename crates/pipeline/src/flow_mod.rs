@@ -301,7 +301,7 @@ impl Pipeline {
                         rule.covers(&e.rule)
                     };
                     if selected && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask) {
-                        e.instructions = fm.instructions.clone();
+                        e.instructions = fm.instructions.as_slice().into();
                         if fm.flags & ff::RESET_COUNTS != 0 {
                             e.packet_count = 0;
                             e.byte_count = 0;
@@ -366,7 +366,7 @@ impl Pipeline {
             idle_timeout: fm.idle_timeout,
             hard_timeout: fm.hard_timeout,
             flags: fm.flags,
-            instructions: fm.instructions.clone(),
+            instructions: fm.instructions.as_slice().into(),
             installed_ns: now,
             last_used_ns: now,
             packet_count,

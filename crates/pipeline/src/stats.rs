@@ -151,7 +151,7 @@ impl Pipeline {
                             packet_count: e.packet_count,
                             byte_count: e.byte_count,
                             match_: e.r#match.clone(),
-                            instructions: e.instructions.clone(),
+                            instructions: e.instructions.to_vec(),
                         }
                     })
                     .collect(),

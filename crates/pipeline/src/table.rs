@@ -46,6 +46,7 @@ use sluice_ofp::oxm::Match;
 use sluice_packet::key::{FlowKey, FlowMask};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 /// One flow entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,7 +60,8 @@ pub struct FlowEntry {
     pub hard_timeout: u16,
     /// `OFPFF_*` flags.
     pub flags: u16,
-    pub instructions: Vec<Instruction>,
+    /// Shared so a packet can run them without copying (one refcount bump).
+    pub instructions: Arc<[Instruction]>,
     /// Pipeline time (ns) when installed (or last replaced by ADD).
     pub installed_ns: u64,
     /// Pipeline time (ns) of the last packet, or of installation.
@@ -297,7 +299,7 @@ mod tests {
             idle_timeout: 0,
             hard_timeout: 0,
             flags: 0,
-            instructions: vec![],
+            instructions: Arc::from(Vec::new()),
             installed_ns: 0,
             last_used_ns: 0,
             packet_count: 0,

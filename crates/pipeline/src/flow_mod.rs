@@ -420,6 +420,9 @@ impl Pipeline {
         let now = self.now_ns;
         const S: u64 = 1_000_000_000;
         for t in 0..self.tables.len() {
+            if !self.tables[t].has_timeouts() {
+                continue;
+            }
             let mut reasons = Vec::new();
             let removed = self.tables[t].remove_where(|e| {
                 let hard =

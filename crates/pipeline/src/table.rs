@@ -20,13 +20,18 @@
 //!   insertion point: O(n) memmove), classifier insert (O(log n) plus
 //!   O(number of masks) to keep the probe order), and marking the
 //!   `seq → index` map stale from the insertion point.
-//! - removal (`remove_where`): one O(n) pass over the vector, one classifier
+//! - removal (`remove_where`): one O(n) pass over the vector (entries move
+//!   only from the first removed one on), one classifier
 //!   remove per removed entry, and the map marked stale from the first
 //!   removed position.
 //! - The stale part of the map is rebuilt on the next indexed lookup
 //!   (O(n − first stale position) once per batch of flow-mods, not per
 //!   flow-mod). Appends at the end of a priority level, the common case of
 //!   bulk loads in priority order, touch one map slot.
+//! - Every ADD first looks for an identical entry (same priority and
+//!   rule): a hash probe on (priority, rule) for candidate seqs, then a
+//!   binary search for each one's position, so bulk loads stay
+//!   O(n log n) instead of O(n²).
 //! - modify (instructions only) and replace (same rule, priority and seq)
 //!   do not touch the index.
 //!
@@ -45,7 +50,7 @@ use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Match;
 use sluice_packet::key::{FlowKey, FlowMask};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
 /// One flow entry.
@@ -100,6 +105,16 @@ impl Hasher for SeqHasher {
 
 type SeqMap = HashMap<u64, u32, BuildHasherDefault<SeqHasher>>;
 
+fn has_timeout(e: &FlowEntry) -> bool {
+    e.idle_timeout != 0 || e.hard_timeout != 0
+}
+
+fn strict_hash(priority: u16, rule: &Rule) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (priority, rule).hash(&mut h);
+    h.finish()
+}
+
 /// The tuple-space index of a table's entries.
 #[derive(Clone, Debug)]
 struct Index {
@@ -120,6 +135,12 @@ pub struct FlowTable {
     entries: Vec<FlowEntry>,
     /// Tuple-space index (`Datapath::Classifier`), or `None` (reference).
     index: Option<Box<Index>>,
+    /// Hash of (priority, rule) → seqs of the entries with that hash: a
+    /// strict lookup (the one every ADD does) without scanning the vector.
+    strict: HashMap<u64, Vec<u64>>,
+    /// Entries with an idle or hard timeout (expiry scans skip tables
+    /// without any).
+    timed: usize,
     pub max_entries: usize,
     pub lookup_count: u64,
     pub matched_count: u64,
@@ -133,6 +154,8 @@ impl FlowTable {
         FlowTable {
             entries: Vec::new(),
             index: None,
+            strict: HashMap::new(),
+            timed: 0,
             max_entries,
             lookup_count: 0,
             matched_count: 0,
@@ -174,6 +197,11 @@ impl FlowTable {
     /// depend on them).
     pub(crate) fn entries_mut(&mut self) -> &mut [FlowEntry] {
         &mut self.entries
+    }
+
+    /// Whether any entry has an idle or hard timeout.
+    pub fn has_timeouts(&self) -> bool {
+        self.timed > 0
     }
 
     pub fn len(&self) -> usize {
@@ -228,9 +256,38 @@ impl FlowTable {
         Some(i)
     }
 
-    /// Index of the entry with exactly this rule and priority.
+    /// Index of the entry with exactly this rule and priority: a hash probe
+    /// for the candidates' seqs, a binary search for each one's position.
     pub fn find_strict(&self, rule: &Rule, priority: u16) -> Option<usize> {
-        self.entries.iter().position(|e| e.priority == priority && e.rule == *rule)
+        let seqs = self.strict.get(&strict_hash(priority, rule))?;
+        seqs.iter().find_map(|&seq| {
+            let i = self.position(priority, seq)?;
+            let e = &self.entries[i];
+            (e.rule == *rule).then_some(i)
+        })
+    }
+
+    /// Position of the entry with this priority and seq (binary search on
+    /// the sort order).
+    fn position(&self, priority: u16, seq: u64) -> Option<usize> {
+        let at = self
+            .entries
+            .partition_point(|x| (x.priority, u64::MAX - x.seq) > (priority, u64::MAX - seq));
+        self.entries.get(at).filter(|e| e.priority == priority && e.seq == seq).map(|_| at)
+    }
+
+    fn strict_add(&mut self, e: &FlowEntry) {
+        self.strict.entry(strict_hash(e.priority, &e.rule)).or_default().push(e.seq);
+    }
+
+    fn strict_remove(&mut self, e: &FlowEntry) {
+        let h = strict_hash(e.priority, &e.rule);
+        if let Some(v) = self.strict.get_mut(&h) {
+            v.retain(|&s| s != e.seq);
+            if v.is_empty() {
+                self.strict.remove(&h);
+            }
+        }
     }
 
     /// Insert keeping the order invariant.
@@ -243,23 +300,32 @@ impl FlowTable {
             debug_assert!(r.is_ok(), "index insert: {r:?}");
             ix.stale_from = ix.stale_from.min(at);
         }
+        self.strict_add(&e);
+        self.timed += usize::from(has_timeout(&e));
         self.entries.insert(at, e);
     }
 
     /// Remove the entries for which `f` is true; returns them in table order.
+    /// `f` is called once per entry, in table order. Nothing is moved
+    /// unless something is removed, and then only the entries after the
+    /// first removed one.
     pub fn remove_where(&mut self, mut f: impl FnMut(&FlowEntry) -> bool) -> Vec<FlowEntry> {
-        let mut removed = Vec::new();
-        let mut kept = Vec::with_capacity(self.entries.len());
-        let mut first_removed = usize::MAX;
-        for (i, e) in self.entries.drain(..).enumerate() {
+        let Some(first_removed) = self.entries.iter().position(&mut f) else {
+            return Vec::new();
+        };
+        let mut tail = self.entries.split_off(first_removed).into_iter();
+        let mut removed: Vec<FlowEntry> = tail.next().into_iter().collect();
+        for e in tail {
             if f(&e) {
-                first_removed = first_removed.min(i);
                 removed.push(e);
             } else {
-                kept.push(e);
+                self.entries.push(e);
             }
         }
-        self.entries = kept;
+        self.timed -= removed.iter().filter(|e| has_timeout(e)).count();
+        for e in &removed {
+            self.strict_remove(e);
+        }
         if let Some(ix) = self.index.as_deref_mut() {
             for e in &removed {
                 ix.cls.remove(RuleId(e.seq));
@@ -272,8 +338,15 @@ impl FlowTable {
 
     /// Replace the entry at `i` (same rule and priority, so order holds).
     pub fn replace(&mut self, i: usize, e: FlowEntry) {
+        let Some(old) = self.entries.get(i) else { return };
+        debug_assert!(old.priority == e.priority);
+        if old.rule != e.rule || old.priority != e.priority || old.seq != e.seq {
+            let old = old.clone();
+            self.strict_remove(&old);
+            self.strict_add(&e);
+        }
         let Some(slot) = self.entries.get_mut(i) else { return };
-        debug_assert!(slot.priority == e.priority);
+        self.timed = self.timed + usize::from(has_timeout(&e)) - usize::from(has_timeout(slot));
         if let Some(ix) = self.index.as_deref_mut() {
             if slot.rule != e.rule || slot.priority != e.priority || slot.seq != e.seq {
                 let r = ix.cls.replace(RuleId(slot.seq), spec_of(&e));

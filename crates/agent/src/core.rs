@@ -12,8 +12,11 @@
 //! ## Never blocking on a controller
 //! Connection tasks do the socket I/O. The core hands them encoded frames
 //! with `try_send` on a bounded queue and never awaits a connection:
-//! - a PACKET_IN that finds the queue full, or the connection's token
-//!   bucket empty, is dropped and counted;
+//! - a PACKET_IN that finds the queue three-quarters full, or the
+//!   connection's token bucket empty, is dropped and counted: the last
+//!   quarter is kept for replies and other messages, so a packet-in flood
+//!   towards a controller that reads slowly costs packet-ins, not the
+//!   connection;
 //! - any other message that finds the queue full disconnects that
 //!   controller (logged and counted): dropping it silently would break
 //!   the protocol (a lost reply, a lost FLOW_REMOVED).
@@ -284,6 +287,15 @@ impl<S: Switch> Core<S> {
     /// Queue `bytes` for `id`.
     fn send(&mut self, id: ConnId, bytes: Vec<u8>, droppable: bool) -> Sent {
         let Some(conn) = self.conns.get(&id) else { return Sent::Closed };
+        // Droppable messages (packet-ins) may not take the last quarter of
+        // the queue: replies to a controller that reads slowly still fit,
+        // so a packet-in flood costs packet-ins, never the connection.
+        let reserve = (conn.out.max_capacity() / 4).max(1);
+        if droppable && conn.out.capacity() <= reserve {
+            conn.counters.packet_in_dropped_queue.fetch_add(1, Relaxed);
+            self.shared.counters.packet_in_dropped_queue.fetch_add(1, Relaxed);
+            return Sent::Dropped;
+        }
         match conn.out.try_send(bytes) {
             Ok(()) => Sent::Queued,
             Err(mpsc::error::TrySendError::Full(_)) if droppable => {

@@ -250,12 +250,15 @@ impl Agent {
         let core = core::Core::new(switch, cfg.clone(), shared.clone());
         tasks.push(tokio::spawn(core.run(core_rx, shutdown_rx)));
         let mut listeners = Vec::new();
+        // Only ssl:/pssl: targets speak TLS; tcp:/ptcp: stay plain even
+        // when another target needs the TLS context.
+        let tls_for = |t: &Target| tls.clone().filter(|_| t.transport == Transport::Ssl);
         for (t, local, l) in bound {
             listeners.push((t, local));
-            tasks.push(tokio::spawn(listen_loop(ctx.clone(), l, t, tls.clone())));
+            tasks.push(tokio::spawn(listen_loop(ctx.clone(), l, t, tls_for(&t))));
         }
         for t in cfg.targets.iter().filter(|t| !t.passive) {
-            tasks.push(tokio::spawn(active_loop(ctx.clone(), *t, tls.clone())));
+            tasks.push(tokio::spawn(active_loop(ctx.clone(), *t, tls_for(t))));
         }
         Ok(Agent { shared, cfg, shutdown, tasks, listeners })
     }

@@ -218,3 +218,28 @@ async fn pssl_listener_with_ovs_ofctl() {
     assert!(!out.status.success(), "a certificate from a wrong CA was accepted");
     agent.shutdown().await;
 }
+
+/// With an `ssl:` controller configured, a `ptcp:` listener still speaks
+/// plain OpenFlow (the TLS context belongs to ssl:/pssl: targets only).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_listener_stays_plain_next_to_an_ssl_controller() {
+    init_tracing();
+    let dir = TempDir::new("tls-mixed");
+    let ca = ca("sluice test CA");
+    let ctl_files = leaf(&dir.0, &ca, &ca, "controller");
+    let sw_files = leaf(&dir.0, &ca, &ca, "switch");
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut cfg =
+        test_config(&[format!("ssl:{}", l.local_addr().unwrap()), "ptcp:0:127.0.0.1".to_string()]);
+    cfg.tls = Some(sw_files);
+    let (sw, _) = TestSwitch::new(pipeline(2));
+    let agent = Agent::start(cfg, sw).await.unwrap();
+    let mut c = tls_controller(&l, &controller_acceptor(&ctl_files)).await.expect("TLS handshake");
+    assert_eq!(c.call(2, &Message::BarrierRequest).await, Message::BarrierReply);
+    let plain = agent.listeners()[0].1;
+    let s = tokio::net::TcpStream::connect(plain).await.unwrap();
+    let mut p = Ctl::new(s);
+    p.handshake().await;
+    assert_eq!(p.call(3, &Message::BarrierRequest).await, Message::BarrierReply);
+    agent.shutdown().await;
+}

@@ -3,7 +3,7 @@
 //!
 //! What? `sluice run` takes its settings from `--config FILE` (TOML) and from
 //! flags (`--dpid`, `--port`, `--listen`, `--controller`, `--fail-mode`,
-//! `--workers`, `--netns`). Flags override scalar keys of the file and add to
+//! `--workers`, `--netns`, `--datapath`, `--cache`). Flags override scalar keys of the file and add to
 //! its lists. The result is a [`DaemonConfig`]: the datapath's part
 //! ([`DatapathConfig`]) and the agent's ([`AgentConfig`]).
 //!
@@ -18,6 +18,8 @@
 //! fail_mode = "standalone"     # or "secure" (default)
 //! netns = "sw"                 # open ports in /run/netns/sw (optional)
 //! description = "lab switch"   # OFPMP_DESC dp_desc
+//! datapath = "classifier"      # flow-table lookup: "reference" or "classifier" (default)
+//! cache = "on"                 # "on" (exact + megaflow, default), "megaflow" or "off"
 //! listen = ["ptcp:6634:127.0.0.1"]
 //! controllers = ["tcp:127.0.0.1:6653"]
 //!
@@ -62,6 +64,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use sluice_agent::{AgentConfig, FailMode, RateLimit, Target, TlsFiles, Transport};
+use sluice_pipeline::{CacheMode, Datapath};
 use sluice_ports::{PortKind, PortSpec};
 
 /// OFPP_MAX.
@@ -97,6 +100,8 @@ pub struct FileConfig {
     pub fail_mode: Option<String>,
     pub netns: Option<String>,
     pub description: Option<String>,
+    pub datapath: Option<String>,
+    pub cache: Option<String>,
     #[serde(default)]
     pub port: Vec<FilePort>,
     #[serde(default)]
@@ -170,6 +175,10 @@ pub struct Overrides {
     pub fail_mode: Option<String>,
     pub workers: Option<usize>,
     pub netns: Option<String>,
+    /// `--datapath reference|classifier`.
+    pub datapath: Option<String>,
+    /// `--cache on|megaflow|off`.
+    pub cache: Option<String>,
 }
 
 /// One port to open.
@@ -227,6 +236,25 @@ pub struct DaemonConfig {
 /// least one.
 pub fn default_workers() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).saturating_sub(1).max(1)
+}
+
+/// `reference`, `classifier`: the flow-table lookup structure.
+pub fn parse_datapath(s: &str) -> Option<Datapath> {
+    match s.trim() {
+        "reference" => Some(Datapath::Reference),
+        "classifier" => Some(Datapath::Classifier),
+        _ => None,
+    }
+}
+
+/// `on`, `megaflow`, `off`: the caches in front of the tables.
+pub fn parse_cache(s: &str) -> Option<CacheMode> {
+    match s.trim() {
+        "on" => Some(CacheMode::On),
+        "megaflow" => Some(CacheMode::Megaflow),
+        "off" => Some(CacheMode::Off),
+        _ => None,
+    }
 }
 
 /// `0x1f`, `31`: a datapath id.
@@ -294,6 +322,27 @@ impl DaemonConfig {
                 return Err(err("description", "at most 255 bytes"));
             }
             dp.pipeline.dp_desc = d.clone();
+        }
+
+        // Fast path: lookup structure and caches.
+        let datapath = |key: &str, s: &str| {
+            parse_datapath(s)
+                .ok_or_else(|| err(key, format!("{s:?}: must be reference or classifier")))
+        };
+        if let Some(s) = &file.datapath {
+            dp.pipeline.datapath = datapath("datapath", s)?;
+        }
+        if let Some(s) = &over.datapath {
+            dp.pipeline.datapath = datapath("--datapath", s)?;
+        }
+        let cache = |key: &str, s: &str| {
+            parse_cache(s).ok_or_else(|| err(key, format!("{s:?}: must be on, megaflow or off")))
+        };
+        if let Some(s) = &file.cache {
+            dp.pipeline.cache = cache("cache", s)?;
+        }
+        if let Some(s) = &over.cache {
+            dp.pipeline.cache = cache("--cache", s)?;
         }
 
         // Workers and fail mode.
@@ -539,6 +588,8 @@ dpid = "0x00000000000000ab"
 workers = 3
 fail_mode = "standalone"
 description = "lab"
+datapath = "reference"
+cache = "megaflow"
 listen = ["ptcp:6634:127.0.0.1"]
 controllers = ["tcp:127.0.0.1:6653"]
 [[port]]
@@ -566,6 +617,8 @@ packet_in_rate = 0
         assert_eq!(c.agent.fail_mode, FailMode::Standalone);
         assert_eq!(c.datapath.pipeline.n_tables, 4);
         assert_eq!(c.datapath.pipeline.dp_desc, "lab");
+        assert_eq!(c.datapath.pipeline.datapath, Datapath::Reference);
+        assert_eq!(c.datapath.pipeline.cache, CacheMode::Megaflow);
         assert_eq!(c.datapath.mac_table_size, 10);
         let nums: Vec<u32> = c.datapath.ports.iter().map(|p| p.port_no).collect();
         assert_eq!(nums, vec![5, 7, 1]);
@@ -585,11 +638,18 @@ packet_in_rate = 0
             listen: vec!["ptcp:0:127.0.0.1".into()],
             fail_mode: Some("secure".into()),
             workers: Some(2),
+            datapath: Some("classifier".into()),
+            cache: Some("off".into()),
             ..Default::default()
         };
-        let c =
-            build("dpid = 3\nfail_mode = \"standalone\"\n[[port]]\nspec = \"afpacket:a\"\n", &over)
-                .unwrap();
+        let c = build(
+            "dpid = 3\nfail_mode = \"standalone\"\ndatapath = \"reference\"\ncache = \"on\"\n\
+             [[port]]\nspec = \"afpacket:a\"\n",
+            &over,
+        )
+        .unwrap();
+        assert_eq!(c.datapath.pipeline.datapath, Datapath::Classifier);
+        assert_eq!(c.datapath.pipeline.cache, CacheMode::Off);
         assert_eq!(c.datapath.pipeline.datapath_id, 17);
         assert_eq!(c.datapath.fail_mode, FailMode::Secure);
         assert_eq!(c.datapath.workers, 2);
@@ -612,6 +672,14 @@ packet_in_rate = 0
         assert!(e.msg.contains("n_table"), "{e}");
         assert_eq!(bad("workers = 0\n", &none).key, "workers");
         assert_eq!(bad("fail_mode = \"open\"\n", &none).key, "fail_mode");
+        let e = bad("datapath = \"compiled\"\n", &none);
+        assert_eq!(e.key, "datapath");
+        assert!(e.msg.contains("\"compiled\"") && e.msg.contains("reference"), "{e}");
+        let e = bad("cache = \"exact\"\n", &none);
+        assert_eq!(e.key, "cache");
+        assert!(e.msg.contains("\"exact\"") && e.msg.contains("megaflow"), "{e}");
+        let e = bad("datapath = 1\n", &none);
+        assert!(e.key.contains("line 1") && e.msg.contains("string"), "{e}");
         assert_eq!(bad("dpid = \"0xzz\"\n", &none).key, "dpid");
         assert_eq!(bad("dpid = -1\n", &none).key, "dpid");
         assert_eq!(bad("[limits]\nn_tables = 256\n", &none).key, "limits.n_tables");
@@ -646,6 +714,10 @@ packet_in_rate = 0
         assert_eq!(bad("", &o).key, "--dpid");
         let o = Overrides { workers: Some(0), ..Default::default() };
         assert_eq!(bad("", &o).key, "--workers");
+        let o = Overrides { datapath: Some("fast".into()), ..Default::default() };
+        assert_eq!(bad("", &o).key, "--datapath");
+        let o = Overrides { cache: Some("yes".into()), ..Default::default() };
+        assert_eq!(bad("", &o).key, "--cache");
         let o = Overrides { controllers: vec!["ptcp:1".into()], ..Default::default() };
         assert_eq!(bad("", &o).key, "--controller");
         let o = Overrides { netns: Some("a/b".into()), ..Default::default() };
@@ -674,6 +746,8 @@ packet_in_rate = 0
         assert_eq!(c.datapath.fail_mode, FailMode::Secure);
         assert!(c.agent.targets.is_empty());
         assert!(c.datapath.ports.is_empty());
+        assert_eq!(c.datapath.pipeline.datapath, Datapath::Classifier);
+        assert_eq!(c.datapath.pipeline.cache, CacheMode::On);
     }
 
     proptest::proptest! {

@@ -33,6 +33,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Hosts in network namespaces around a sluice switch, real traffic, live counters (root).
     Demo(cmd::demo::Args),
+    /// Forwarding rate of the pipeline on one thread, packets from memory (no I/O).
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -46,6 +48,7 @@ fn main() -> std::process::ExitCode {
         Command::Ctl(a) => cmd::ctl::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,3 +1,4 @@
+pub mod bench;
 pub mod bpf;
 pub mod ctl;
 pub mod demo;

@@ -41,6 +41,14 @@ pub struct Args {
     /// OpenFlow sockets stay in the current one.
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
+    /// Flow-table lookup: `reference` (linear scan, the oracle) or
+    /// `classifier` (tuple-space search, default).
+    #[arg(long, value_name = "KIND")]
+    pub datapath: Option<String>,
+    /// Caches in front of the tables: `on` (exact-match + megaflow,
+    /// default), `megaflow` or `off`.
+    #[arg(long, value_name = "MODE")]
+    pub cache: Option<String>,
     /// Check the configuration, print it and exit.
     #[arg(long)]
     pub check: bool,
@@ -55,6 +63,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         fail_mode: a.fail_mode,
         workers: a.workers,
         netns: a.netns,
+        datapath: a.datapath,
+        cache: a.cache,
     };
     let cfg = DaemonConfig::load(a.config.as_deref(), &over)?;
     if a.check {
@@ -74,6 +84,8 @@ fn print_config(cfg: &DaemonConfig) {
     println!("dpid: {:#018x}", d.pipeline.datapath_id);
     println!("workers: {}", d.workers);
     println!("fail_mode: {:?}", d.fail_mode);
+    println!("datapath: {:?}", d.pipeline.datapath);
+    println!("cache: {:?}", d.pipeline.cache);
     if let Some(ns) = &d.netns {
         println!("netns: {ns}");
     }

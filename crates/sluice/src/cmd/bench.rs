@@ -1,0 +1,851 @@
+//! `sluice bench`: packets from memory through the full pipeline, one
+//! thread, no I/O; one line per case on stdout.
+//!
+//! What? The forwarding rate of one worker's pipeline (`Pipeline::process`,
+//! parse → caches → tables → actions → transmit) on synthetic workloads,
+//! so that changes to the classifier and caches can be measured without
+//! ports, rings or the kernel in the way. Output:
+//!
+//! ```text
+//! # CASE RULES MPPS NS_PER_PKT
+//! l3/on 100000 12.345 81.0
+//! ```
+//!
+//! `#` lines are comments (settings, trace statistics, cut-short cases).
+//!
+//! Cases (each with caches `on`, `megaflow` and `off`, as `NAME/MODE`):
+//! - `1rule`: `in_port=1,actions=output:2`, one frame.
+//! - `l2`: 10, 100, 1k, 10k, 100k rules `dl_dst=MAC,actions=output:P`;
+//!   traffic cycles over all rules (a fixed shuffled order).
+//! - `l3`: the same sizes of `ip,nw_dst=A.B.C.0/24,actions=output:P`
+//!   (distinct /24s), one frame per rule, cycling likewise.
+//! - `twotable`: table 0 routes (101 /8 and 69 /16 prefixes, priority =
+//!   prefix length, `write_actions(output:P),goto_table:1`); table 1 an ACL
+//!   of 500 allowed TCP/UDP destination ports (no instructions: the action
+//!   set is executed) and a priority-0 `clear_actions` default deny. The
+//!   trace is a generated mix of short heavy-tailed conversations: lengths
+//!   `ceil(exp(N(1.25, 1.52²)))` (mean ≈ 11.7 packets, median 4), a fixed
+//!   number active at once, packets picked uniformly among the active ones;
+//!   10% of destinations are random (mostly unrouted) and 15% of ports random
+//!   (mostly denied). The achieved statistics are printed in a `#` line.
+//!
+//! Method: every frame (60 bytes, 64 on the wire) and the packet order are
+//! built before timing. Each case installs its flows into a fresh pipeline,
+//! runs a warm-up pass (one cycle over the distinct frames, or a quarter of
+//! the trace; untimed), then the timed packets; `Instant` is read around
+//! each chunk of 1024 `process` calls only, so progress-bar updates and
+//! checks are not timed. The pipeline clock is not advanced (no timeouts
+//! are used).
+//!
+//! Validation: the benchmark knows where every packet must go (its own model
+//! of each table: the rule's port, the longest matching route if the ACL
+//! allows the port, or nowhere) and the transmit hook checks every output
+//! against it. A case with any wrong, missing or extra output, or any
+//! asynchronous message (packet-in), fails: an error on stderr, no numbers,
+//! and a non-zero exit after the remaining cases ran. Flow installation
+//! taking a second or more is reported in a `#` line (it is not timed
+//! otherwise).
+//!
+//! Bounds: `--packets` at most 50M (the packet order is kept in memory,
+//! 8 bytes per packet); the warm-up and the timed run each stop early at
+//! `--max-seconds` of work (reported in a `#` line) so a linear-scan
+//! datapath at 100k rules still finishes.
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use sluice_ofp::message::flow_mod_command as fc;
+use sluice_ofp::ofctl::{parse_flow, Usage};
+use sluice_ofp::port::Port;
+use sluice_pipeline::{CacheMode, Config, Datapath, Pipeline, Tx};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// Arguments of `sluice bench`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Run only cases whose name (e.g. `l3/on`) contains one of these
+    /// comma-separated substrings.
+    #[arg(long, value_name = "PATTERN")]
+    pub cases: Option<String>,
+    /// Timed packets per case (`20000`, `500k`, `2M`).
+    #[arg(long, value_name = "N", default_value = "2M", value_parser = parse_count)]
+    pub packets: u64,
+    /// Flow-table lookup structure.
+    #[arg(long, value_enum, default_value = "classifier")]
+    pub datapath: DatapathArg,
+    /// Cache configuration to run each case with.
+    #[arg(long, value_enum, default_value = "all")]
+    pub cache: CacheArg,
+    /// Seed of the generated orders and trace (same seed, same packets).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Stop a case after this many seconds of timed work.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, value_parser = parse_secs)]
+    pub max_seconds: f64,
+}
+
+/// `--datapath`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatapathArg {
+    Reference,
+    Classifier,
+}
+
+/// `--cache`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheArg {
+    On,
+    Megaflow,
+    Off,
+    All,
+}
+
+/// Largest `--packets`.
+const MAX_PACKETS: u64 = 50_000_000;
+
+fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1_000),
+        Some((i, 'm' | 'M')) => (&t[..i], 1_000_000),
+        _ => (t, 1),
+    };
+    match num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)) {
+        Some(n) if (1..=MAX_PACKETS).contains(&n) => Ok(n),
+        _ => Err(format!("bad count `{s}`: want 1..={MAX_PACKETS}, e.g. 20000, 500k or 2M")),
+    }
+}
+
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x > 0.0 && x <= 86_400.0 => Ok(x),
+        _ => Err(format!("bad duration `{s}`: want seconds, 0 < SECS <= 86400")),
+    }
+}
+
+/// Frame bytes (64 on the wire with the FCS).
+const FRAME_LEN: usize = 60;
+/// The port every packet arrives on.
+const IN_PORT: u32 = 1;
+/// Output ports the rules spread traffic over.
+const OUT_PORTS: [u32; 4] = [2, 3, 4, 5];
+/// `process` calls between clock reads and progress updates (small enough
+/// that `--max-seconds` is honoured on a slow linear-scan datapath).
+const CHUNK: usize = 1024;
+/// Rule counts of the `l2` and `l3` families.
+const SIZES: [usize; 5] = [10, 100, 1_000, 10_000, 100_000];
+/// Conversations in flight at once in the `twotable` trace.
+const ACTIVE_CONVERSATIONS: usize = 4096;
+/// Log-normal parameters of conversation lengths (see module docs).
+const LEN_MU: f64 = 1.25;
+const LEN_SIGMA: f64 = 1.52;
+/// Longest conversation, in packets.
+const MAX_CONV_LEN: u64 = 100_000;
+
+/// SplitMix64: small, fast, and the same numbers on every machine.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n` > 0).
+    fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+
+    /// Uniform in (0, 1].
+    fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box–Muller).
+    fn normal(&mut self) -> f64 {
+        let (u, v) = (self.unit(), self.unit());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, self.below(i + 1));
+        }
+    }
+}
+
+/// Header fields of a generated frame.
+#[derive(Clone, Copy)]
+struct Headers {
+    dl_src: [u8; 6],
+    dl_dst: [u8; 6],
+    nw_src: u32,
+    nw_dst: u32,
+    /// 6 (TCP) or 17 (UDP).
+    proto: u8,
+    tp_src: u16,
+    tp_dst: u16,
+}
+
+const SWITCH_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xfe];
+const HOST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
+
+impl Headers {
+    fn udp(nw_dst: u32) -> Headers {
+        Headers {
+            dl_src: HOST_MAC,
+            dl_dst: SWITCH_MAC,
+            nw_src: 0xc0a8_0001,
+            nw_dst,
+            proto: 17,
+            tp_src: 1024,
+            tp_dst: 9,
+        }
+    }
+
+    /// Ethernet + IPv4 (checksummed) + TCP or UDP, padded to 60 bytes.
+    fn frame(&self) -> [u8; FRAME_LEN] {
+        let mut f = [0u8; FRAME_LEN];
+        f[0..6].copy_from_slice(&self.dl_dst);
+        f[6..12].copy_from_slice(&self.dl_src);
+        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        let l4_len: u16 = if self.proto == 6 { 20 } else { (FRAME_LEN - 34) as u16 };
+        let ip = &mut f[14..34];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&(20 + l4_len).to_be_bytes());
+        ip[6] = 0x40; // DF
+        ip[8] = 64;
+        ip[9] = self.proto;
+        ip[12..16].copy_from_slice(&self.nw_src.to_be_bytes());
+        ip[16..20].copy_from_slice(&self.nw_dst.to_be_bytes());
+        let sum = ip.chunks_exact(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+        ip[10..12].copy_from_slice(&fold(sum).to_be_bytes());
+        let l4 = &mut f[34..];
+        l4[0..2].copy_from_slice(&self.tp_src.to_be_bytes());
+        l4[2..4].copy_from_slice(&self.tp_dst.to_be_bytes());
+        if self.proto == 6 {
+            l4[4..8].copy_from_slice(&1u32.to_be_bytes()); // seq
+            l4[12] = 5 << 4; // data offset
+            l4[13] = 0x10; // ACK
+            l4[14..16].copy_from_slice(&0xffffu16.to_be_bytes()); // window
+        } else {
+            l4[4..6].copy_from_slice(&l4_len.to_be_bytes());
+        }
+        f
+    }
+}
+
+/// One's-complement checksum of a sum of 16-bit words.
+fn fold(mut sum: u32) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+fn ip_text(a: u32) -> String {
+    std::net::Ipv4Addr::from(a).to_string()
+}
+
+fn mac_text(m: &[u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// Flows, frames and packet order of one family/size, shared by its cache
+/// modes.
+struct Workload {
+    family: &'static str,
+    /// Rules installed (the RULES column).
+    rules: usize,
+    /// Flows in ovs-ofctl `add-flow` syntax.
+    flows: Vec<String>,
+    frames: Vec<[u8; FRAME_LEN]>,
+    /// (frame index, port it must leave on or 0 for dropped), warm-up first.
+    seq: Vec<(u32, u32)>,
+    /// Untimed warm-up packets at the start of `seq`.
+    warm: usize,
+    /// Lines for stdout describing the workload (without `# `).
+    notes: Vec<String>,
+}
+
+/// `len` packets cycling over `n` frames in a shuffled order.
+fn cycle(rng: &mut Rng, n: usize, len: usize, port_of: impl Fn(usize) -> u32) -> Vec<(u32, u32)> {
+    let mut order: Vec<usize> = (0..n).collect();
+    rng.shuffle(&mut order);
+    order.iter().cycle().take(len).map(|&i| (i as u32, port_of(i))).collect()
+}
+
+fn one_rule(packets: usize) -> Workload {
+    let warm = packets.min(1024);
+    Workload {
+        family: "1rule",
+        rules: 1,
+        flows: vec![format!("in_port={IN_PORT},actions=output:{}", OUT_PORTS[0])],
+        frames: vec![Headers::udp(0x0a00_0001).frame()],
+        seq: vec![(0, OUT_PORTS[0]); warm + packets],
+        warm,
+        notes: Vec::new(),
+    }
+}
+
+fn port_of(i: usize) -> u32 {
+    OUT_PORTS[i % OUT_PORTS.len()]
+}
+
+fn l2(n: usize, packets: usize, rng: &mut Rng) -> Workload {
+    let mac = |i: usize| {
+        let b = (i as u32 + 1).to_be_bytes();
+        [0x02, 0x00, b[0], b[1], b[2], b[3]]
+    };
+    let flows = (0..n)
+        .map(|i| format!("dl_dst={},actions=output:{}", mac_text(&mac(i)), port_of(i)))
+        .collect();
+    let frames =
+        (0..n).map(|i| Headers { dl_dst: mac(i), ..Headers::udp(0x0a00_0001) }.frame()).collect();
+    let warm = packets.min(n);
+    Workload {
+        family: "l2",
+        rules: n,
+        flows,
+        frames,
+        seq: cycle(rng, n, warm + packets, port_of),
+        warm,
+        notes: Vec::new(),
+    }
+}
+
+fn l3(n: usize, packets: usize, rng: &mut Rng) -> Workload {
+    // Distinct /24s from 16.0.0.0 upwards; one host per prefix.
+    let net = |i: usize| 0x1000_0000u32 + ((i as u32) << 8);
+    let flows = (0..n)
+        .map(|i| format!("ip,nw_dst={}/24,actions=output:{}", ip_text(net(i)), port_of(i)))
+        .collect();
+    let frames =
+        (0..n).map(|i| Headers::udp(net(i) | (1 + (i as u32 * 7) % 254)).frame()).collect();
+    let warm = packets.min(n);
+    Workload {
+        family: "l3",
+        rules: n,
+        flows,
+        frames,
+        seq: cycle(rng, n, warm + packets, port_of),
+        warm,
+        notes: Vec::new(),
+    }
+}
+
+/// A route of the `twotable` case.
+struct Route {
+    net: u32,
+    len: u8,
+    port: u32,
+}
+
+impl Route {
+    fn mask(&self) -> u32 {
+        u32::MAX.checked_shl(32 - u32::from(self.len)).unwrap_or(0)
+    }
+
+    fn contains(&self, a: u32) -> bool {
+        a & self.mask() == self.net
+    }
+}
+
+fn twotable(packets: usize, rng: &mut Rng) -> Workload {
+    // Routes: 101 /8s, and 69 /16s of which about half refine a /8.
+    let mut octets: Vec<u32> = (1..=223).filter(|&o| o != 127).collect();
+    rng.shuffle(&mut octets);
+    let (covered, free) = octets.split_at(101);
+    let mut routes: Vec<Route> = covered
+        .iter()
+        .enumerate()
+        .map(|(k, &o)| Route { net: o << 24, len: 8, port: port_of(k) })
+        .collect();
+    let mut seen16 = HashSet::new();
+    while seen16.len() < 69 {
+        let first = if seen16.len() % 2 == 0 {
+            covered[rng.below(covered.len())]
+        } else {
+            free[rng.below(free.len())]
+        };
+        let net = (first << 24) | ((rng.below(256) as u32) << 16);
+        if seen16.insert(net) {
+            routes.push(Route { net, len: 16, port: port_of(routes.len() + 1) });
+        }
+    }
+    // ACL: 500 distinct (protocol, port) pairs, popular services first.
+    let mut acl: Vec<(u8, u16)> = vec![(6, 80), (6, 443), (17, 53), (6, 22), (17, 123), (17, 443)];
+    let mut allowed: HashSet<(u8, u16)> = acl.iter().copied().collect();
+    while acl.len() < 500 {
+        let proto = if rng.below(5) < 3 { 6 } else { 17 };
+        let port = 1 + rng.below(65_535) as u16;
+        if allowed.insert((proto, port)) {
+            acl.push((proto, port));
+        }
+    }
+    let mut flows: Vec<String> = routes
+        .iter()
+        .map(|r| {
+            format!(
+                "table=0,priority={},ip,nw_dst={}/{},actions=write_actions(output:{}),goto_table:1",
+                r.len,
+                ip_text(r.net),
+                r.len,
+                r.port
+            )
+        })
+        .collect();
+    flows.extend(acl.iter().map(|&(proto, port)| {
+        let p = if proto == 6 { "tcp" } else { "udp" };
+        // No instructions: the action set (the route's output) is executed.
+        format!("table=1,priority=10,{p},tp_dst={port},actions=drop")
+    }));
+    flows.push("table=1,priority=0,actions=clear_actions".into());
+
+    // The model: longest matching route, then the ACL.
+    let expect = |h: &Headers| -> u32 {
+        let best = routes.iter().filter(|r| r.contains(h.nw_dst)).max_by_key(|r| r.len);
+        match best {
+            Some(r) if allowed.contains(&(h.proto, h.tp_dst)) => r.port,
+            _ => 0,
+        }
+    };
+    let new_conv = |rng: &mut Rng| -> Headers {
+        let nw_dst = if rng.below(10) == 0 {
+            rng.next_u64() as u32
+        } else {
+            let r = &routes[rng.below(routes.len())];
+            r.net | (rng.next_u64() as u32 & !r.mask())
+        };
+        let (proto, tp_dst) = if rng.below(100) < 15 {
+            (if rng.below(2) == 0 { 6 } else { 17 }, rng.below(65_536) as u16)
+        } else {
+            // Skewed towards the first (popular) entries.
+            let u = rng.unit();
+            acl[((u * u * u * acl.len() as f64) as usize).min(acl.len() - 1)]
+        };
+        Headers {
+            dl_src: HOST_MAC,
+            dl_dst: SWITCH_MAC,
+            nw_src: 0x6400_0000 | (rng.next_u64() as u32 & 0x00ff_ffff),
+            nw_dst,
+            proto,
+            tp_src: 1024 + rng.below(64_512) as u16,
+            tp_dst,
+        }
+    };
+    let conv_len = |rng: &mut Rng| -> u64 {
+        let x = (LEN_MU + LEN_SIGMA * rng.normal()).exp().ceil();
+        (x as u64).clamp(1, MAX_CONV_LEN)
+    };
+
+    let warm = packets / 4;
+    let total = warm + packets;
+    let mut frames = Vec::new();
+    let mut lens = Vec::new();
+    // Active conversations: (frame index, expected port, packets left).
+    let mut active: Vec<(u32, u32, u64)> = Vec::with_capacity(ACTIVE_CONVERSATIONS);
+    let mut seq = Vec::with_capacity(total);
+    let mut start = |rng: &mut Rng, frames: &mut Vec<[u8; FRAME_LEN]>| {
+        let h = new_conv(rng);
+        let len = conv_len(rng);
+        lens.push(len);
+        frames.push(h.frame());
+        ((frames.len() - 1) as u32, expect(&h), len)
+    };
+    for _ in 0..ACTIVE_CONVERSATIONS {
+        active.push(start(rng, &mut frames));
+    }
+    while seq.len() < total {
+        let k = rng.below(active.len());
+        if let Some(c) = active.get_mut(k) {
+            seq.push((c.0, c.1));
+            c.2 -= 1;
+            if c.2 == 0 {
+                *c = start(rng, &mut frames);
+            }
+        }
+    }
+    let mut sorted = lens.clone();
+    sorted.sort_unstable();
+    let mean = sorted.iter().sum::<u64>() as f64 / sorted.len().max(1) as f64;
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
+    let max = sorted.last().copied().unwrap_or(0);
+    let fwd = seq[warm..].iter().filter(|s| s.1 != 0).count();
+    let notes = vec![format!(
+        "twotable: {} routes ({} /8 + {} /16) + {} ACL ports and default deny; trace: {} \
+         conversations (length mean {mean:.2}, median {median}, max {max}), {} in flight, \
+         {:.1}% of packets forwarded",
+        routes.len(),
+        routes.iter().filter(|r| r.len == 8).count(),
+        routes.iter().filter(|r| r.len == 16).count(),
+        acl.len(),
+        lens.len(),
+        ACTIVE_CONVERSATIONS,
+        100.0 * fwd as f64 / packets.max(1) as f64,
+    )];
+    Workload { family: "twotable", rules: flows.len(), flows, frames, seq, warm, notes }
+}
+
+/// Counts what the pipeline transmits and checks each output against the
+/// port the current packet must leave on.
+#[derive(Default)]
+struct CheckTx {
+    /// Port the packet being processed must go to (0: none).
+    expect: u32,
+    frames: u64,
+    bytes: u64,
+    /// Outputs to another port than `expect`.
+    wrong: u64,
+}
+
+impl Tx for CheckTx {
+    fn transmit(&mut self, port: u32, _queue: Option<u32>, frame: &[u8]) {
+        self.frames += 1;
+        self.bytes += frame.len() as u64;
+        if port != self.expect {
+            self.wrong += 1;
+        }
+    }
+}
+
+/// What one pass over part of a workload did.
+#[derive(Default)]
+struct Pass {
+    packets: u64,
+    /// Packets that should have been transmitted (once each).
+    expected: u64,
+    elapsed: Duration,
+    async_msgs: u64,
+    cut_short: bool,
+}
+
+/// Run `seq` through `p`, timing only the `process` loops.
+fn drive(
+    p: &mut Pipeline,
+    frames: &[[u8; FRAME_LEN]],
+    seq: &[(u32, u32)],
+    tx: &mut CheckTx,
+    limit: Duration,
+    pb: &ProgressBar,
+) -> Pass {
+    let mut pass = Pass::default();
+    for chunk in seq.chunks(CHUNK) {
+        let t0 = Instant::now();
+        for &(f, port) in chunk {
+            tx.expect = port;
+            // In bounds: `check_indices` ran before.
+            p.process(IN_PORT, &frames[f as usize], tx);
+        }
+        pass.elapsed += t0.elapsed();
+        pass.packets += chunk.len() as u64;
+        pass.expected += chunk.iter().filter(|s| s.1 != 0).count() as u64;
+        pass.async_msgs += p.take_async().len() as u64;
+        pb.inc(chunk.len() as u64);
+        if pass.elapsed >= limit {
+            pass.cut_short = pass.packets < seq.len() as u64;
+            break;
+        }
+    }
+    pass
+}
+
+/// The outcome check: every expected output exactly once, nothing else.
+fn verify(case: &str, what: &str, pass: &Pass, tx: &CheckTx) -> Result<()> {
+    if tx.wrong != 0 || tx.frames != pass.expected || pass.async_msgs != 0 {
+        bail!(
+            "{case}: misforwarded during {what} ({} packets): {} frames sent to the wrong \
+             port, {} frames sent where {} were expected, {} unexpected asynchronous messages",
+            pass.packets,
+            tx.wrong,
+            tx.frames,
+            pass.expected,
+            pass.async_msgs
+        );
+    }
+    Ok(())
+}
+
+fn build_pipeline(w: &Workload, datapath: Datapath, cache: CacheMode) -> Result<Pipeline> {
+    let mut p = Pipeline::new(Config { datapath, cache, ..Config::default() });
+    for n in std::iter::once(IN_PORT).chain(OUT_PORTS) {
+        let mac = [0x02, 0, 0, 0, 0xaa, n as u8];
+        p.ports_mut()
+            .add(Port { port_no: n, hw_addr: mac, name: format!("p{n}"), ..Port::default() }, 0);
+    }
+    for text in &w.flows {
+        let spec = parse_flow(text, Usage::Add)
+            .map_err(|e| anyhow::anyhow!("bench flow: {}", e.render(text)))?;
+        p.flow_mod(&spec.to_flow_mod(fc::ADD))
+            .map_err(|e| anyhow::anyhow!("bench flow rejected: {e}: {text}"))?;
+    }
+    p.take_async();
+    Ok(p)
+}
+
+fn check_indices(w: &Workload) -> Result<()> {
+    if w.seq.iter().any(|&(f, _)| f as usize >= w.frames.len()) {
+        bail!("internal error: {} packet order names a missing frame", w.family);
+    }
+    Ok(())
+}
+
+/// Timed result of one case.
+struct Measured {
+    packets: u64,
+    elapsed: Duration,
+}
+
+fn run_case(
+    name: &str,
+    w: &Workload,
+    datapath: Datapath,
+    cache: CacheMode,
+    limit: Duration,
+) -> Result<(Measured, Vec<String>)> {
+    let pb = ProgressBar::new(w.seq.len() as u64);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{msg:18} [{bar:30}] {human_pos:>10}/{human_len} pkts {per_sec:>14} {elapsed}",
+        )
+        .context("progress bar template")?
+        .progress_chars("=> "),
+    );
+    pb.set_message(format!("{name} (installing {} flows)", w.flows.len()));
+    pb.tick();
+    let t_install = Instant::now();
+    let mut p = build_pipeline(w, datapath, cache)?;
+    let install = t_install.elapsed();
+    pb.set_message(name.to_string());
+    let (warm_seq, timed_seq) = w.seq.split_at(w.warm.min(w.seq.len()));
+    let mut tx = CheckTx::default();
+    let warm = drive(&mut p, &w.frames, warm_seq, &mut tx, limit, &pb);
+    let warm_res = verify(name, "warm-up", &warm, &tx);
+    let mut tx = CheckTx::default();
+    let timed = if warm_res.is_ok() {
+        pb.set_position(warm_seq.len() as u64);
+        drive(&mut p, &w.frames, timed_seq, &mut tx, limit, &pb)
+    } else {
+        Pass::default()
+    };
+    pb.finish_and_clear();
+    warm_res?;
+    verify(name, "the timed run", &timed, &tx)?;
+    std::hint::black_box(tx.bytes);
+    let mut notes = Vec::new();
+    if install >= Duration::from_secs(1) {
+        notes.push(format!(
+            "{name}: installing {} flows took {:.1}s",
+            w.flows.len(),
+            install.as_secs_f64()
+        ));
+    }
+    if warm.cut_short {
+        notes.push(format!(
+            "{name}: warm-up stopped at the {}s limit after {} of {} packets",
+            limit.as_secs_f64(),
+            warm.packets,
+            warm_seq.len()
+        ));
+    }
+    if timed.cut_short {
+        notes.push(format!(
+            "{name}: stopped at the {}s limit after {} of {} packets",
+            limit.as_secs_f64(),
+            timed.packets,
+            timed_seq.len()
+        ));
+    }
+    Ok((Measured { packets: timed.packets, elapsed: timed.elapsed }, notes))
+}
+
+/// The family/size list, in output order.
+fn families() -> Vec<(&'static str, usize)> {
+    let mut v = vec![("1rule", 1)];
+    v.extend(SIZES.iter().map(|&n| ("l2", n)));
+    v.extend(SIZES.iter().map(|&n| ("l3", n)));
+    v.push(("twotable", 0));
+    v
+}
+
+fn cache_name(c: CacheMode) -> &'static str {
+    match c {
+        CacheMode::On => "on",
+        CacheMode::Megaflow => "megaflow",
+        CacheMode::Off => "off",
+    }
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let datapath = match a.datapath {
+        DatapathArg::Reference => Datapath::Reference,
+        DatapathArg::Classifier => Datapath::Classifier,
+    };
+    let caches: Vec<CacheMode> = match a.cache {
+        CacheArg::On => vec![CacheMode::On],
+        CacheArg::Megaflow => vec![CacheMode::Megaflow],
+        CacheArg::Off => vec![CacheMode::Off],
+        CacheArg::All => vec![CacheMode::On, CacheMode::Megaflow, CacheMode::Off],
+    };
+    let patterns: Vec<&str> = match &a.cases {
+        Some(s) => s.split(',').map(str::trim).filter(|t| !t.is_empty()).collect(),
+        None => Vec::new(),
+    };
+    let selected = |name: &str| patterns.is_empty() || patterns.iter().any(|p| name.contains(p));
+    let plan: Vec<((&str, usize), Vec<CacheMode>)> = families()
+        .into_iter()
+        .map(|f| {
+            let modes = caches
+                .iter()
+                .copied()
+                .filter(|&c| selected(&format!("{}/{}", f.0, cache_name(c))))
+                .collect::<Vec<_>>();
+            (f, modes)
+        })
+        .filter(|(_, m)| !m.is_empty())
+        .collect();
+    if plan.is_empty() {
+        bail!(
+            "no case matches --cases `{}` (cases: 1rule, l2, l3, twotable, each as NAME/on, \
+             NAME/megaflow, NAME/off)",
+            a.cases.as_deref().unwrap_or_default()
+        );
+    }
+    let packets = usize::try_from(a.packets).context("--packets too large")?;
+    let limit = Duration::from_secs_f64(a.max_seconds);
+    println!(
+        "# sluice bench: datapath={:?} packets={} seed={} frame={}B in_port={IN_PORT} (one thread)",
+        datapath,
+        a.packets,
+        a.seed,
+        FRAME_LEN + 4
+    );
+    println!("# CASE RULES MPPS NS_PER_PKT");
+    let mut failed = Vec::new();
+    for ((family, size), modes) in plan {
+        // Each workload gets its own stream so a filter does not change it.
+        let mut rng = Rng(a.seed ^ (size as u64).rotate_left(32) ^ family.len() as u64);
+        let w = match family {
+            "1rule" => one_rule(packets),
+            "l2" => l2(size, packets, &mut rng),
+            "l3" => l3(size, packets, &mut rng),
+            _ => twotable(packets, &mut rng),
+        };
+        check_indices(&w)?;
+        for n in &w.notes {
+            println!("# {n}");
+        }
+        for cache in modes {
+            let name = format!("{}/{}", w.family, cache_name(cache));
+            match run_case(&name, &w, datapath, cache, limit) {
+                Ok((m, notes)) => {
+                    let secs = m.elapsed.as_secs_f64().max(1e-9);
+                    let mpps = m.packets as f64 / secs / 1e6;
+                    let ns = secs * 1e9 / m.packets.max(1) as f64;
+                    println!("{name:<18} {:>7} {mpps:>9.3} {ns:>9.1}", w.rules);
+                    for n in notes {
+                        println!("# {n}");
+                    }
+                }
+                Err(e) => {
+                    eprintln!("sluice bench: FAILED {e:#}");
+                    failed.push(format!("{name} ({} rules)", w.rules));
+                }
+            }
+        }
+    }
+    if !failed.is_empty() {
+        bail!("{} case(s) failed validation: {}", failed.len(), failed.join(", "));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_parse() {
+        assert_eq!(parse_count("20000"), Ok(20_000));
+        assert_eq!(parse_count("500k"), Ok(500_000));
+        assert_eq!(parse_count("2M"), Ok(2_000_000));
+        assert!(parse_count("0").is_err());
+        assert!(parse_count("51M").is_err());
+        assert!(parse_count("x").unwrap_err().contains("`x`"));
+        assert!(parse_count("k").is_err());
+    }
+
+    #[test]
+    fn frames_are_well_formed() {
+        let h = Headers { proto: 6, tp_dst: 443, ..Headers::udp(0x0a01_0203) };
+        let f = h.frame();
+        assert_eq!(&f[12..14], &[0x08, 0x00]);
+        assert_eq!(f[23], 6);
+        assert_eq!(&f[30..34], &[10, 1, 2, 3]);
+        assert_eq!(&f[36..38], &443u16.to_be_bytes());
+        // The IPv4 header checksums to zero.
+        let sum = f[14..34].chunks_exact(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])));
+        assert_eq!(fold(sum.sum()), 0);
+        let u = Headers::udp(1).frame();
+        assert_eq!(&u[16..18], &46u16.to_be_bytes());
+        assert_eq!(&u[38..40], &26u16.to_be_bytes());
+    }
+
+    #[test]
+    fn routes_contain() {
+        let r = Route { net: 0x0a00_0000, len: 8, port: 2 };
+        assert!(r.contains(0x0aff_0001));
+        assert!(!r.contains(0x0b00_0000));
+        let r = Route { net: 0, len: 0, port: 2 };
+        assert!(r.contains(0xffff_ffff));
+    }
+
+    #[test]
+    fn trace_statistics() {
+        let w = twotable(200_000, &mut Rng(7));
+        assert_eq!(w.seq.len(), 250_000);
+        assert_eq!(w.rules, 170 + 500 + 1);
+        let fwd = w.seq.iter().filter(|s| s.1 != 0).count();
+        // Most, not all, packets are forwarded.
+        assert!(fwd > w.seq.len() / 2 && fwd < w.seq.len(), "{fwd}");
+        let mut rng = Rng(3);
+        let mut v: Vec<u64> = (0..200_000)
+            .map(|_| {
+                ((LEN_MU + LEN_SIGMA * rng.normal()).exp().ceil() as u64).clamp(1, MAX_CONV_LEN)
+            })
+            .collect();
+        v.sort_unstable();
+        let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
+        assert_eq!(v[v.len() / 2], 4);
+        assert!((10.5..13.0).contains(&mean), "{mean}");
+    }
+
+    #[test]
+    fn misforwarding_is_an_error() {
+        let pass = Pass { packets: 10, expected: 8, ..Pass::default() };
+        let ok = CheckTx { frames: 8, ..CheckTx::default() };
+        assert!(verify("x", "t", &pass, &ok).is_ok());
+        let wrong = CheckTx { frames: 8, wrong: 1, ..CheckTx::default() };
+        assert!(verify("x", "t", &pass, &wrong).is_err());
+        let missing = CheckTx { frames: 7, ..CheckTx::default() };
+        assert!(verify("x", "t", &pass, &missing).unwrap_err().to_string().contains("7 frames"));
+        let pin = Pass { async_msgs: 1, ..Pass { packets: 10, expected: 8, ..Pass::default() } };
+        assert!(verify("x", "t", &pin, &ok).is_err());
+        // The transmit hook itself flags a port other than the expected one.
+        let mut tx = CheckTx { expect: 2, ..CheckTx::default() };
+        tx.transmit(2, None, &[0; 60]);
+        tx.transmit(3, None, &[0; 60]);
+        assert_eq!((tx.frames, tx.wrong, tx.bytes), (2, 1, 120));
+    }
+
+    #[test]
+    fn cycles_cover_every_rule() {
+        let w = l3(100, 1000, &mut Rng(1));
+        let seen: HashSet<u32> = w.seq[..100].iter().map(|s| s.0).collect();
+        assert_eq!(seen.len(), 100);
+        assert!(w.seq.iter().all(|&(f, p)| p == port_of(f as usize)));
+    }
+}

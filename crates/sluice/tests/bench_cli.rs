@@ -1,0 +1,84 @@
+//! `sluice bench` from the outside: the output format of a small run, and
+//! clear errors for bad options. No timing assertions: the numbers depend on
+//! the machine; only their shape and sanity are checked. The run itself
+//! fails (non-zero exit) if the pipeline misforwards any packet, so this
+//! test also checks the L3 cases forward every packet to the right port.
+
+use std::process::{Command, Output};
+
+fn sluice(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice")).args(args).output().expect("run sluice")
+}
+
+#[test]
+fn l3_cases_print_one_line_each() {
+    let out = sluice(&["bench", "--packets", "20000", "--cases", "l3", "--max-seconds", "2"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.iter().any(|l| l.starts_with("# CASE RULES MPPS NS_PER_PKT")), "{stdout}");
+    let rows: Vec<Vec<&str>> = lines
+        .iter()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let mut seen = Vec::new();
+    for r in &rows {
+        assert_eq!(r.len(), 4, "want CASE RULES MPPS NS_PER_PKT: {r:?}");
+        let (case, rules) = (r[0], r[1].parse::<u64>().expect("RULES is an integer"));
+        let mpps: f64 = r[2].parse().expect("MPPS is a number");
+        let ns: f64 = r[3].parse().expect("NS_PER_PKT is a number");
+        assert!(case.starts_with("l3/"), "only l3 cases were asked for: {case}");
+        assert!(mpps > 0.0 && mpps.is_finite(), "{r:?}");
+        assert!(ns > 0.0 && ns.is_finite(), "{r:?}");
+        // The two columns describe the same rate (rounding aside).
+        assert!((mpps * ns / 1000.0 - 1.0).abs() < 0.05 || ns > 100_000.0, "{r:?}");
+        seen.push((case.to_string(), rules));
+    }
+    let mut want = Vec::new();
+    for rules in [10u64, 100, 1_000, 10_000, 100_000] {
+        for mode in ["on", "megaflow", "off"] {
+            want.push((format!("l3/{mode}"), rules));
+        }
+    }
+    assert_eq!(seen, want, "{stdout}");
+}
+
+#[test]
+fn bad_options_name_the_token() {
+    let cases = [
+        (&["bench", "--cache", "exact"][..], "exact"),
+        (&["bench", "--datapath", "fast"][..], "fast"),
+        (&["bench", "--packets", "lots"][..], "lots"),
+        (&["bench", "--packets", "0"][..], "`0`"),
+        (&["bench", "--cases", "nosuchcase"][..], "nosuchcase"),
+        (&["bench", "--frobnicate"][..], "--frobnicate"),
+    ];
+    for (args, token) in cases {
+        let out = sluice(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(stderr.contains(token), "{args:?}: error does not name `{token}`:\n{stderr}");
+        assert!(out.stdout.iter().all(|&b| b != b'\n') || !stderr.is_empty());
+    }
+}
+
+#[test]
+fn run_rejects_bad_datapath_and_cache() {
+    let out = sluice(&["run", "--check", "--datapath", "compiled"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("--datapath") && stderr.contains("compiled"), "{stderr}");
+    let out = sluice(&["run", "--check", "--cache", "maybe"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("--cache") && stderr.contains("maybe"), "{stderr}");
+    let out = sluice(&["run", "--check", "--datapath", "reference", "--cache", "megaflow"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains("datapath: Reference") && stdout.contains("cache: Megaflow"),
+        "{stdout}"
+    );
+}

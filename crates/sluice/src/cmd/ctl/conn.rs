@@ -348,7 +348,13 @@ impl Conn {
             let left = remaining(self.deadline).unwrap_or_default().max(Duration::from_millis(1));
             let _ = w.set_write_timeout(Some(left));
         }
-        w.write_all(bytes).map_err(|e| anyhow!("{t}: cannot send: {e}"))
+        w.write_all(bytes).map_err(|e| match e.kind() {
+            // A write timeout shows up as EAGAIN: say what it means.
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                anyhow!("{t}: timed out sending (the switch stopped reading; see --timeout)")
+            }
+            _ => anyhow!("{t}: cannot send: {e}"),
+        })
     }
 
     fn encode(&self, msg: &Message, xid: u32) -> Result<Vec<u8>> {

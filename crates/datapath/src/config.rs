@@ -19,7 +19,7 @@
 //! netns = "sw"                 # open ports in /run/netns/sw (optional)
 //! description = "lab switch"   # OFPMP_DESC dp_desc
 //! datapath = "classifier"      # flow-table lookup: "reference" or "classifier" (default)
-//! cache = "on"                 # "on" (exact + megaflow, default), "megaflow" or "off"
+//! cache = "off"                # "off" (default), "megaflow" or "on" (exact + megaflow)
 //! listen = ["ptcp:6634:127.0.0.1"]
 //! controllers = ["tcp:127.0.0.1:6653"]
 //!
@@ -747,7 +747,7 @@ packet_in_rate = 0
         assert!(c.agent.targets.is_empty());
         assert!(c.datapath.ports.is_empty());
         assert_eq!(c.datapath.pipeline.datapath, Datapath::Classifier);
-        assert_eq!(c.datapath.pipeline.cache, CacheMode::On);
+        assert_eq!(c.datapath.pipeline.cache, CacheMode::Off);
     }
 
     proptest::proptest! {

@@ -173,12 +173,23 @@ fn mix(h: u64, w: u64) -> u64 {
     (r as u64) ^ ((r >> 64) as u64)
 }
 
+/// Four independent lanes, folded at the end: the multiplies of one lane
+/// do not wait for the others, so the 24 words hash in about a quarter of
+/// the serial latency.
 #[inline]
 fn hash_key(k: &FlowKey) -> u64 {
-    let mut h = 0x243f_6a88_85a3_08d3;
-    for &w in &k.words {
-        h = mix(h, w);
+    let mut lanes = [
+        0x243f_6a88_85a3_08d3u64,
+        0x1319_8a2e_0370_7344,
+        0xa409_3822_299f_31d0,
+        0x082e_fa98_ec4e_6c89,
+    ];
+    for chunk in k.words.chunks(4) {
+        for (l, &w) in lanes.iter_mut().zip(chunk) {
+            *l = mix(*l, w);
+        }
     }
+    let h = mix(mix(lanes[0], lanes[1]), mix(lanes[2], lanes[3]));
     mix(h, h >> 29)
 }
 

@@ -45,8 +45,8 @@ pub struct Args {
     /// `classifier` (tuple-space search, default).
     #[arg(long, value_name = "KIND")]
     pub datapath: Option<String>,
-    /// Caches in front of the tables: `on` (exact-match + megaflow,
-    /// default), `megaflow` or `off`.
+    /// Caches in front of the tables: `off` (default), `megaflow` or `on`
+    /// (exact-match + megaflow).
     #[arg(long, value_name = "MODE")]
     pub cache: Option<String>,
     /// Check the configuration, print it and exit.

@@ -276,14 +276,14 @@ impl FlowTable {
         self.entries.get(at).filter(|e| e.priority == priority && e.seq == seq).map(|_| at)
     }
 
-    fn strict_add(&mut self, e: &FlowEntry) {
-        self.strict.entry(strict_hash(e.priority, &e.rule)).or_default().push(e.seq);
+    fn strict_add(&mut self, priority: u16, rule: &Rule, seq: u64) {
+        self.strict.entry(strict_hash(priority, rule)).or_default().push(seq);
     }
 
-    fn strict_remove(&mut self, e: &FlowEntry) {
-        let h = strict_hash(e.priority, &e.rule);
+    fn strict_remove(&mut self, priority: u16, rule: &Rule, seq: u64) {
+        let h = strict_hash(priority, rule);
         if let Some(v) = self.strict.get_mut(&h) {
-            v.retain(|&s| s != e.seq);
+            v.retain(|&s| s != seq);
             if v.is_empty() {
                 self.strict.remove(&h);
             }
@@ -300,7 +300,7 @@ impl FlowTable {
             debug_assert!(r.is_ok(), "index insert: {r:?}");
             ix.stale_from = ix.stale_from.min(at);
         }
-        self.strict_add(&e);
+        self.strict_add(e.priority, &e.rule, e.seq);
         self.timed += usize::from(has_timeout(&e));
         self.entries.insert(at, e);
     }
@@ -324,7 +324,7 @@ impl FlowTable {
         }
         self.timed -= removed.iter().filter(|e| has_timeout(e)).count();
         for e in &removed {
-            self.strict_remove(e);
+            self.strict_remove(e.priority, &e.rule, e.seq);
         }
         if let Some(ix) = self.index.as_deref_mut() {
             for e in &removed {
@@ -340,22 +340,23 @@ impl FlowTable {
     pub fn replace(&mut self, i: usize, e: FlowEntry) {
         let Some(old) = self.entries.get(i) else { return };
         debug_assert!(old.priority == e.priority);
-        if old.rule != e.rule || old.priority != e.priority || old.seq != e.seq {
-            let old = old.clone();
-            self.strict_remove(&old);
-            self.strict_add(&e);
-        }
-        let Some(slot) = self.entries.get_mut(i) else { return };
-        self.timed = self.timed + usize::from(has_timeout(&e)) - usize::from(has_timeout(slot));
-        if let Some(ix) = self.index.as_deref_mut() {
-            if slot.rule != e.rule || slot.priority != e.priority || slot.seq != e.seq {
-                let r = ix.cls.replace(RuleId(slot.seq), spec_of(&e));
+        let (old_priority, old_rule, old_seq) = (old.priority, old.rule, old.seq);
+        let old_timed = has_timeout(old);
+        // The indexes only care about (priority, rule, seq).
+        if (old_priority, old_rule, old_seq) != (e.priority, e.rule, e.seq) {
+            self.strict_remove(old_priority, &old_rule, old_seq);
+            self.strict_add(e.priority, &e.rule, e.seq);
+            if let Some(ix) = self.index.as_deref_mut() {
+                let r = ix.cls.replace(RuleId(old_seq), spec_of(&e));
                 debug_assert!(r.is_ok(), "index replace: {r:?}");
-                ix.pos.remove(&slot.seq);
+                ix.pos.remove(&old_seq);
                 ix.stale_from = ix.stale_from.min(i);
             }
         }
-        *slot = e;
+        self.timed = self.timed + usize::from(has_timeout(&e)) - usize::from(old_timed);
+        if let Some(slot) = self.entries.get_mut(i) {
+            *slot = e;
+        }
     }
 }
 

@@ -10,7 +10,7 @@
 //! read rejects the whole packet.
 
 use crate::ir::{Chain, CmpOp, Program, Test, Val, ValId, B};
-use crate::parse::{AddrQ, ArOp, Arith, Dir, Expr, Id, Prim, Proto, RelOp, Span};
+use crate::parse::{AddrQ, ArOp, Arith, Dir, Expr, Id, LlcKind, Prim, Proto, RelOp, Span};
 use crate::Error;
 
 /// Compilation options that change semantics.
@@ -40,6 +40,33 @@ const ETH_IP: u32 = 0x0800;
 const ETH_IP6: u32 = 0x86dd;
 const ETH_ARP: u32 = 0x0806;
 const ETH_RARP: u32 = 0x8035;
+const ETH_ATALK: u32 = 0x809b;
+const ETH_AARP: u32 = 0x80f3;
+const ETH_IPX: u32 = 0x8137;
+const ETH_DECNET: u32 = 0x6003;
+const ETH_LAT: u32 = 0x6004;
+const ETH_SCA: u32 = 0x6007;
+const ETH_MOPRC: u32 = 0x6002;
+const ETH_MOPDL: u32 = 0x6001;
+const ETH_LOOPBACK: u32 = 0x9000;
+/// 802.2 SAPs (`gen_linktype` takes them where an ethertype goes).
+const SAP_ISONS: u32 = 0xfe;
+const SAP_STP: u32 = 0x42;
+const SAP_IPX: u32 = 0xe0;
+const SAP_NETBEUI: u32 = 0xf0;
+/// OSI network-layer protocol identifiers (NLPID, the byte after the LLC
+/// header).
+const NLPID_CLNP: u32 = 0x81;
+const NLPID_ESIS: u32 = 0x82;
+const NLPID_ISIS: u32 = 0x83;
+/// IS-IS PDU types (byte 4 after the NLPID), in libpcap's test order.
+const ISIS_L1: &[u32] = &[0x1a, 0x18, 0x12, 0x0f, 0x11];
+const ISIS_L2: &[u32] = &[0x1b, 0x19, 0x14, 0x10, 0x11];
+const ISIS_IIH: &[u32] = &[0x11, 0x0f, 0x10];
+const ISIS_LSP: &[u32] = &[0x12, 0x14];
+const ISIS_SNP: &[u32] = &[0x1b, 0x1a, 0x18, 0x19];
+const ISIS_CSNP: &[u32] = &[0x18, 0x19];
+const ISIS_PSNP: &[u32] = &[0x1a, 0x1b];
 
 type R<T> = Result<T, Error>;
 
@@ -201,24 +228,82 @@ impl<'a> Expander<'a> {
             return Ok(B::and(b0, b1));
         }
         let lt = self.off.linktype;
+        let llc = self.off.linkpl;
         match et {
             // LLC SAPs compared as DSAP and SSAP together (gen_ether_linktype).
-            0xfe | 0x06 | 0xf0 => {
+            SAP_ISONS | 0x06 | SAP_NETBEUI => {
                 let b0 = B::negate(self.cmp_gt(lt, 2, 1500));
-                let b1 = self.cmp(lt + 2, 2, (et << 8) | et);
+                let b1 = self.cmp(llc, 2, (et << 8) | et);
                 return Ok(B::and(b0, b1));
             }
-            0xe0 | 0x809b | 0x80f3 => {
-                return Err(self.err(span, format!("ether proto {et:#x} (IPX/AppleTalk encapsulations) is not supported by sluice")));
+            // IPX: Ethernet II 0x8137, or on an 802.3 frame: SNAP with
+            // OUI 0 and type 0x8137, DSAP 0xe0, or "raw" 802.3 (0xffff).
+            SAP_IPX => {
+                let b0 = self.cmp(lt, 2, ETH_IPX);
+                let not_len = B::negate(self.cmp_gt(lt, 2, 1500));
+                let snap = self.snap(0, ETH_IPX);
+                let dsap = self.cmp(llc, 1, SAP_IPX);
+                let raw = self.cmp(llc, 2, 0xffff);
+                let b1 = B::and(not_len, B::or(B::or(snap, dsap), raw));
+                return Ok(B::or(b0, b1));
+            }
+            // AppleTalk phase 2 (SNAP OUI 08-00-07) and AARP (SNAP OUI 0),
+            // or the Ethernet II type.
+            ETH_ATALK | ETH_AARP => {
+                let b0 = self.cmp(lt, 2, et);
+                let not_len = B::negate(self.cmp_gt(lt, 2, 1500));
+                let snap = self.snap(if et == ETH_ATALK { 0x08_0007 } else { 0 }, et);
+                return Ok(B::or(b0, B::and(not_len, snap)));
             }
             _ => {}
         }
         if et <= 1500 {
             let b0 = B::negate(self.cmp_gt(lt, 2, 1500));
-            let b1 = self.cmp(lt + 2, 1, et);
+            let b1 = self.cmp(llc, 1, et);
             return Ok(B::and(b0, b1));
         }
         Ok(self.cmp(lt, 2, et))
+    }
+
+    /// `gen_snap`: the 8-byte LLC/SNAP header `aa aa 03 OUI type`,
+    /// compared as its last four bytes, then its first four.
+    fn snap(&mut self, oui: u32, ptype: u32) -> B {
+        let llc = self.off.linkpl;
+        let b0 = self.cmp(llc + 4, 4, ((oui & 0xffff) << 16) | (ptype & 0xffff));
+        let b1 = self.cmp(llc, 4, 0xaaaa_0300 | ((oui >> 16) & 0xff));
+        B::and(b0, b1)
+    }
+
+    /// `gen_llc` for Ethernet: an 802.3 length field and not the "raw"
+    /// NetWare 0xffff header.
+    fn llc(&mut self, kind: Option<LlcKind>) -> B {
+        let lt = self.off.linktype;
+        let llc = self.off.linkpl;
+        let b0 = B::negate(self.cmp_gt(lt, 2, 1500));
+        let b1 = B::negate(self.cmp(llc, 2, 0xffff));
+        let base = B::and(b0, b1);
+        let (v, mask) = match kind {
+            None => return base,
+            Some(LlcKind::I) => (0, 0x01),
+            Some(LlcKind::S) => (0x01, 0x03),
+            Some(LlcKind::U) => (0x03, 0x03),
+            Some(LlcKind::SSub(v)) => (u32::from(v), 0x0f),
+            Some(LlcKind::USub(v)) => (u32::from(v), 0xef),
+        };
+        B::and(base, self.mcmp(llc + 2, 1, v, mask))
+    }
+
+    /// Any of the IS-IS PDU types `types`, tested in that order.
+    fn isis_types(&mut self, types: &[u32], span: &Span) -> R<B> {
+        let mut acc: Option<B> = None;
+        for &t in types {
+            let b = self.proto(t, Some(Proto::Isis), span)?;
+            acc = Some(match acc {
+                None => b,
+                Some(a) => B::or(a, b),
+            });
+        }
+        Ok(acc.unwrap_or(B::Const(false)))
     }
 
     fn ipfrag(&mut self) -> B {
@@ -248,6 +333,18 @@ impl<'a> Expander<'a> {
                 Ok(B::and(b0, B::or(direct, B::and(frag, after))))
             }
             Some(Proto::Link) => self.linktype(v, span),
+            // OSI: the NLPID after the 3-byte LLC header.
+            Some(Proto::Iso) => {
+                let b0 = self.linktype(SAP_ISONS, span)?;
+                let llc = self.off.linkpl;
+                Ok(B::and(b0, self.cmp(llc + 3, 1, v)))
+            }
+            // IS-IS: the PDU type, 4 bytes after the NLPID.
+            Some(Proto::Isis) => {
+                let b0 = self.proto(NLPID_ISIS, Some(Proto::Iso), span)?;
+                let llc = self.off.linkpl;
+                Ok(B::and(b0, self.cmp(llc + 3 + 4, 1, v)))
+            }
             Some(other) => {
                 Err(self.err(span, format!("'{}' modifier applied to 'proto'", proto_name(other))))
             }
@@ -277,6 +374,27 @@ impl<'a> Expander<'a> {
             Proto::Igrp => self.proto(9, Some(Proto::Ip), span),
             Proto::Vrrp | Proto::Carp => self.proto(112, Some(Proto::Ip), span),
             Proto::Icmp6 => self.proto(58, Some(Proto::Ip6), span),
+            Proto::Atalk => self.linktype(ETH_ATALK, span),
+            Proto::Aarp => self.linktype(ETH_AARP, span),
+            Proto::Decnet => self.linktype(ETH_DECNET, span),
+            Proto::Lat => self.linktype(ETH_LAT, span),
+            Proto::Sca => self.linktype(ETH_SCA, span),
+            Proto::Moprc => self.linktype(ETH_MOPRC, span),
+            Proto::Mopdl => self.linktype(ETH_MOPDL, span),
+            Proto::Iso => self.linktype(SAP_ISONS, span),
+            Proto::Stp => self.linktype(SAP_STP, span),
+            Proto::Ipx => self.linktype(SAP_IPX, span),
+            Proto::Netbeui => self.linktype(SAP_NETBEUI, span),
+            Proto::Esis => self.proto(NLPID_ESIS, Some(Proto::Iso), span),
+            Proto::Isis => self.proto(NLPID_ISIS, Some(Proto::Iso), span),
+            Proto::Clnp => self.proto(NLPID_CLNP, Some(Proto::Iso), span),
+            Proto::L1 => self.isis_types(ISIS_L1, span),
+            Proto::L2 => self.isis_types(ISIS_L2, span),
+            Proto::Iih => self.isis_types(ISIS_IIH, span),
+            Proto::Lsp => self.isis_types(ISIS_LSP, span),
+            Proto::Snp => self.isis_types(ISIS_SNP, span),
+            Proto::Csnp => self.isis_types(ISIS_CSNP, span),
+            Proto::Psnp => self.isis_types(ISIS_PSNP, span),
             Proto::Link => Err(self.err(span, "link layer applied in wrong context")),
         }
     }
@@ -327,6 +445,12 @@ impl<'a> Expander<'a> {
             Some(Proto::Arp) => self.hostop(addr, mask, dir, ETH_ARP, 14, 24, span),
             Some(Proto::Rarp) => self.hostop(addr, mask, dir, ETH_RARP, 14, 24, span),
             Some(Proto::Link) => Err(self.err(span, "illegal link layer address")),
+            Some(Proto::Decnet) => Err(self
+                .err(span, "DECnet addresses ('decnet host/src/dst') are not supported by sluice")),
+            Some(p @ (Proto::Iso | Proto::Atalk)) => Err(self.err(
+                span,
+                format!("{} host filtering not implemented (as in libpcap)", proto_name(p)),
+            )),
             Some(p) => Err(self.err(span, format!("'{}' modifier applied to host", proto_name(p)))),
         }
     }
@@ -558,6 +682,7 @@ impl<'a> Expander<'a> {
                 self.off.mpls += 1;
                 Ok(r)
             }
+            Prim::Llc(kind) => Ok(self.llc(*kind)),
             Prim::Id(q, id) => self.id(q, id, span),
         }
     }
@@ -700,12 +825,36 @@ impl<'a> Expander<'a> {
             }
             AddrQ::Proto | AddrQ::Protochain => {
                 let v = match (q.proto, name) {
+                    // libpcap's `eproto_db` and `llc_db` (case-sensitive).
                     (Some(Proto::Link), "ip") => ETH_IP,
                     (Some(Proto::Link), "ip6") => ETH_IP6,
                     (Some(Proto::Link), "arp") => ETH_ARP,
                     (Some(Proto::Link), "rarp") => ETH_RARP,
+                    (Some(Proto::Link), "atalk") => ETH_ATALK,
+                    (Some(Proto::Link), "aarp") => ETH_AARP,
+                    (Some(Proto::Link), "decnet") => ETH_DECNET,
+                    (Some(Proto::Link), "lat") => ETH_LAT,
+                    (Some(Proto::Link), "sca") => ETH_SCA,
+                    (Some(Proto::Link), "moprc") => ETH_MOPRC,
+                    (Some(Proto::Link), "mopdl") => ETH_MOPDL,
+                    (Some(Proto::Link), "loopback") => ETH_LOOPBACK,
+                    (Some(Proto::Link), "iso") => SAP_ISONS,
+                    (Some(Proto::Link), "stp") => SAP_STP,
+                    (Some(Proto::Link), "ipx") => SAP_IPX,
+                    (Some(Proto::Link), "netbeui") => SAP_NETBEUI,
                     (Some(Proto::Link), _) => {
                         return Err(self.err(span, format!("unknown ether proto '{name}'")))
+                    }
+                    (Some(Proto::Iso), "clnp") => NLPID_CLNP,
+                    (Some(Proto::Iso), "esis") => NLPID_ESIS,
+                    (Some(Proto::Iso), "isis") => NLPID_ISIS,
+                    (Some(Proto::Iso), _) => {
+                        return Err(self.err(span, format!("unknown osi proto '{name}'")))
+                    }
+                    // Only IP-level qualifiers look names up in the IP
+                    // protocol table (libpcap's `lookup_proto`).
+                    (Some(p), _) if !matches!(p, Proto::Ip | Proto::Ip6) => {
+                        return Err(self.err(span, format!("unknown protocol: {name}")))
                     }
                     (_, "icmp") => 1,
                     (_, "igmp") => 2,
@@ -837,7 +986,16 @@ impl<'a> Expander<'a> {
                 let nh = self.nh();
                 let (base, k, cond) = match proto {
                     Proto::Link => (inner.v, 0, None),
-                    Proto::Ip | Proto::Ip6 | Proto::Arp | Proto::Rarp => {
+                    Proto::Ip
+                    | Proto::Ip6
+                    | Proto::Arp
+                    | Proto::Rarp
+                    | Proto::Atalk
+                    | Proto::Decnet
+                    | Proto::Sca
+                    | Proto::Lat
+                    | Proto::Moprc
+                    | Proto::Mopdl => {
                         let c = self.abbrev(*proto, span)?;
                         (inner.v, nh, Some(c))
                     }
@@ -869,7 +1027,23 @@ impl<'a> Expander<'a> {
                         conds.push(c);
                         (inner.v, nh + 40, Some(n))
                     }
-                    Proto::Ah | Proto::Esp => {
+                    Proto::Ah
+                    | Proto::Esp
+                    | Proto::Aarp
+                    | Proto::Iso
+                    | Proto::Esis
+                    | Proto::Isis
+                    | Proto::Clnp
+                    | Proto::L1
+                    | Proto::L2
+                    | Proto::Iih
+                    | Proto::Lsp
+                    | Proto::Snp
+                    | Proto::Csnp
+                    | Proto::Psnp
+                    | Proto::Stp
+                    | Proto::Ipx
+                    | Proto::Netbeui => {
                         return Err(self.err(
                             span,
                             format!("'{}' not supported by proto[x]", proto_name(*proto)),
@@ -927,5 +1101,26 @@ pub fn proto_name(p: Proto) -> &'static str {
         Proto::Carp => "carp",
         Proto::Ah => "ah",
         Proto::Esp => "esp",
+        Proto::Atalk => "atalk",
+        Proto::Aarp => "aarp",
+        Proto::Decnet => "decnet",
+        Proto::Lat => "lat",
+        Proto::Sca => "sca",
+        Proto::Moprc => "moprc",
+        Proto::Mopdl => "mopdl",
+        Proto::Iso => "iso",
+        Proto::Esis => "esis",
+        Proto::Isis => "isis",
+        Proto::Clnp => "clnp",
+        Proto::L1 => "l1",
+        Proto::L2 => "l2",
+        Proto::Iih => "iih",
+        Proto::Lsp => "lsp",
+        Proto::Snp => "snp",
+        Proto::Csnp => "csnp",
+        Proto::Psnp => "psnp",
+        Proto::Stp => "stp",
+        Proto::Ipx => "ipx",
+        Proto::Netbeui => "netbeui",
     }
 }

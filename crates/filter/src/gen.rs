@@ -1,7 +1,11 @@
 //! Synthetic Ethernet traffic for tests and the benchmark: IPv4 (options,
 //! fragments, AH), IPv6 (extension header chains), VLAN/QinQ tags, MPLS
 //! stacks, ARP/RARP, 802.3/LLC frames, TCP with options, UDP, SCTP, ICMP,
-//! ICMPv6; truncated packets and snapped captures (caplen < wirelen).
+//! ICMPv6; 802.3 frames with 802.2 LLC headers (every I/S/U control type,
+//! SNAP for AppleTalk, AARP and IPX, STP, NetBEUI, IPX over 802.2 and
+//! "raw" 802.3, OSI CLNP / ES-IS / IS-IS with every IS-IS PDU type);
+//! Ethernet II frames of DEC, AppleTalk and IPX ethertypes; truncated
+//! packets and snapped captures (caplen < wirelen).
 //! Deterministic for a given seed.
 
 /// Deterministic xorshift generator (tests must be reproducible).
@@ -146,6 +150,58 @@ fn ipv6(r: &mut Rng) -> Vec<u8> {
     v
 }
 
+/// An 802.2 LLC payload of an 802.3 frame (what follows the length field).
+fn llc(r: &mut Rng) -> Vec<u8> {
+    // I, S (RR, RNR, REJ, other) and U (UI, UI+P/F, UA, DISC, DM, SABME,
+    // TEST, XID, FRMR, other) control bytes.
+    let ctl = r.pick(&[
+        0x00u8, 0x02, 0x01, 0x05, 0x09, 0x0d, 0x03, 0x13, 0x63, 0x43, 0x0f, 0x6f, 0xe3, 0xaf, 0x87,
+        0x27, 0x73, 0xf3,
+    ]);
+    let mut v = Vec::new();
+    match r.next_u64() % 10 {
+        // SNAP: AppleTalk, AARP, IPX, IPv4, or an OUI/type that is close
+        // to one of those but not equal.
+        0 | 1 => {
+            let (oui, ty): ([u8; 3], u16) = r.pick(&[
+                ([0x08, 0x00, 0x07], 0x809b),
+                ([0x00, 0x00, 0x00], 0x80f3),
+                ([0x00, 0x00, 0x00], 0x8137),
+                ([0x00, 0x00, 0x00], 0x0800),
+                ([0x00, 0x00, 0x00], 0x809b),
+                ([0x08, 0x00, 0x07], 0x80f3),
+            ]);
+            let c = if r.next_u64() % 3 == 0 { ctl } else { 0x03 };
+            v.extend_from_slice(&[0xaa, r.pick(&[0xaa, 0xaa, 0xab]), c]);
+            v.extend_from_slice(&oui);
+            be16(&mut v, ty);
+        }
+        // OSI over LLC (fe fe 03): NLPID, then for IS-IS the common
+        // header whose fifth byte is the PDU type.
+        2..=5 => {
+            let c = if r.next_u64() % 3 == 0 { ctl } else { 0x03 };
+            v.extend_from_slice(&[0xfe, r.pick(&[0xfe, 0xfe, 0xfe, 0xaa]), c]);
+            let nlpid = r.pick(&[0x81u8, 0x82, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x00]);
+            v.push(nlpid);
+            let pdu = r.pick(&[0x0fu8, 0x10, 0x11, 0x12, 0x14, 0x18, 0x19, 0x1a, 0x1b, 0x05]);
+            // length indicator, version, id length, PDU type, ...
+            v.extend_from_slice(&[0x1b, 0x01, 0x00, pdu, 0x01, 0x00]);
+        }
+        // "Raw" 802.3 NetWare: IPX header starting with checksum 0xffff.
+        6 => v.extend_from_slice(&[0xff, 0xff, 0x00, 0x1e, 0x00, 0x04]),
+        // Any SAP pair with a random control byte.
+        _ => {
+            let sap = r.pick(&[0x42u8, 0xf0, 0xe0, 0x06, 0x0a, 0xfe, 0xaa, 0xff]);
+            v.extend_from_slice(&[sap, r.pick(&[sap, sap, 0x42, 0xe0]), ctl]);
+        }
+    }
+    let extra = (r.next_u64() % 24) as usize;
+    for _ in 0..extra {
+        v.push(r.byte());
+    }
+    v
+}
+
 fn arp(r: &mut Rng) -> Vec<u8> {
     let mut v = vec![0, 1, 8, 0, 6, 4, 0, r.pick(&[1u8, 2])];
     v.extend_from_slice(&r.pick(&MACS));
@@ -166,7 +222,7 @@ pub fn frame(r: &mut Rng) -> Vec<u8> {
         be16(&mut v, r.pick(&[0x8100, 0x8100, 0x88a8, 0x9100]));
         be16(&mut v, r.pick(&[100u16, 200, 4095, 0x2064, 1]));
     }
-    let kind = r.next_u64() % 10;
+    let kind = r.next_u64() % 13;
     match kind {
         0..=3 => {
             be16(&mut v, 0x0800);
@@ -199,6 +255,25 @@ pub fn frame(r: &mut Rng) -> Vec<u8> {
             be16(&mut v, r.pick(&[46u16, 100, 1500]));
             let sap = r.pick(&[0xaa, 0x42, 0xfe, 0x0a, 0x06, 0xf0]);
             v.extend_from_slice(&[sap, r.pick(&[sap, 0xaa]), 3, 0, 0, 0, 8, 0]);
+        }
+        9 | 10 => {
+            // 802.3 length (including the 1500/1501 boundary) + LLC
+            be16(&mut v, r.pick(&[38u16, 46, 100, 1500, 1501, 0]));
+            v.extend(llc(r));
+        }
+        11 => {
+            // Ethernet II with DEC, AppleTalk, IPX and loopback types.
+            be16(
+                &mut v,
+                r.pick(&[
+                    0x809bu16, 0x80f3, 0x8137, 0x6001, 0x6002, 0x6003, 0x6004, 0x6007, 0x9000,
+                    0x6005,
+                ]),
+            );
+            let n = (r.next_u64() % 40) as usize;
+            for _ in 0..n {
+                v.push(r.byte());
+            }
         }
         _ => {
             be16(&mut v, r.pick(&[0x0800, 0x86dd, 0x1234]));

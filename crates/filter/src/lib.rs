@@ -10,6 +10,22 @@
 //! says. [`pfmatch::Dispatcher`] compiles a whole `match { ... }` program
 //! into one decision DAG that returns the index of the handler to run.
 //!
+//! # Primitives
+//!
+//! libpcap's Ethernet primitives, except name resolution (`host NAME`,
+//! `port SERVICE`, `gateway`), DECnet addresses (`decnet host / src /
+//! dst`), `pppoed`/`pppoes`/`geneve`, `byte`, and the qualifiers of other
+//! link types or of capture metadata (`wlan`, `pf`, ATM, `inbound`,
+//! `ifindex`, ...): IPv4/IPv6/ARP/RARP and their transports, `host`, `net`,
+//! `port`, `portrange`, `proto`, `protochain`, `broadcast`, `multicast`,
+//! `less`, `greater`, `vlan`, `mpls`, packet arithmetic (`ip[9]`, `len`),
+//! and the legacy LAN protocols with libpcap's 802.3 / 802.2 LLC / SNAP
+//! encodings: `atalk`, `aarp`, `decnet`, `lat`, `sca`, `moprc`, `mopdl`,
+//! `ipx`, `stp`, `netbeui`, `llc` (with `i`, `s`, `u` and the S/U
+//! subtypes), `iso`, `clnp`, `esis`, `isis`, the IS-IS PDU classes `l1`,
+//! `l2`, `iih`, `lsp`, `snp`, `csnp`, `psnp`, `iso proto N`, `isis proto N`
+//! and `ether proto \NAME` for every name libpcap knows.
+//!
 //! # Pipeline (after pflua)
 //!
 //! 1. [`parse`]: lexer and parser with libpcap's grammar and precedence.

@@ -284,6 +284,29 @@ pub enum Proto {
     Carp,
     Ah,
     Esp,
+    // Legacy LAN protocols (libpcap `pname`s): AppleTalk, DECnet family,
+    // OSI and IS-IS, 802.2 LLC SAPs.
+    Atalk,
+    Aarp,
+    Decnet,
+    Lat,
+    Sca,
+    Moprc,
+    Mopdl,
+    Iso,
+    Esis,
+    Isis,
+    Clnp,
+    L1,
+    L2,
+    Iih,
+    Lsp,
+    Snp,
+    Csnp,
+    Psnp,
+    Stp,
+    Ipx,
+    Netbeui,
 }
 
 impl Proto {
@@ -306,6 +329,27 @@ impl Proto {
             "carp" => Proto::Carp,
             "ah" => Proto::Ah,
             "esp" => Proto::Esp,
+            "atalk" => Proto::Atalk,
+            "aarp" => Proto::Aarp,
+            "decnet" => Proto::Decnet,
+            "lat" => Proto::Lat,
+            "sca" => Proto::Sca,
+            "moprc" => Proto::Moprc,
+            "mopdl" => Proto::Mopdl,
+            "iso" => Proto::Iso,
+            "esis" | "es-is" => Proto::Esis,
+            "isis" | "is-is" => Proto::Isis,
+            "clnp" => Proto::Clnp,
+            "l1" => Proto::L1,
+            "l2" => Proto::L2,
+            "iih" => Proto::Iih,
+            "lsp" => Proto::Lsp,
+            "snp" => Proto::Snp,
+            "csnp" => Proto::Csnp,
+            "psnp" => Proto::Psnp,
+            "stp" => Proto::Stp,
+            "ipx" => Proto::Ipx,
+            "netbeui" => Proto::Netbeui,
             _ => return None,
         })
     }
@@ -397,6 +441,47 @@ pub enum Prim {
     Greater(u32),
     Vlan(Option<u32>),
     Mpls(Option<u32>),
+    /// `llc` alone or with a frame type / subtype (`llc i`, `llc ui`).
+    Llc(Option<LlcKind>),
+}
+
+/// 802.2 LLC control-field tests of `llc <type>` (libpcap's `gen_llc_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LlcKind {
+    /// Information frame: low bit of the control byte clear.
+    I,
+    /// Supervisory frame: low two bits `01`.
+    S,
+    /// Unnumbered frame: low two bits `11`.
+    U,
+    /// Supervisory subtype: `control & 0x0f == value`.
+    SSub(u8),
+    /// Unnumbered subtype: `control & 0xef == value` (P/F bit ignored).
+    USub(u8),
+}
+
+impl LlcKind {
+    /// libpcap's names (case-insensitive): `i`, `s`, `u` and the S / U
+    /// subtypes of `llc.h`.
+    pub fn from_name(w: &str) -> Option<LlcKind> {
+        Some(match w.to_ascii_lowercase().as_str() {
+            "i" => LlcKind::I,
+            "s" => LlcKind::S,
+            "u" => LlcKind::U,
+            "rr" => LlcKind::SSub(0x01),
+            "rnr" => LlcKind::SSub(0x05),
+            "rej" => LlcKind::SSub(0x09),
+            "ui" => LlcKind::USub(0x03),
+            "ua" => LlcKind::USub(0x63),
+            "disc" => LlcKind::USub(0x43),
+            "dm" => LlcKind::USub(0x0f),
+            "sabme" => LlcKind::USub(0x6f),
+            "test" => LlcKind::USub(0xe3),
+            "xid" => LlcKind::USub(0xaf),
+            "frmr" => LlcKind::USub(0x87),
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -731,16 +816,33 @@ impl<'a> Parser<'a> {
                     return Ok((Expr::Prim(p, start..self.prev_end()), None));
                 }
                 "len" => return self.relation(start, depth),
+                "llc" => {
+                    self.bump();
+                    // `llc ID`: an identifier (not a keyword) names the type.
+                    let name = match self.peek().clone() {
+                        Tok::Word(n) if !is_keyword(&n) => Some(n),
+                        Tok::Escaped(n) => Some(n),
+                        _ => None,
+                    };
+                    let kind = match name {
+                        None => None,
+                        Some(n) => {
+                            let k = LlcKind::from_name(&n).ok_or_else(|| {
+                                self.err_here(&format!("unknown LLC type name \"{n}\""))
+                            })?;
+                            self.bump();
+                            Some(k)
+                        }
+                    };
+                    return Ok((Expr::Prim(Prim::Llc(kind), start..self.prev_end()), None));
+                }
                 "gateway" | "inbound" | "outbound" | "ifindex" | "byte" | "pppoed" | "pppoes"
-                | "geneve" | "llc" | "atalk" | "aarp" | "decnet" | "lat" | "sca" | "moprc"
-                | "mopdl" | "iso" | "esis" | "es-is" | "isis" | "is-is" | "clnp" | "stp"
-                | "ipx" | "netbeui" | "radio" | "fddi" | "tr" | "wlan" | "ppp" | "slip"
-                | "lane" | "metac" | "bcc" | "sc" | "ilmic" | "oamf4" | "oamf4ec" | "oamf4sc"
-                | "oam" | "connectmsg" | "metaconnect" | "vpi" | "vci" | "type" | "subtype"
-                | "dir" | "ra" | "ta" | "addr1" | "addr2" | "addr3" | "addr4" | "on" | "ifname"
-                | "rnr" | "rulenum" | "reason" | "rset" | "ruleset" | "srnr" | "subrulenum"
-                | "action" | "hdrpad" | "random" | "l1" | "l2" | "iih" | "lsp" | "snp" | "csnp"
-                | "psnp" => {
+                | "geneve" | "radio" | "fddi" | "tr" | "wlan" | "ppp" | "slip" | "lane"
+                | "metac" | "bcc" | "sc" | "ilmic" | "oamf4" | "oamf4ec" | "oamf4sc" | "oam"
+                | "connectmsg" | "metaconnect" | "vpi" | "vci" | "type" | "subtype" | "dir"
+                | "ra" | "ta" | "addr1" | "addr2" | "addr3" | "addr4" | "on" | "ifname" | "rnr"
+                | "rulenum" | "reason" | "rset" | "ruleset" | "srnr" | "subrulenum" | "action"
+                | "hdrpad" | "random" => {
                     return Err(self.err_here(&format!(
                         "'{w}' is not supported by sluice (Ethernet pcap-filter subset)"
                     )));
@@ -986,6 +1088,7 @@ fn is_keyword(w: &str) -> bool {
                 | "inbound"
                 | "outbound"
                 | "byte"
+                | "llc"
         )
 }
 

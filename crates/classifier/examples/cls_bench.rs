@@ -117,7 +117,7 @@ fn snapshot_of(case: &Case) -> std::sync::Arc<Snapshot> {
 }
 
 fn table_of(case: &Case) -> FlowTable {
-    let mut t = FlowTable::new(usize::MAX);
+    let mut t = FlowTable::new(usize::MAX, 2);
     // Insert in table order, so every insert appends.
     let mut sorted: Vec<(usize, &(Rule, u16))> = case.rules.iter().enumerate().collect();
     sorted.sort_by_key(|&(i, (_, prio))| (std::cmp::Reverse(*prio), i));
@@ -132,9 +132,7 @@ fn table_of(case: &Case) -> FlowTable {
             flags: 0,
             instructions: Vec::<Instruction>::new().into(),
             installed_ns: 0,
-            last_used_ns: 0,
-            packet_count: 0,
-            byte_count: 0,
+            stats: FlowEntry::new_stats(2),
             seq: i as u64,
         });
     }

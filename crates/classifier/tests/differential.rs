@@ -40,9 +40,7 @@ fn entry(id: RuleId, s: &RuleSpec) -> FlowEntry {
         flags: 0,
         instructions: Vec::new().into(),
         installed_ns: 0,
-        last_used_ns: 0,
-        packet_count: 0,
-        byte_count: 0,
+        stats: FlowEntry::new_stats(2),
         seq: s.seq,
     }
 }
@@ -171,7 +169,7 @@ fn run(plan: StagePlan, masks: &[FlowMask], ops: &[Op]) -> Result<(), TestCaseEr
     let mut w = World {
         cls: Classifier::with_plan(plan),
         model: Model::default(),
-        table: FlowTable::new(usize::MAX),
+        table: FlowTable::new(usize::MAX, 2),
         snaps: Vec::new(),
         seq: 0,
     };

@@ -13,7 +13,8 @@
 //!   exists again is reopened (at most once a second per port) and re-added
 //!   (PORT_STATUS ADD) on the least loaded worker;
 //! - the pipeline clock is advanced, so idle and hard timeouts fire (and
-//!   FLOW_REMOVED is sent) without traffic.
+//!   FLOW_REMOVED is sent) without traffic;
+//! - every 2 ms, anything changed but not yet published is published.
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::mpsc;
@@ -25,7 +26,7 @@ use sluice_ports::PortKind;
 use tracing::{debug, info, warn};
 
 use crate::config::PortConfig;
-use crate::shared::Shared;
+use crate::shared::{Shared, PUBLISH_ROUND};
 use crate::sys::{enter_netns, poll, PollEntry};
 
 const ROUND: Duration = Duration::from_millis(100);
@@ -91,10 +92,11 @@ pub(crate) fn run(
         match &monitor {
             Some(m) => {
                 let mut set = [PollEntry::readable(m.raw_fd())];
-                let _ = poll(&mut set, 20);
+                let _ = poll(&mut set, PUBLISH_ROUND.as_millis() as i32);
             }
-            None => std::thread::sleep(Duration::from_millis(20)),
+            None => std::thread::sleep(PUBLISH_ROUND),
         }
+        shared.publish_pending();
         events.clear();
         if let Some(m) = monitor.as_mut() {
             if let Err(e) = m.poll(&mut events) {

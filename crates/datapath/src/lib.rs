@@ -10,39 +10,45 @@
 //!
 //! ## Basic design
 //! ```text
-//!   ports (afpacket, pcap, tap, afxdp)           agent (tokio)
-//!     │ rx_burst ≤ 32        tx_burst ▲            │ handle / take_async
-//!     ▼                               │            ▼
-//!   worker 0..N ── one lock per burst ──> Arc<Mutex<Pipeline>> <── DatapathSwitch
-//!     │  push_async(PACKET_IN, FLOW_REMOVED)      ▲  PACKET_OUT → port mutex
-//!     └────────────> async queue (bounded) ───────┘
-//!   control thread: LinkMonitor → set_link / remove / reopen; clock tick
+//!   ports (afpacket, pcap, tap, afxdp)                    agent (tokio)
+//!     │ rx_burst ≤ 32        tx_burst ▲                     │ handle / take_async
+//!     ▼                               │                     ▼
+//!   worker 0..N ── load once per burst ──▶ Published ◀── Publisher ◀── DatapathSwitch
+//!     │  own Worker context, no lock        (a copy)      (master)    PACKET_OUT → ports
+//!     └── push_async(PACKET_IN) ──▶ async queue (bounded) ──▶ agent
+//!   control thread: LinkMonitor → set_link / remove / reopen; clock tick; late publications
 //! ```
 //! - **Workers** (default: available cores − 1, at least one) each own the
-//!   ports they receive from. A burst of up to 32 frames is processed under
-//!   **one** acquisition of the pipeline mutex, with the pipeline clock
-//!   moved once per burst (see [`worker`]).
-//! - **Transmit** happens after the lock is released: a burst's output is
-//!   grouped per port and sent with `tx_burst`. Each port sits behind its
-//!   own mutex because any worker (and PACKET_OUT) may send on it; the
-//!   owner takes it for receiving.
-//! - **Asynchronous messages** the pipeline queued during a burst are moved
-//!   into a bounded queue after the burst and the agent is notified; the
-//!   agent takes them through [`DatapathSwitch`] (its `Switch` trait).
-//! - **Barrier ordering** is trivial: controller messages are applied under
-//!   the same pipeline mutex, so by the time a BARRIER_REPLY is produced
-//!   every earlier flow-mod is visible to every later burst, and every
-//!   PACKET_OUT has been handed to its port.
-//!
-//! ## What this is not (yet)
-//! DESIGN.md's datapath publishes immutable, versioned pipelines that
-//! workers read without locks, with per-worker exact-match and megaflow
-//! caches and per-worker counters merged on read. That arrives with the
-//! fast path (issue 5). The current design takes one mutex per burst,
-//! which serialises the workers' pipeline work: more workers add receive
-//! and transmit parallelism, not lookup parallelism. Counters live in the
-//! pipeline (updated under the same lock) and, per port, in the port
-//! itself ([`PortReport`]).
+//!   ports they receive from and a `sluice_pipeline::Worker` context of
+//!   their own (scratch buffers, exact and megaflow caches, packet-ins
+//!   queued by their packets, and a counter shard). For each burst of up
+//!   to 32 frames a worker loads the current published pipeline version
+//!   (`arc-swap`, no lock), reads the clock once and runs every frame
+//!   through it with `Pipeline::process_with(&self, …)`; versions change
+//!   only between bursts. Counters (flows, tables, ports, groups) are
+//!   per-worker shards of shared cells, merged when read; meters are
+//!   shared state and take their own mutex, for metered packets only.
+//! - **The control side** — controller messages ([`DatapathSwitch`]), port
+//!   changes and the clock tick (control thread) — changes the *master*
+//!   pipeline inside a `sluice_pipeline::publish::Publisher` (a mutex
+//!   workers never take) and publishes: flow tables are brought up to date
+//!   on the copy no worker reads by replaying logged changes (left-right),
+//!   then swapped in. Every controller message is published at once (a
+//!   publication replays only the tables that changed); the control thread
+//!   publishes what port changes and the clock tick changed.
+//! - **Barrier ordering**: before answering a BARRIER_REQUEST the switch
+//!   publishes and waits until no worker still reads an older version, so
+//!   every packet processed after the BARRIER_REPLY sees every earlier
+//!   flow-mod. PACKET_OUT runs on the master directly (its frames are
+//!   handed to the ports before the call returns).
+//! - **Transmit** happens after the burst: its output is grouped per port
+//!   and sent with `tx_burst`. Each port sits behind its own mutex because
+//!   any worker (and PACKET_OUT) may send on it; the owner takes it for
+//!   receiving.
+//! - **Asynchronous messages**: PACKET_INs a worker's burst produced, and
+//!   FLOW_REMOVED/PORT_STATUS from the control side, go into one bounded
+//!   queue and the agent is notified; the agent takes them through
+//!   [`DatapathSwitch`] (its `Switch` trait).
 //!
 //! ## Fail modes
 //! While no controller is connected (as the agent counts them):
@@ -52,7 +58,11 @@
 //! [`Datapath::set_controller_connected`] as controllers come and go.
 //!
 //! ## Invariants
-//! - Lock order is pipeline → MAC table → port table → one port
+//! - Workers take no lock per packet: one version load per burst; locks
+//!   they may take are a port's mutex (receive, transmit), the MAC table
+//!   in standalone mode (once per burst) and a meter's mutex for metered
+//!   packets.
+//! - Lock order is publisher → MAC table → port table → one port
 //!   (`shared.rs`); nothing takes them the other way round.
 //! - Every loop is bounded and every queue has a cap; shutdown stops all
 //!   threads within one poll timeout plus one control round.
@@ -81,6 +91,7 @@ use std::time::{Duration, Instant};
 use sluice_agent::{ConnId, Switch};
 use sluice_ofp::message::Message;
 use sluice_pipeline::ports::PortCounters;
+use sluice_pipeline::publish::Publisher;
 use sluice_pipeline::{Outgoing, Pipeline, Tx};
 
 pub use config::{DaemonConfig, DatapathConfig, Overrides, PortConfig};
@@ -136,8 +147,15 @@ impl Datapath {
                 "fewer workers than requested: one per port at most"
             );
         }
+        let mut pcfg = cfg.pipeline.clone();
+        pcfg.workers = workers;
+        let mut master = Pipeline::new(pcfg);
+        let contexts: Vec<sluice_pipeline::Worker> =
+            (0..workers).map(|_| master.worker()).collect();
+        let publisher = Publisher::new(master);
         let shared = Arc::new(Shared {
-            pipeline: Arc::new(Mutex::new(Pipeline::new(cfg.pipeline.clone()))),
+            published: publisher.published(),
+            publisher: Mutex::new(publisher),
             learn: Mutex::new(MacTable::new(cfg.mac_table_size, cfg.mac_aging.as_nanos() as u64)),
             ports: RwLock::new(BTreeMap::new()),
             inboxes: (0..workers).map(|_| Inbox::default()).collect(),
@@ -169,12 +187,12 @@ impl Datapath {
             Ok(Err(e)) => anyhow::bail!(e),
             Err(_) => anyhow::bail!("the control thread did not open the ports within 30 s"),
         }
-        for id in 0..workers {
+        for (id, ctx) in contexts.into_iter().enumerate() {
             let s = shared.clone();
             dp.threads.push(
                 std::thread::Builder::new()
                     .name(format!("sluice-worker{id}"))
-                    .spawn(move || worker::run(id, s))?,
+                    .spawn(move || worker::run(id, s, ctx))?,
             );
         }
         tracing::info!(
@@ -187,9 +205,15 @@ impl Datapath {
         Ok(dp)
     }
 
-    /// The shared pipeline (lock it briefly: workers wait while you hold it).
-    pub fn pipeline(&self) -> Arc<Mutex<Pipeline>> {
-        self.shared.pipeline.clone()
+    /// Runs `f` on the master pipeline (controller messages wait while it
+    /// runs; workers do not).
+    pub fn with_master<R>(&self, f: impl FnOnce(&Pipeline) -> R) -> R {
+        f(lock(&self.shared.publisher).master())
+    }
+
+    /// Number of pipeline versions published so far.
+    pub fn version(&self) -> u64 {
+        self.shared.published.version()
     }
 
     /// The agent's view of this switch.
@@ -223,8 +247,7 @@ impl Datapath {
 
     /// Ports in the pipeline, by number, with their counters.
     pub fn ports(&self) -> Vec<PortReport> {
-        let entries: Vec<(u32, String, bool, PortCounters)> = {
-            let p = lock(&self.shared.pipeline);
+        let entries: Vec<(u32, String, bool, PortCounters)> = self.with_master(|p| {
             p.ports()
                 .iter()
                 .map(|e| {
@@ -232,11 +255,11 @@ impl Datapath {
                         e.desc.port_no,
                         e.desc.name.clone(),
                         p.ports().is_live(e.desc.port_no),
-                        e.counters,
+                        e.counters(),
                     )
                 })
                 .collect()
-        };
+        });
         entries
             .into_iter()
             .map(|(port_no, name, live, counters)| {
@@ -329,25 +352,35 @@ impl DatapathSwitch {
     /// without an agent, e.g. to install flows from a file.
     pub fn apply(&self, xid: u32, msg: &Message) -> Vec<Outgoing> {
         let raw = msg.encode(xid);
+        self.apply_raw(xid, msg, &raw)
+    }
+
+    fn apply_raw(&self, xid: u32, msg: &Message, raw: &[u8]) -> Vec<Outgoing> {
         let mut tx = PortTx { shared: &self.shared };
-        let mut p = lock(&self.shared.pipeline);
+        let mut pb = lock(&self.shared.publisher);
+        if matches!(msg, Message::BarrierRequest) && !pb.publish_and_wait() {
+            tracing::warn!("barrier: a worker still reads an old pipeline version after 250 ms");
+        }
+        let p = pb.master_mut();
         p.advance(self.shared.now_ns());
-        p.handle(xid, msg, &raw, &mut tx)
+        let out = p.handle(xid, msg, raw, &mut tx);
+        // Published at once: a publication replays only the tables that
+        // changed, so it costs microseconds (and waits only for a worker
+        // still in a burst on the copy being reused).
+        pb.publish();
+        out
     }
 }
 
 impl Switch for DatapathSwitch {
     fn handle(&mut self, _conn: ConnId, xid: u32, msg: &Message, raw: &[u8]) -> Vec<Outgoing> {
-        let mut tx = PortTx { shared: &self.shared };
-        let mut p = lock(&self.shared.pipeline);
-        p.advance(self.shared.now_ns());
-        p.handle(xid, msg, raw, &mut tx)
+        self.apply_raw(xid, msg, raw)
     }
 
     fn take_async(&mut self) -> Vec<Message> {
-        // Queued messages are older than anything still inside the pipeline.
+        // Queued messages are older than anything still in the master.
         let mut out: Vec<Message> = lock(&self.shared.async_q).drain(..).collect();
-        out.extend(lock(&self.shared.pipeline).take_async());
+        out.extend(lock(&self.shared.publisher).master_mut().take_async());
         out
     }
 }

@@ -1,10 +1,16 @@
 //! State shared by the workers, the control thread and the agent adapter.
 //!
+//! The pipeline is split in two (see `sluice_pipeline::publish`): the
+//! control side's [`Publisher`] (the master pipeline that controller
+//! messages, port changes and the clock change, behind a mutex that
+//! workers never take) and the [`Published`] copy workers read once per
+//! burst without a lock.
+//!
 //! Lock order (always taken in this order, never the reverse):
-//! `pipeline` → `learn` → `ports` (the table) → one port's mutex;
+//! `publisher` → `learn` → `ports` (the table) → one port's mutex;
 //! `async_q` and `notifier` are leaves (taken last; nothing else is locked
-//! while holding them), so asynchronous messages may be queued under the
-//! pipeline lock, which keeps them in pipeline order.
+//! while holding them), so the control side may queue asynchronous
+//! messages under the publisher lock, which keeps them in pipeline order.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::RawFd;
@@ -16,7 +22,7 @@ use std::time::{Duration, Instant};
 use sluice_agent::FailMode;
 use sluice_ofp::message::Message;
 use sluice_ofp::port::{features, state, Port as OfpPort};
-use sluice_pipeline::Pipeline;
+use sluice_pipeline::publish::{Published, Publisher};
 use sluice_ports::Port;
 use tracing::info;
 
@@ -82,8 +88,14 @@ pub(crate) struct Counters {
 /// Called when asynchronous messages are queued.
 pub type Notifier = Arc<dyn Fn() + Send + Sync>;
 
+/// How often the control thread looks for unpublished changes.
+pub(crate) const PUBLISH_ROUND: Duration = Duration::from_millis(2);
+
 pub(crate) struct Shared {
-    pub pipeline: Arc<Mutex<Pipeline>>,
+    /// The master pipeline and the copies (control side only).
+    pub publisher: Mutex<Publisher>,
+    /// What workers read.
+    pub published: Arc<Published>,
     pub learn: Mutex<MacTable>,
     pub ports: RwLock<BTreeMap<u32, Arc<PortSlot>>>,
     pub inboxes: Vec<Inbox>,
@@ -160,6 +172,15 @@ impl Shared {
         }
     }
 
+    /// Publishes the master's changes now (port changes, clock ticks).
+    fn publish(pb: &mut Publisher) {
+        let before = pb.fallbacks();
+        pb.publish();
+        if pb.fallbacks() > before {
+            tracing::warn!("a worker held a pipeline version too long; published a full copy");
+        }
+    }
+
     /// Adds an opened port: to the table, to the pipeline (PORT_STATUS ADD)
     /// and to the least loaded worker.
     pub(crate) fn add_port(&self, port_no: u32, port: Box<dyn Port>) {
@@ -167,10 +188,12 @@ impl Shared {
         let slot = Arc::new(PortSlot::new(port_no, port));
         info!(port = port_no, name = %slot.name, link_up = desc.state & state::LINK_DOWN == 0, "port added");
         let ps = {
-            let mut p = lock(&self.pipeline);
+            let mut pb = lock(&self.publisher);
             self.ports.write().unwrap_or_else(|e| e.into_inner()).insert(port_no, slot.clone());
             let now = self.now_ns();
-            p.ports_mut().add(desc, now)
+            let ps = pb.master_mut().ports_mut().add(desc, now);
+            Self::publish(&mut pb);
+            ps
         };
         if let Some(inbox) = self.inboxes.iter().min_by_key(|i| i.load.load(Relaxed)) {
             inbox.load.fetch_add(1, Relaxed);
@@ -184,13 +207,15 @@ impl Shared {
     /// it at its next round.
     pub(crate) fn remove_port(&self, port_no: u32, why: &str) {
         let ps = {
-            let mut p = lock(&self.pipeline);
+            let mut pb = lock(&self.publisher);
             lock(&self.learn).forget_port(port_no);
             if let Some(s) = self.ports.write().unwrap_or_else(|e| e.into_inner()).remove(&port_no)
             {
                 s.mark_gone();
             }
-            p.ports_mut().remove(port_no)
+            let ps = pb.master_mut().ports_mut().remove(port_no);
+            Self::publish(&mut pb);
+            ps
         };
         info!(port = port_no, "port removed: {why}");
         if let Some(ps) = ps {
@@ -201,11 +226,13 @@ impl Shared {
     /// Records a link change (PORT_STATUS MODIFY if it changed anything).
     pub(crate) fn set_link(&self, port_no: u32, up: bool) {
         let ps = {
-            let mut p = lock(&self.pipeline);
+            let mut pb = lock(&self.publisher);
             if !up {
                 lock(&self.learn).forget_port(port_no);
             }
-            p.ports_mut().set_link(port_no, up)
+            let ps = pb.master_mut().ports_mut().set_link(port_no, up);
+            Self::publish(&mut pb);
+            ps
         };
         if let Some(ps) = ps {
             info!(port = port_no, up, "link changed");
@@ -213,12 +240,24 @@ impl Shared {
         }
     }
 
-    /// Moves the pipeline clock (timeouts fire even without traffic) and
-    /// collects what that queued.
+    /// Moves the pipeline clock (timeouts fire even without traffic),
+    /// collects what that queued, and publishes what changed.
     pub(crate) fn tick(&self) {
-        let mut p = lock(&self.pipeline);
+        let mut pb = lock(&self.publisher);
+        let p = pb.master_mut();
         p.advance(self.now_ns());
-        self.push_async(p.take_async());
+        let msgs = p.take_async();
+        Self::publish(&mut pb);
+        self.push_async(msgs);
+    }
+
+    /// Publishes changes nobody published yet (a safety net: every path
+    /// that changes the master publishes itself).
+    pub(crate) fn publish_pending(&self) {
+        let mut pb = lock(&self.publisher);
+        if pb.is_dirty() {
+            Self::publish(&mut pb);
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! Worker threads: receive a burst, run it through the pipeline under one
-//! lock, transmit what came out.
+//! Worker threads: receive a burst, run it through the published pipeline
+//! (no lock), transmit what came out.
 //!
 //! Each worker owns a set of ports for receiving (assigned by the control
 //! thread through its [`Inbox`]). One round of the loop:
@@ -7,10 +7,13 @@
 //! 2. `poll(2)` the ports' descriptors for at most `poll_timeout` (ports
 //!    without a descriptor, e.g. pcap, make the timeout 1 ms);
 //! 3. for every port, up to [`MAX_BURSTS_PER_ROUND`] bursts of up to
-//!    [`BURST`] frames: complete partial checksums, then take the pipeline
-//!    lock **once per burst**, move the pipeline clock once, process every
-//!    frame (or hand it to the MAC-learning table in standalone mode), take
-//!    the queued asynchronous messages, release the lock;
+//!    [`BURST`] frames: complete partial checksums, then load the current
+//!    published pipeline version **once per burst** (an `arc-swap` load:
+//!    no lock; versions change only between bursts), read the clock once,
+//!    process every frame with this worker's own context (caches, scratch
+//!    buffers, counter shard — see `sluice_pipeline::Worker`), or hand it
+//!    to the MAC-learning table in standalone mode, then let go of the
+//!    version;
 //! 4. transmit the burst's output, grouped per output port (`tx_burst` in
 //!    chunks of up to 32), and hand the asynchronous messages to the agent.
 //!
@@ -27,7 +30,8 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_pipeline::{Pipeline, Tx};
+use sluice_pipeline::ports::PortCounter;
+use sluice_pipeline::{Pipeline, Tx, Worker};
 use sluice_ports::{Port, RxBuf, BURST};
 use tracing::{debug, warn};
 
@@ -145,11 +149,13 @@ pub(crate) fn send(slot: &PortSlot, port: &mut dyn Port, frames: &[&[u8]]) -> u6
     dropped
 }
 
-/// Standalone (fail-open) forwarding of one frame under the pipeline lock:
-/// counters of the pipeline's ports are kept as if the pipeline had
-/// forwarded it, so port stats stay meaningful.
+/// Standalone (fail-open) forwarding of one frame: counters of the
+/// pipeline's ports are kept (in this worker's shard) as if the pipeline
+/// had forwarded it, so port stats stay meaningful.
+#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
 fn learn_forward(
-    p: &mut Pipeline,
+    p: &Pipeline,
+    w: &Worker,
     t: &mut MacTable,
     flood: &[u32],
     in_port: u32,
@@ -157,32 +163,33 @@ fn learn_forward(
     now: u64,
     out: &mut TxBatch,
 ) {
-    match p.ports_mut().get_mut(in_port) {
+    let len = frame.len() as u64;
+    match p.ports().get(in_port) {
         Some(e) if p_can_receive(&e.desc) => {
-            e.counters.rx_packets += 1;
-            e.counters.rx_bytes += frame.len() as u64;
+            e.count(w.shard(), PortCounter::RxPackets, 1);
+            e.count(w.shard(), PortCounter::RxBytes, len);
         }
         Some(e) => {
-            e.counters.rx_dropped += 1;
+            e.count(w.shard(), PortCounter::RxDropped, 1);
             return;
         }
         None => return,
     }
-    let mut emit = |p: &mut Pipeline, port: u32| {
+    let mut emit = |port: u32| {
         if !p.ports().can_forward(port) {
             return;
         }
-        if let Some(e) = p.ports_mut().get_mut(port) {
-            e.counters.tx_packets += 1;
-            e.counters.tx_bytes += frame.len() as u64;
+        if let Some(e) = p.ports().get(port) {
+            e.count(w.shard(), PortCounter::TxPackets, 1);
+            e.count(w.shard(), PortCounter::TxBytes, len);
         }
         out.push(port, frame);
     };
     match t.decide(in_port, frame, now) {
-        Forward::Port(port) => emit(p, port),
+        Forward::Port(port) => emit(port),
         Forward::Flood => {
             for &port in flood.iter().filter(|&&q| q != in_port) {
-                emit(p, port);
+                emit(port);
             }
         }
         Forward::Drop => {}
@@ -195,7 +202,7 @@ fn p_can_receive(desc: &sluice_ofp::port::Port) -> bool {
 }
 
 /// One worker thread's loop; returns when the datapath stops.
-pub(crate) fn run(id: usize, shared: Arc<Shared>) {
+pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
     let Some(inbox) = shared.inboxes.get(id) else { return };
     let mut ports: Vec<Arc<PortSlot>> = Vec::new();
     let mut set: Vec<PollEntry> = Vec::new();
@@ -259,7 +266,7 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>) {
                         complete_l4_checksum(b.frame_mut());
                     }
                 }
-                process_burst(&shared, slot.no, &bufs[..n], &mut batch, &mut flood);
+                process_burst(&shared, &mut ctx, slot.no, &bufs[..n], &mut batch, &mut flood);
                 if n < BURST {
                     break;
                 }
@@ -273,34 +280,35 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>) {
     debug!(worker = id, "worker stopped");
 }
 
-/// One burst from `in_port`: one lock, one clock read.
+/// One burst from `in_port`: one version load, one clock read.
 fn process_burst(
     shared: &Shared,
+    ctx: &mut Worker,
     in_port: u32,
     bufs: &[RxBuf],
     batch: &mut TxBatch,
     flood: &mut Vec<u32>,
 ) {
     let now = shared.now_ns();
+    ctx.set_now(now);
     let standalone = shared.standalone.load(Relaxed);
     {
-        let mut p = lock(&shared.pipeline);
-        p.advance(now);
+        let p = shared.published.load();
         if standalone {
             flood.clear();
             flood.extend(p.ports().numbers().filter(|&n| n <= sluice_ports::spec::OFPP_MAX));
             let mut t = lock(&shared.learn);
             for b in bufs {
-                learn_forward(&mut p, &mut t, flood, in_port, b.frame(), now, batch);
+                learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, batch);
             }
         } else {
             for b in bufs {
-                p.process(in_port, b.frame(), batch);
+                p.process_with(ctx, in_port, b.frame(), batch);
             }
         }
-        // Queued while still locked, so messages of consecutive bursts
-        // (from any worker) reach the agent in pipeline order.
-        shared.push_async(p.take_async());
+    }
+    if ctx.has_async() {
+        shared.push_async(ctx.take_async());
     }
     let overflow = std::mem::take(&mut batch.overflow);
     let dropped = batch.flush(shared) + overflow;

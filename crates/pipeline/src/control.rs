@@ -79,7 +79,7 @@ impl Pipeline {
                 if fm.buffer_id != sluice_ofp::consts::OFP_NO_BUFFER && matches!(fm.command, 0..=2)
                 {
                     let (in_port, data) =
-                        self.buffers.take(fm.buffer_id).ok_or(ErrorCode::BRC_BUFFER_UNKNOWN)?;
+                        self.take_buffer(fm.buffer_id).ok_or(ErrorCode::BRC_BUFFER_UNKNOWN)?;
                     self.process(in_port, &data, tx);
                 }
             }
@@ -106,7 +106,7 @@ impl Pipeline {
                     self.ports
                         .iter()
                         .flat_map(|p| {
-                            p.queues.keys().map(|&queue_id| PacketQueue {
+                            p.queue_ids().map(|queue_id| PacketQueue {
                                 queue_id,
                                 port: p.desc.port_no,
                                 properties: vec![],
@@ -115,9 +115,8 @@ impl Pipeline {
                         .collect()
                 } else {
                     let p = self.ports.get(q.port).ok_or(ErrorCode::QOFC_BAD_PORT)?;
-                    p.queues
-                        .keys()
-                        .map(|&queue_id| PacketQueue { queue_id, port: q.port, properties: vec![] })
+                    p.queue_ids()
+                        .map(|queue_id| PacketQueue { queue_id, port: q.port, properties: vec![] })
                         .collect()
                 };
                 reply(Message::QueueGetConfigReply(QueueGetConfigReply { port: q.port, queues }))

@@ -23,22 +23,24 @@
 //! invalid-TTL packet-ins) and the whole frame is kept in a bounded buffer
 //! pool, unless `max_len` is `OFPCML_NO_BUFFER` or the pool is full.
 
-use crate::cache::{set_field_effect, Chain, Hop, Recorder, SetFieldEffect};
+use crate::cache::{set_field_effect, CacheStats, Caches, Chain, Hop, Recorder, SetFieldEffect};
 use crate::edit;
 use crate::group::select_bucket;
 use crate::meter::Verdict;
+use crate::ports::PortCounter;
+use crate::table::FlowTable;
+use crate::tally::Shard;
 use crate::{CacheMode, Datapath, Pipeline};
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{port_no, OFPCML_NO_BUFFER, OFP_NO_BUFFER};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::group::GroupType;
 use sluice_ofp::instruction::Instruction;
-use sluice_ofp::message::{flow_mod_flags as ff, packet_in_reason, Message, PacketIn, PacketOut};
+use sluice_ofp::message::{packet_in_reason, Message, PacketIn, PacketOut};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::{FlowKey, FlowMask, OXM_LAYOUT};
 use sluice_packet::parse::{parse, Meta, ParseInfo};
-use std::sync::Arc;
 
 /// Where transmitted frames go.
 pub trait Tx {
@@ -304,75 +306,163 @@ enum Flow {
     Stop,
 }
 
+/// One forwarding thread's private state: the clock reading of its
+/// current burst, packet buffers, caches, the asynchronous messages its
+/// packets produced and the counter shard it writes. Made by
+/// [`Pipeline::worker`]; used with [`Pipeline::process_with`] on the
+/// pipeline or any published copy of it.
+#[derive(Debug)]
+pub struct Worker {
+    shard: Shard,
+    pub(crate) now_ns: u64,
+    pub(crate) scratch: Scratch,
+    pub(crate) cache: Caches,
+    pub(crate) async_out: Vec<Message>,
+}
+
+impl Worker {
+    pub(crate) fn new(shard: Shard) -> Worker {
+        Worker {
+            shard,
+            now_ns: 0,
+            scratch: Scratch::default(),
+            cache: Caches::default(),
+            async_out: Vec::new(),
+        }
+    }
+
+    /// Move this worker's clock (never backwards): meters and idle times
+    /// use it. Call once per burst.
+    pub fn set_now(&mut self, now_ns: u64) {
+        self.now_ns = self.now_ns.max(now_ns);
+    }
+
+    /// Take the asynchronous messages (PACKET_IN) queued by this worker's
+    /// packets, oldest first.
+    pub fn take_async(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.async_out)
+    }
+
+    /// Whether packets queued asynchronous messages.
+    pub fn has_async(&self) -> bool {
+        !self.async_out.is_empty()
+    }
+
+    /// This worker's cache hits and misses.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats
+    }
+
+    /// The counter shard this worker writes.
+    pub fn shard(&self) -> Shard {
+        self.shard
+    }
+
+    fn note(&mut self, e: TraceEvent) {
+        if let Some(t) = &mut self.scratch.trace {
+            t.push(e);
+        }
+    }
+}
+
 impl Pipeline {
-    /// Run one frame received on `in_port` through the pipeline.
+    /// Run one frame received on `in_port` through the pipeline, with the
+    /// owner's worker context (asynchronous messages go to
+    /// [`Pipeline::take_async`]).
     pub fn process(&mut self, in_port: u32, frame: &[u8], tx: &mut dyn Tx) {
-        match self.ports.get_mut(in_port) {
+        self.with_local(|p, w| p.process_with(w, in_port, frame, tx));
+    }
+
+    /// Run a burst of frames received on `in_port`, in order.
+    pub fn process_burst(&mut self, in_port: u32, frames: &[&[u8]], tx: &mut dyn Tx) {
+        self.with_local(|p, w| {
+            for f in frames {
+                p.process_with(w, in_port, f, tx);
+            }
+        });
+    }
+
+    /// Runs `f` with the owner's worker context at the pipeline's clock,
+    /// then moves what it queued to the pipeline's queue.
+    fn with_local<R>(&mut self, f: impl FnOnce(&Pipeline, &mut Worker) -> R) -> R {
+        self.settle();
+        let mut w = self.local.take().unwrap_or_else(|| Box::new(Worker::new(Shard::OWNER)));
+        w.set_now(self.now_ns);
+        let r = f(self, &mut w);
+        self.async_out.append(&mut w.async_out);
+        self.local = Some(w);
+        r
+    }
+
+    /// Run one frame received on `in_port` through the pipeline with a
+    /// worker's context: `&self`, so any number of workers may share one
+    /// (published) pipeline. Counters go to the worker's shard, packet-ins
+    /// to its queue ([`Worker::take_async`]).
+    pub fn process_with(&self, w: &mut Worker, in_port: u32, frame: &[u8], tx: &mut dyn Tx) {
+        match self.ports.get(in_port) {
             Some(p) => {
                 if p.desc.config
                     & (sluice_ofp::port::config::PORT_DOWN | sluice_ofp::port::config::NO_RECV)
                     != 0
                 {
-                    p.counters.rx_dropped += 1;
+                    p.count(w.shard, PortCounter::RxDropped, 1);
                     return;
                 }
-                p.counters.rx_packets += 1;
-                p.counters.rx_bytes += frame.len() as u64;
+                p.count(w.shard, PortCounter::RxPackets, 1);
+                p.count(w.shard, PortCounter::RxBytes, frame.len() as u64);
             }
             // Reserved ports (LOCAL, CONTROLLER) may inject packets too.
             None if in_port > port_no::MAX => {}
             None => return,
         }
         let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
-        let buf = self.scratch.take_buf();
+        let buf = w.scratch.take_buf();
         match Pkt::load(buf, frame, meta) {
             Ok(mut pkt) => {
-                self.run_tables(&mut pkt, 0, tx);
-                self.scratch.pool.push(pkt.buf);
+                self.run_tables(w, &mut pkt, 0, tx);
+                w.scratch.pool.push(pkt.buf);
             }
             Err(buf) => {
-                self.scratch.pool.push(buf);
-                self.note(TraceEvent::Drop("frame larger than the packet buffer"));
+                w.scratch.pool.push(buf);
+                w.note(TraceEvent::Drop("frame larger than the packet buffer"));
             }
         }
     }
 
     /// Run the tables from `first_table`: through the caches when they are
     /// on (see `cache.rs`), else straight through the lookups.
-    fn run_tables(&mut self, pkt: &mut Pkt, first_table: u8, tx: &mut dyn Tx) {
+    fn run_tables(&self, w: &mut Worker, pkt: &mut Pkt, first_table: u8, tx: &mut dyn Tx) {
         let mode = self.cfg.cache;
-        if mode == CacheMode::Off || first_table != 0 || self.scratch.trace.is_some() {
-            self.walk(pkt, first_table, tx, None, None);
+        if mode == CacheMode::Off || first_table != 0 || w.scratch.trace.is_some() {
+            self.walk(w, pkt, first_table, tx, None, None);
             return;
         }
         let gen = self.flow_gen;
         let key = pkt.key;
         let mut hit = None;
         if mode == CacheMode::On {
-            hit = self.cache.lookup_exact(&key, gen);
+            hit = w.cache.lookup_exact(&key, gen);
         }
         if hit.is_none() {
-            hit = self.cache.lookup_megaflow(&key, gen);
+            hit = w.cache.lookup_megaflow(&key, gen);
             if let (Some(chain), CacheMode::On) = (hit, mode) {
-                self.cache.install_exact(&key, chain, gen);
+                w.cache.install_exact(&key, chain, gen);
             }
         }
         if let Some(chain) = hit {
-            self.walk(pkt, 0, tx, Some(&chain), None);
+            self.walk(w, pkt, 0, tx, Some(&chain), None);
             return;
         }
         let mut rec = Recorder::new(key);
-        self.walk(pkt, 0, tx, None, Some(&mut rec));
-        // A walk never changes flow tables, but check: an entry made in
-        // one generation must describe that generation.
-        if rec.chain.is_empty() || self.flow_gen != gen {
-            self.cache.stats.uncacheable += 1;
+        self.walk(w, pkt, 0, tx, None, Some(&mut rec));
+        if rec.chain.is_empty() {
+            w.cache.stats.uncacheable += 1;
             return;
         }
-        self.cache.stats.installs += 1;
-        self.cache.install_megaflow(&key, &rec.wc, rec.chain, gen);
+        w.cache.stats.installs += 1;
+        w.cache.install_megaflow(&key, &rec.wc, rec.chain, gen);
         if mode == CacheMode::On {
-            self.cache.install_exact(&key, rec.chain, gen);
+            w.cache.install_exact(&key, rec.chain, gen);
         }
     }
 
@@ -380,7 +470,8 @@ impl Pipeline {
     /// lookups (further lookups are live); with `rec`, lookups are recorded
     /// for a cache entry while the packet's key stays predictable.
     fn walk(
-        &mut self,
+        &self,
+        w: &mut Worker,
         pkt: &mut Pkt,
         first_table: u8,
         tx: &mut dyn Tx,
@@ -389,7 +480,8 @@ impl Pipeline {
     ) {
         let mut table = first_table;
         let mut set = ActionSet::default();
-        let now = self.now_ns;
+        let now = w.now_ns;
+        let shard = w.shard;
         let indexed = self.cfg.datapath == Datapath::Classifier;
         let mut hop_i = 0usize;
         // The classifier always reports consulted bits; unrecorded walks
@@ -398,8 +490,8 @@ impl Pipeline {
         loop {
             let hop = chain.and_then(|c| c.hops().get(hop_i).copied());
             hop_i += 1;
-            let Some(t) = self.tables.get_mut(usize::from(table)) else { return };
-            t.lookup_count += 1;
+            let Some(t) = self.tables.get(usize::from(table)) else { return };
+            t.stats.add(shard, FlowTable::LOOKUPS, 1);
             let found = match hop {
                 Some(h)
                     if h.table == table
@@ -409,11 +501,11 @@ impl Pipeline {
                 }
                 other => {
                     if other.is_some() {
-                        self.cache.stats.chain_mismatches += 1;
+                        w.cache.stats.chain_mismatches += 1;
                     }
                     match rec.as_deref_mut() {
                         Some(r) if r.open => {
-                            self.cache.settle(r);
+                            w.cache.settle(r);
                             let i = if indexed {
                                 t.lookup_indexed(&pkt.key, &mut r.wc)
                             } else {
@@ -431,26 +523,22 @@ impl Pipeline {
                 }
             };
             let Some(i) = found else {
-                self.note(TraceEvent::Lookup { table, entry: None });
-                self.note(TraceEvent::Drop("no matching entry and no table-miss entry"));
+                w.note(TraceEvent::Lookup { table, entry: None });
+                w.note(TraceEvent::Drop("no matching entry and no table-miss entry"));
                 return;
             };
-            t.matched_count += 1;
-            let Some(e) = t.entries_mut().get_mut(i) else { return };
+            t.stats.add(shard, FlowTable::MATCHED, 1);
+            let Some(e) = t.entries().get(i) else { return };
             // Trace events are built only when tracing (the match clone
             // would otherwise cost an allocation per packet).
-            let tracing = self.scratch.trace.is_some();
-            let hit = tracing.then(|| TraceEvent::Lookup {
-                table,
-                entry: Some((e.priority, e.cookie, e.r#match.clone())),
-            });
-            if e.flags & ff::NO_PKT_COUNTS == 0 {
-                e.packet_count += 1;
+            let tracing = w.scratch.trace.is_some();
+            if tracing {
+                w.note(TraceEvent::Lookup {
+                    table,
+                    entry: Some((e.priority, e.cookie, e.r#match.clone())),
+                });
             }
-            if e.flags & ff::NO_BYT_COUNTS == 0 {
-                e.byte_count += pkt.data().len() as u64;
-            }
-            e.last_used_ns = now;
+            e.hit(shard, pkt.data().len(), now);
             let ctx = Ctx {
                 table_id: table,
                 cookie: e.cookie,
@@ -461,14 +549,10 @@ impl Pipeline {
                 },
                 depth: self.cfg.max_group_depth,
             };
-            let instructions = Arc::clone(&e.instructions);
-            if let Some(hit) = hit {
-                self.note(hit);
-            }
             let mut goto = None;
-            for ins in in_execution_order(&instructions) {
+            for ins in in_execution_order(&e.instructions) {
                 if tracing {
-                    self.note(TraceEvent::Instruction(ins.clone()));
+                    w.note(TraceEvent::Instruction(ins.clone()));
                 }
                 match ins {
                     Instruction::Meter(m) => {
@@ -477,7 +561,7 @@ impl Pipeline {
                         if let Some(r) = rec.as_deref_mut() {
                             r.open = false;
                         }
-                        if let Flow::Stop = self.meter(*m, pkt) {
+                        if let Flow::Stop = self.meter(w, *m, pkt) {
                             return;
                         }
                     }
@@ -485,7 +569,7 @@ impl Pipeline {
                         if let Some(r) = rec.as_deref_mut() {
                             note_actions(r, list);
                         }
-                        if let Flow::Stop = self.actions(list, pkt, ctx, tx) {
+                        if let Flow::Stop = self.actions(w, list, pkt, ctx, tx) {
                             return;
                         }
                     }
@@ -504,20 +588,19 @@ impl Pipeline {
                 _ => {
                     let ordered = set.ordered();
                     if tracing {
-                        self.note(TraceEvent::ActionSet(ordered.clone()));
+                        w.note(TraceEvent::ActionSet(ordered.clone()));
                     }
-                    self.actions(&ordered, pkt, ctx, tx);
+                    self.actions(w, &ordered, pkt, ctx, tx);
                     return;
                 }
             }
         }
     }
 
-    fn meter(&mut self, id: u32, pkt: &mut Pkt) -> Flow {
-        let now = self.now_ns;
-        let Some(m) = self.meters.get_mut(id) else { return Flow::Continue };
-        let verdict = m.apply(pkt.data().len(), now);
-        self.note(TraceEvent::Meter { meter: id, verdict });
+    fn meter(&self, w: &mut Worker, id: u32, pkt: &mut Pkt) -> Flow {
+        let Some(m) = self.meters.get(id) else { return Flow::Continue };
+        let verdict = m.apply(pkt.data().len(), w.now_ns);
+        w.note(TraceEvent::Meter { meter: id, verdict });
         match verdict {
             Verdict::Pass => Flow::Continue,
             Verdict::Drop => Flow::Stop,
@@ -528,26 +611,33 @@ impl Pipeline {
         }
     }
 
-    fn actions(&mut self, list: &[Action], pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) -> Flow {
+    fn actions(
+        &self,
+        w: &mut Worker,
+        list: &[Action],
+        pkt: &mut Pkt,
+        ctx: Ctx,
+        tx: &mut dyn Tx,
+    ) -> Flow {
         for a in list {
-            if let Flow::Stop = self.action(a, pkt, ctx, tx) {
+            if let Flow::Stop = self.action(w, a, pkt, ctx, tx) {
                 return Flow::Stop;
             }
         }
         Flow::Continue
     }
 
-    fn action(&mut self, a: &Action, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) -> Flow {
+    fn action(&self, w: &mut Worker, a: &Action, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) -> Flow {
         match a {
-            Action::Output { port, max_len } => self.output(*port, *max_len, pkt, ctx, tx),
-            Action::Group(g) => self.group(*g, pkt, ctx, tx),
+            Action::Output { port, max_len } => self.output(w, *port, *max_len, pkt, ctx, tx),
+            Action::Group(g) => self.group(w, *g, pkt, ctx, tx),
             Action::SetQueue(q) => pkt.queue = Some(*q),
             _ => match edit::apply(a, pkt) {
                 edit::Outcome::Done => {}
                 edit::Outcome::InvalidTtl => {
                     let ctx = Ctx { reason: packet_in_reason::INVALID_TTL, ..ctx };
                     let len = self.switch_config.miss_send_len;
-                    self.packet_in(pkt, ctx, len);
+                    self.packet_in(w, pkt, ctx, len);
                     return Flow::Stop;
                 }
             },
@@ -555,21 +645,28 @@ impl Pipeline {
         Flow::Continue
     }
 
-    fn output(&mut self, port: u32, max_len: u16, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) {
+    fn output(
+        &self,
+        w: &mut Worker,
+        port: u32,
+        max_len: u16,
+        pkt: &mut Pkt,
+        ctx: Ctx,
+        tx: &mut dyn Tx,
+    ) {
         let in_port = pkt.meta.in_port;
         match port {
-            port_no::CONTROLLER => self.packet_in(pkt, ctx, max_len),
-            port_no::IN_PORT => self.send(in_port, pkt, tx),
+            port_no::CONTROLLER => self.packet_in(w, pkt, ctx, max_len),
+            port_no::IN_PORT => self.send(w, in_port, pkt, tx),
             port_no::ALL | port_no::FLOOD => {
                 // All standard ports (physical, logical and LOCAL: §4.1)
                 // but the ingress port, skipping those that cannot forward
                 // (down, NO_FWD: §4.5) and, for FLOOD, blocked ones.
-                let targets: Vec<u32> = self
+                for p in self
                     .ports
                     .numbers()
                     .filter(|&p| p != in_port && (p <= port_no::MAX || p == port_no::LOCAL))
-                    .collect();
-                for p in targets {
+                {
                     let blocked = self
                         .ports
                         .get(p)
@@ -577,51 +674,56 @@ impl Pipeline {
                     if !self.ports.can_forward(p) || (port == port_no::FLOOD && blocked) {
                         continue;
                     }
-                    self.send(p, pkt, tx);
+                    self.send(w, p, pkt, tx);
                 }
             }
             port_no::TABLE => {
                 // Only from PACKET_OUT (validated); resubmit to table 0.
                 let mut copy = pkt.clone();
                 copy.queue = None;
-                self.run_tables(&mut copy, 0, tx);
+                self.run_tables(w, &mut copy, 0, tx);
             }
             p if p == in_port => {} // OpenFlow never sends back out the ingress port implicitly.
-            p => self.send(p, pkt, tx),
+            p => self.send(w, p, pkt, tx),
         }
     }
 
-    fn send(&mut self, port: u32, pkt: &Pkt, tx: &mut dyn Tx) {
+    fn send(&self, w: &mut Worker, port: u32, pkt: &Pkt, tx: &mut dyn Tx) {
         if !self.ports.can_forward(port) {
-            self.note(TraceEvent::Drop("output port is down, missing or NO_FWD"));
-            if let Some(p) = self.ports.get_mut(port) {
-                p.counters.tx_dropped += 1;
+            w.note(TraceEvent::Drop("output port is down, missing or NO_FWD"));
+            if let Some(p) = self.ports.get(port) {
+                p.count(w.shard, PortCounter::TxDropped, 1);
             }
             return;
         }
-        let Some(p) = self.ports.get_mut(port) else { return };
-        p.counters.tx_packets += 1;
-        p.counters.tx_bytes += pkt.data().len() as u64;
-        if let Some(q) = pkt.queue.and_then(|q| p.queues.get_mut(&q)) {
-            q.tx_packets += 1;
-            q.tx_bytes += pkt.data().len() as u64;
+        let Some(p) = self.ports.get(port) else { return };
+        let len = pkt.data().len() as u64;
+        p.count(w.shard, PortCounter::TxPackets, 1);
+        p.count(w.shard, PortCounter::TxBytes, len);
+        if let Some(q) = pkt.queue {
+            p.count_queue(w.shard, q, len);
         }
         tx.transmit(port, pkt.queue, pkt.data());
-        self.note(TraceEvent::Output { port });
+        w.note(TraceEvent::Output { port });
     }
 
-    fn packet_in(&mut self, pkt: &Pkt, ctx: Ctx, max_len: u16) {
+    fn packet_in(&self, w: &mut Worker, pkt: &Pkt, ctx: Ctx, max_len: u16) {
         if !self.ports.packet_in_allowed(pkt.meta.in_port) {
-            self.note(TraceEvent::Drop("ingress port has NO_PACKET_IN"));
+            w.note(TraceEvent::Drop("ingress port has NO_PACKET_IN"));
             return;
         }
-        self.note(TraceEvent::PacketIn { reason: ctx.reason, table: ctx.table_id });
+        w.note(TraceEvent::PacketIn { reason: ctx.reason, table: ctx.table_id });
         let frame = pkt.data();
         let (buffer_id, data) =
             if max_len == OFPCML_NO_BUFFER || usize::from(max_len) >= frame.len() {
                 (OFP_NO_BUFFER, frame.to_vec())
             } else {
-                match self.buffers.store(pkt.meta.in_port, frame) {
+                let stored = self
+                    .buffers
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .store(pkt.meta.in_port, frame);
+                match stored {
                     Some(id) => (id, frame[..usize::from(max_len)].to_vec()),
                     None => (OFP_NO_BUFFER, frame.to_vec()),
                 }
@@ -641,7 +743,7 @@ impl Pipeline {
         if pkt.meta.tunnel_id != 0 {
             m.oxms.push(b(FieldId::TunnelId, pkt.meta.tunnel_id.into()));
         }
-        self.async_out.push(Message::PacketIn(PacketIn {
+        w.async_out.push(Message::PacketIn(PacketIn {
             buffer_id,
             total_len: pkt.data().len().min(usize::from(u16::MAX)) as u16,
             reason: ctx.reason,
@@ -652,7 +754,7 @@ impl Pipeline {
         }));
     }
 
-    fn group(&mut self, id: u32, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) {
+    fn group(&self, w: &mut Worker, id: u32, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) {
         if ctx.depth == 0 {
             return;
         }
@@ -677,44 +779,31 @@ impl Pipeline {
                 .collect(),
             GroupType::Unknown(_) => vec![],
         };
-        let buckets: Vec<Vec<Action>> =
-            chosen.iter().map(|&i| g.buckets[i].actions.clone()).collect();
-        self.note(TraceEvent::Group { group: id, buckets: chosen.clone() });
-        let bytes = pkt.data().len() as u64;
-        if let Some(g) = self.groups.get_mut(id) {
-            g.packet_count += 1;
-            g.byte_count += bytes;
-            for &i in &chosen {
-                if let Some(c) = g.bucket_counters.get_mut(i) {
-                    c.packet_count += 1;
-                    c.byte_count += bytes;
-                }
-            }
+        if w.scratch.trace.is_some() {
+            w.note(TraceEvent::Group { group: id, buckets: chosen.clone() });
         }
-        for actions in buckets {
+        g.count(w.shard, &chosen, pkt.data().len() as u64);
+        for &i in &chosen {
+            let Some(bucket) = g.buckets.get(i) else { continue };
             // Each bucket works on its own copy of the packet.
-            let mut buf = self.scratch.take_buf();
+            let mut buf = w.scratch.take_buf();
             if buf.load(pkt.data()).is_err() {
-                self.scratch.pool.push(buf);
+                w.scratch.pool.push(buf);
                 continue;
             }
             let mut p = Pkt { buf, meta: pkt.meta, key: pkt.key, info: pkt.info, queue: pkt.queue };
-            self.actions(&actions, &mut p, ctx, tx);
-            self.scratch.pool.push(p.buf);
+            self.actions(w, &bucket.actions, &mut p, ctx, tx);
+            w.scratch.pool.push(p.buf);
         }
     }
 
     /// Run one frame like [`Pipeline::process`] and return what it met.
     pub fn trace(&mut self, in_port: u32, frame: &[u8], tx: &mut dyn Tx) -> Vec<TraceEvent> {
-        self.scratch.trace = Some(Vec::new());
-        self.process(in_port, frame, tx);
-        self.scratch.trace.take().unwrap_or_default()
-    }
-
-    fn note(&mut self, e: TraceEvent) {
-        if let Some(t) = &mut self.scratch.trace {
-            t.push(e);
-        }
+        self.with_local(|p, w| {
+            w.scratch.trace = Some(Vec::new());
+            p.process_with(w, in_port, frame, tx);
+            w.scratch.trace.take().unwrap_or_default()
+        })
     }
 
     /// Execute a PACKET_OUT.
@@ -729,26 +818,33 @@ impl Pipeline {
         let data = if po.buffer_id == OFP_NO_BUFFER {
             po.data.clone()
         } else {
-            self.buffers.take(po.buffer_id).ok_or(ErrorCode::BRC_BUFFER_UNKNOWN)?.1
+            self.take_buffer(po.buffer_id).ok_or(ErrorCode::BRC_BUFFER_UNKNOWN)?.1
         };
         let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
-        let buf = self.scratch.take_buf();
-        let mut pkt = match Pkt::load(buf, &data, meta) {
-            Ok(p) => p,
-            Err(buf) => {
-                self.scratch.pool.push(buf);
-                return Err(ErrorCode::BRC_BAD_PACKET);
-            }
-        };
         let ctx = Ctx {
             table_id: 0xff,
             cookie: u64::MAX,
             reason: packet_in_reason::ACTION,
             depth: self.cfg.max_group_depth,
         };
-        self.actions(&po.actions, &mut pkt, ctx, tx);
-        self.scratch.pool.push(pkt.buf);
-        Ok(())
+        self.with_local(|p, w| {
+            let buf = w.scratch.take_buf();
+            let mut pkt = match Pkt::load(buf, &data, meta) {
+                Ok(pkt) => pkt,
+                Err(buf) => {
+                    w.scratch.pool.push(buf);
+                    return Err(ErrorCode::BRC_BAD_PACKET);
+                }
+            };
+            p.actions(w, &po.actions, &mut pkt, ctx, tx);
+            w.scratch.pool.push(pkt.buf);
+            Ok(())
+        })
+    }
+
+    /// Take a packet buffered for PACKET_IN (each buffer can be used once).
+    pub(crate) fn take_buffer(&self, id: u32) -> Option<(u32, Vec<u8>)> {
+        self.buffers.lock().unwrap_or_else(|e| e.into_inner()).take(id)
     }
 }
 

@@ -22,6 +22,7 @@
 
 use crate::rule::Rule;
 use crate::table::FlowEntry;
+use crate::tally::Shard;
 use crate::Pipeline;
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, table_id, OFPVID_PRESENT};
@@ -32,6 +33,7 @@ use sluice_ofp::message::{
     Message,
 };
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
+use std::sync::Arc;
 
 const KNOWN_FLAGS: u16 = ff::SEND_FLOW_REM
     | ff::CHECK_OVERLAP
@@ -293,20 +295,35 @@ impl Pipeline {
             cmd::MODIFY | cmd::MODIFY_STRICT => {
                 self.validate_instructions(fm.table_id, &fm.instructions, &fm.r#match)?;
                 let strict = fm.command == cmd::MODIFY_STRICT;
+                let shards = self.cfg.shards();
                 let t = &mut self.tables[usize::from(fm.table_id)];
-                for e in t.entries_mut() {
-                    let selected = if strict {
-                        e.priority == fm.priority && e.rule == rule
-                    } else {
-                        rule.covers(&e.rule)
-                    };
-                    if selected && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask) {
-                        e.instructions = fm.instructions.as_slice().into();
+                let chosen: Vec<usize> = t
+                    .entries()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| {
+                        let selected = if strict {
+                            e.priority == fm.priority && e.rule == rule
+                        } else {
+                            rule.covers(&e.rule)
+                        };
+                        selected && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask)
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                let instructions: Arc<[Instruction]> = fm.instructions.as_slice().into();
+                for i in chosen {
+                    t.update(i, |e| {
+                        e.instructions = instructions.clone();
                         if fm.flags & ff::RESET_COUNTS != 0 {
-                            e.packet_count = 0;
-                            e.byte_count = 0;
+                            // Fresh cells: workers still counting into the
+                            // old ones cannot undo the reset. The last use
+                            // time is not a counter and carries over.
+                            let fresh = FlowEntry::new_stats(shards);
+                            fresh.raise(Shard::OWNER, FlowEntry::USED, e.last_used_ns());
+                            e.stats = fresh;
                         }
-                    }
+                    });
                 }
                 Ok(())
             }
@@ -350,12 +367,11 @@ impl Pipeline {
         if existing.is_none() && t.is_full() {
             return Err(ErrorCode::FMFC_TABLE_FULL);
         }
-        let (packet_count, byte_count) = match existing {
-            Some(i) if fm.flags & ff::RESET_COUNTS == 0 => {
-                let e = &t.entries()[i];
-                (e.packet_count, e.byte_count)
-            }
-            _ => (0, 0),
+        // Replacing an identical entry keeps its counters (shares its
+        // cells) unless RESET_COUNTS; its idle time restarts either way.
+        let stats = match existing {
+            Some(i) if fm.flags & ff::RESET_COUNTS == 0 => t.entries()[i].stats.clone(),
+            _ => FlowEntry::new_stats(self.cfg.shards()),
         };
         self.seq += 1;
         let entry = FlowEntry {
@@ -368,9 +384,7 @@ impl Pipeline {
             flags: fm.flags,
             instructions: fm.instructions.as_slice().into(),
             installed_ns: now,
-            last_used_ns: now,
-            packet_count,
-            byte_count,
+            stats,
             seq: existing.map_or(self.seq, |i| t.entries()[i].seq),
         };
         match existing {
@@ -397,8 +411,8 @@ impl Pipeline {
                 duration_nsec: (d % 1_000_000_000) as u32,
                 idle_timeout: e.idle_timeout,
                 hard_timeout: e.hard_timeout,
-                packet_count: e.packet_count,
-                byte_count: e.byte_count,
+                packet_count: e.packet_count(),
+                byte_count: e.byte_count(),
                 r#match: e.r#match,
             }));
         }
@@ -428,7 +442,7 @@ impl Pipeline {
                 let hard =
                     e.hard_timeout != 0 && now >= e.installed_ns + u64::from(e.hard_timeout) * S;
                 let idle =
-                    e.idle_timeout != 0 && now >= e.last_used_ns + u64::from(e.idle_timeout) * S;
+                    e.idle_timeout != 0 && now >= e.last_used_ns() + u64::from(e.idle_timeout) * S;
                 if hard || idle {
                     reasons.push(if hard {
                         flow_removed_reason::HARD_TIMEOUT

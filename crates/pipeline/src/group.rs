@@ -17,24 +17,56 @@
 //! (FLOW_REMOVED reason `GROUP_DELETE`) and is refused while another group
 //! forwards to it (`OFPGMFC_CHAINED_GROUP`).
 
+use crate::tally::{Shard, Tally};
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::group::{Bucket, GroupType};
 use sluice_ofp::multipart::{BucketCounter, GroupDesc, GroupStats};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+/// One group. Its counters (packets and bytes of the group, then of each
+/// bucket) are shared by every published copy of it, one shard per worker.
 #[derive(Clone, Debug)]
 pub struct Group {
     pub group_type: GroupType,
     pub buckets: Vec<Bucket>,
-    pub packet_count: u64,
-    pub byte_count: u64,
-    pub bucket_counters: Vec<BucketCounter>,
+    tally: Arc<Tally>,
     pub created_ns: u64,
 }
 
 impl Group {
+    pub fn packet_count(&self) -> u64 {
+        self.tally.sum(0)
+    }
+
+    pub fn byte_count(&self) -> u64 {
+        self.tally.sum(1)
+    }
+
+    /// Per-bucket counters, merged over the workers.
+    pub fn bucket_counters(&self) -> Vec<BucketCounter> {
+        (0..self.buckets.len())
+            .map(|i| BucketCounter {
+                packet_count: self.tally.sum(2 + 2 * i),
+                byte_count: self.tally.sum(3 + 2 * i),
+            })
+            .collect()
+    }
+
+    /// Count one packet of `bytes` through the group and its `chosen`
+    /// buckets, in shard `s`.
+    #[inline]
+    pub(crate) fn count(&self, s: Shard, chosen: &[usize], bytes: u64) {
+        self.tally.add(s, 0, 1);
+        self.tally.add(s, 1, bytes);
+        for &i in chosen {
+            self.tally.add(s, 2 + 2 * i, 1);
+            self.tally.add(s, 3 + 2 * i, bytes);
+        }
+    }
+
     /// Groups this group's buckets forward to.
     pub fn forwards_to(&self) -> impl Iterator<Item = u32> + '_ {
         self.buckets.iter().flat_map(|b| b.actions.iter()).filter_map(|a| match a {
@@ -44,22 +76,31 @@ impl Group {
     }
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct GroupTable {
     map: BTreeMap<u32, Group>,
+    /// Counter shards of the pipeline (see `tally.rs`).
+    shards: usize,
+}
+
+impl Default for GroupTable {
+    fn default() -> Self {
+        GroupTable::new(2)
+    }
 }
 
 impl GroupTable {
+    /// No groups; their counters will have `shards` shards.
+    pub fn new(shards: usize) -> GroupTable {
+        GroupTable { map: BTreeMap::new(), shards }
+    }
+
     pub fn contains(&self, id: u32) -> bool {
         self.map.contains_key(&id)
     }
 
     pub fn get(&self, id: u32) -> Option<&Group> {
         self.map.get(&id)
-    }
-
-    pub fn get_mut(&mut self, id: u32) -> Option<&mut Group> {
-        self.map.get_mut(&id)
     }
 
     pub fn len(&self) -> usize {
@@ -153,9 +194,7 @@ impl GroupTable {
             Group {
                 group_type: ty,
                 buckets,
-                packet_count: 0,
-                byte_count: 0,
-                bucket_counters: vec![BucketCounter::default(); n],
+                tally: Arc::new(Tally::new(2 + 2 * n, self.shards)),
                 created_ns: now_ns,
             },
         );
@@ -165,7 +204,10 @@ impl GroupTable {
     /// the per-bucket ones (buckets changed).
     pub fn modify(&mut self, id: u32, ty: GroupType, buckets: Vec<Bucket>) {
         if let Some(g) = self.map.get_mut(&id) {
-            g.bucket_counters = vec![BucketCounter::default(); buckets.len()];
+            let tally = Tally::new(2 + 2 * buckets.len(), self.shards);
+            tally.add(Shard::OWNER, 0, g.packet_count());
+            tally.add(Shard::OWNER, 1, g.byte_count());
+            g.tally = Arc::new(tally);
             g.group_type = ty;
             g.buckets = buckets;
         }
@@ -210,11 +252,11 @@ impl GroupTable {
                 GroupStats {
                     group_id: k,
                     ref_count: ref_count(k),
-                    packet_count: g.packet_count,
-                    byte_count: g.byte_count,
+                    packet_count: g.packet_count(),
+                    byte_count: g.byte_count(),
                     duration_sec: (d / 1_000_000_000) as u32,
                     duration_nsec: (d % 1_000_000_000) as u32,
-                    bucket_stats: g.bucket_counters.clone(),
+                    bucket_stats: g.bucket_counters(),
                 }
             })
             .collect()

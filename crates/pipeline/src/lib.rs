@@ -14,6 +14,12 @@
 //!   multipart request, barrier, …) and returns the replies.
 //! - [`Pipeline::process`] runs one packet received on a port through the
 //!   tables; transmitted frames go to a [`Tx`] sink supplied by the caller.
+//!   [`Pipeline::process_burst`] runs a burst of frames from one port.
+//! - Several threads can forward through one pipeline at once:
+//!   [`Pipeline::worker`] hands out a [`Worker`] context (its own scratch
+//!   buffers, caches, queued packet-ins and counter shard) and
+//!   [`Pipeline::process_with`] takes `&self`: a published copy of the
+//!   pipeline (see [`publish`]) is read by every worker without locks.
 //! - [`Pipeline::advance`] moves the pipeline clock (nanoseconds); timeouts
 //!   fire and meters refill only through it. There is no hidden clock, so
 //!   every test is deterministic.
@@ -32,13 +38,15 @@
 //!   linearly (the oracle). `Datapath::Classifier` (default): each table
 //!   also keeps a `sluice-classifier` tuple-space index of its entries
 //!   (see `table.rs` for the cost of flow-mods).
-//! - `CacheMode::On` (default): an exact-match cache, then a megaflow
-//!   cache, in front of the lookups; `Megaflow`: only the megaflow cache;
-//!   `Off`: none. A cache hit skips only the lookups; instructions,
+//! - `CacheMode::On`: an exact-match cache, then a megaflow cache, in
+//!   front of the lookups; `Megaflow`: only the megaflow cache; `Off`
+//!   (default, measured fastest so far): none. A cache hit skips only the lookups; instructions,
 //!   counters, meters, groups and packet-ins run as on the slow path (see
 //!   `cache.rs`). [`Pipeline::trace`] always takes the slow path.
 //!   [`Pipeline::set_datapath`], [`Pipeline::set_cache`] switch at run
-//!   time; [`Pipeline::cache_stats`] reports hits and misses.
+//!   time; [`Pipeline::cache_stats`] and [`Worker::cache_stats`] report
+//!   hits and misses. Caches belong to a [`Worker`], never to the shared
+//!   pipeline.
 //!
 //! ## Data layout (shared with the fast paths)
 //! Packets are parsed once into a fixed-layout [`FlowKey`] of u64 words
@@ -58,20 +66,24 @@ mod fuzz;
 pub mod group;
 pub mod meter;
 pub mod ports;
+pub mod publish;
 pub mod rule;
 pub mod stats;
 pub mod table;
+pub mod tally;
 
 pub use cache::CacheStats;
 pub use control::Outgoing;
-pub use exec::{TraceEvent, Tx};
+pub use exec::{TraceEvent, Tx, Worker};
 pub use fuzz::{fuzz_datapath_diff, fuzz_pipeline};
 
 use group::GroupTable;
 use meter::MeterTable;
 use ports::Ports;
 use sluice_ofp::message::{Message, SwitchConfig};
+use std::sync::{Arc, Mutex};
 use table::FlowTable;
+use tally::Shard;
 
 /// Switch-wide limits and identity.
 #[derive(Clone, Debug)]
@@ -95,8 +107,19 @@ pub struct Config {
     pub dp_desc: String,
     /// How flow tables are searched (results are identical; only speed differs).
     pub datapath: Datapath,
-    /// Which per-pipeline caches sit in front of the table lookups.
+    /// Which per-worker caches sit in front of the table lookups.
     pub cache: CacheMode,
+    /// Threads that will forward through this pipeline concurrently (each
+    /// gets its own counter shard; see `tally.rs`). More workers than this
+    /// still count exactly, through a shared shard.
+    pub workers: usize,
+}
+
+impl Config {
+    /// Counter shards: the owner's, one per worker, one shared.
+    pub fn shards(&self) -> usize {
+        self.workers.saturating_add(2)
+    }
 }
 
 /// The flow-table lookup structure.
@@ -142,6 +165,7 @@ impl Default for Config {
             dp_desc: "sluice".into(),
             datapath: Datapath::default(),
             cache: CacheMode::default(),
+            workers: 1,
         }
     }
 }
@@ -155,45 +179,134 @@ pub struct Pipeline {
     meters: MeterTable,
     ports: Ports,
     switch_config: SwitchConfig,
-    buffers: exec::Buffers,
+    /// Packets buffered for PACKET_IN: stored by any worker, taken by the
+    /// owner (PACKET_OUT, FLOW_MOD with a buffer id); shared by every
+    /// published copy.
+    buffers: Arc<Mutex<exec::Buffers>>,
     /// Pipeline clock in nanoseconds (moved only by `advance`).
     now_ns: u64,
     /// Next flow-entry sequence number.
     seq: u64,
     /// Queued asynchronous messages.
     async_out: Vec<Message>,
-    /// Scratch state reused across packets.
-    scratch: exec::Scratch,
+    /// The owner's worker context (shard 0): `process`, `packet_out`,
+    /// `trace` run with it.
+    local: Option<Box<Worker>>,
+    /// Next worker shard to hand out.
+    next_shard: usize,
+    /// Some table's `seq → position` map is stale (see `table.rs`).
+    unsettled: bool,
     /// Flow generation: bumped by every flow-table change; cache entries
     /// of another generation are misses (see `cache.rs`).
     flow_gen: u64,
-    /// Exact-match and megaflow caches (used per `cfg.cache`).
-    cache: cache::Caches,
 }
 
 impl Pipeline {
     pub fn new(cfg: Config) -> Self {
         let n = usize::from(cfg.n_tables);
         let indexed = cfg.datapath == Datapath::Classifier;
+        let shards = cfg.shards();
         let table = |_| {
-            let mut t = FlowTable::new(cfg.max_flows_per_table);
+            let mut t = FlowTable::new(cfg.max_flows_per_table, shards);
             t.set_indexed(indexed);
             t
         };
         Pipeline {
             tables: (0..n).map(table).collect(),
-            groups: GroupTable::default(),
+            groups: GroupTable::new(shards),
             meters: MeterTable::default(),
-            ports: Ports::default(),
+            ports: Ports::new(shards),
             switch_config: SwitchConfig::default(),
-            buffers: exec::Buffers::new(cfg.n_buffers as usize),
+            buffers: Arc::new(Mutex::new(exec::Buffers::new(cfg.n_buffers as usize))),
             now_ns: 0,
             seq: 0,
             async_out: Vec::new(),
-            scratch: exec::Scratch::default(),
+            local: Some(Box::new(Worker::new(Shard::OWNER))),
+            next_shard: 1,
+            unsettled: false,
             flow_gen: 1,
-            cache: cache::Caches::default(),
             cfg,
+        }
+    }
+
+    /// A worker context for a thread that forwards through this pipeline
+    /// (or a published copy of it) with [`Pipeline::process_with`]. The
+    /// first `cfg.workers` get a counter shard of their own; later ones
+    /// share one (exact, slower).
+    pub fn worker(&mut self) -> Worker {
+        let shards = self.cfg.shards();
+        let shard = if self.next_shard < shards - 1 {
+            self.next_shard += 1;
+            Shard::exclusive(self.next_shard - 1)
+        } else {
+            Shard::shared(shards)
+        };
+        Worker::new(shard)
+    }
+
+    /// A copy of this pipeline to publish to workers: same tables (with
+    /// their indexes), groups, meters, ports and configuration; counters,
+    /// meter state and packet buffers are shared with this one. The copy
+    /// has no clock, queue or caches of its own that matter: workers bring
+    /// theirs.
+    pub(crate) fn replica(&self) -> Pipeline {
+        Pipeline {
+            cfg: self.cfg.clone(),
+            tables: self.tables.iter().map(FlowTable::replica).collect(),
+            groups: self.groups.clone(),
+            meters: self.meters.clone(),
+            ports: self.ports.clone(),
+            switch_config: self.switch_config,
+            buffers: self.buffers.clone(),
+            now_ns: self.now_ns,
+            seq: self.seq,
+            async_out: Vec::new(),
+            local: None,
+            next_shard: self.cfg.shards(),
+            unsettled: false,
+            flow_gen: self.flow_gen,
+        }
+    }
+
+    /// Bring `copy` (a replica this pipeline has been syncing since it
+    /// was made, see [`publish`]) up to date: table changes are replayed
+    /// from the tables' logs, everything else is copied.
+    pub(crate) fn sync_copy(&mut self, copy: &mut Pipeline) {
+        for (t, c) in self.tables.iter_mut().zip(copy.tables.iter_mut()) {
+            t.sync_copy(c);
+        }
+        copy.cfg = self.cfg.clone();
+        copy.groups = self.groups.clone();
+        copy.meters = self.meters.clone();
+        copy.ports = self.ports.clone();
+        copy.switch_config = self.switch_config;
+        copy.now_ns = self.now_ns;
+        copy.seq = self.seq;
+        copy.flow_gen = self.flow_gen;
+    }
+
+    /// Start logging table changes for published copies.
+    pub(crate) fn start_logs(&mut self) {
+        for t in &mut self.tables {
+            t.start_log();
+        }
+    }
+
+    /// A fresh replica replaced the copy that was due for syncing: the
+    /// changes since the last publication are now owed to the other copy
+    /// only.
+    pub(crate) fn logs_skip_copy(&mut self) {
+        for t in &mut self.tables {
+            t.skip_copy();
+        }
+    }
+
+    /// Rebuild stale position maps (cheap when nothing changed).
+    pub(crate) fn settle(&mut self) {
+        if std::mem::take(&mut self.unsettled) {
+            for t in &mut self.tables {
+                t.settle();
+            }
         }
     }
 
@@ -209,23 +322,37 @@ impl Pipeline {
             t.set_indexed(d == Datapath::Classifier);
         }
         self.tables_changed();
-        self.cache.clear();
+        if let Some(w) = &mut self.local {
+            w.cache.clear();
+        }
     }
 
-    /// Choose the caches in front of the tables (empties them).
+    /// Choose the caches in front of the tables (every worker's cache
+    /// entries become stale).
     pub fn set_cache(&mut self, m: CacheMode) {
         self.cfg.cache = m;
-        self.cache.clear();
+        self.tables_changed();
+        if let Some(w) = &mut self.local {
+            w.cache.clear();
+        }
     }
 
-    /// Hit/miss counts per cache level since the pipeline was made.
+    /// Hit/miss counts per cache level of the owner's own worker context
+    /// (what [`Pipeline::process`] used).
     pub fn cache_stats(&self) -> CacheStats {
-        self.cache.stats
+        self.local.as_ref().map(|w| w.cache.stats).unwrap_or_default()
     }
 
-    /// Note a flow-table change: every cache entry becomes stale.
+    /// Note a flow-table change: every cache entry becomes stale, and
+    /// position maps may need rebuilding.
     pub(crate) fn tables_changed(&mut self) {
         self.flow_gen = self.flow_gen.wrapping_add(1).max(1);
+        self.unsettled = true;
+    }
+
+    /// The flow generation (changes with every flow-table change).
+    pub fn flow_generation(&self) -> u64 {
+        self.flow_gen
     }
 
     pub fn now_ns(&self) -> u64 {
@@ -242,6 +369,11 @@ impl Pipeline {
 
     pub fn ports_mut(&mut self) -> &mut Ports {
         &mut self.ports
+    }
+
+    /// The switch configuration (SET_CONFIG).
+    pub fn switch_config(&self) -> SwitchConfig {
+        self.switch_config
     }
 
     pub fn groups(&self) -> &GroupTable {

@@ -28,19 +28,30 @@ use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::meter::{flags, MeterBand};
 use sluice_ofp::multipart::{MeterBandStats, MeterConfig, MeterStats};
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 const UNIT: u128 = 1_000_000_000;
 
+/// One meter: its configuration and its running state. The state (token
+/// buckets, counters) is shared by every published copy of the meter and
+/// by every worker, behind the meter's own mutex: a metered packet takes
+/// that one lock (rate limiting is shared state by nature; unmetered
+/// packets never touch it).
 #[derive(Clone, Debug)]
 pub struct Meter {
     pub flags: u16,
     pub bands: Vec<MeterBand>,
+    pub created_ns: u64,
+    run: Arc<Mutex<MeterRun>>,
+}
+
+#[derive(Debug)]
+struct MeterRun {
     tokens: Vec<u128>,
     last_ns: u64,
-    pub packet_in_count: u64,
-    pub byte_in_count: u64,
-    pub band_stats: Vec<MeterBandStats>,
-    pub created_ns: u64,
+    packet_in_count: u64,
+    byte_in_count: u64,
+    band_stats: Vec<MeterBandStats>,
 }
 
 /// What a meter decided for one packet.
@@ -78,18 +89,33 @@ fn normalise_bursts(flags_: u16, mut bands: Vec<MeterBand>) -> Vec<MeterBand> {
 impl Meter {
     fn new(flags: u16, bands: Vec<MeterBand>, now_ns: u64) -> Meter {
         let bands = normalise_bursts(flags, bands);
-        let mut m = Meter {
-            flags,
+        let run = MeterRun {
             tokens: Vec::new(),
             last_ns: now_ns,
             packet_in_count: 0,
             byte_in_count: 0,
             band_stats: vec![MeterBandStats::default(); bands.len()],
-            bands,
-            created_ns: now_ns,
         };
-        m.tokens = (0..m.bands.len()).map(|i| m.capacity(i)).collect();
+        let m = Meter { flags, bands, created_ns: now_ns, run: Arc::new(Mutex::new(run)) };
+        let full: Vec<u128> = (0..m.bands.len()).map(|i| m.capacity(i)).collect();
+        m.lock().tokens = full;
         m
+    }
+
+    fn lock(&self) -> MutexGuard<'_, MeterRun> {
+        self.run.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn packet_in_count(&self) -> u64 {
+        self.lock().packet_in_count
+    }
+
+    pub fn byte_in_count(&self) -> u64 {
+        self.lock().byte_in_count
+    }
+
+    pub fn band_stats(&self) -> Vec<MeterBandStats> {
+        self.lock().band_stats.clone()
     }
 
     fn capacity(&self, band: usize) -> u128 {
@@ -107,26 +133,31 @@ impl Meter {
     }
 
     /// Account one packet of `bytes` at time `now_ns` and decide.
-    pub fn apply(&mut self, bytes: usize, now_ns: u64) -> Verdict {
-        let dt = u128::from(now_ns.saturating_sub(self.last_ns));
-        self.last_ns = self.last_ns.max(now_ns);
-        self.packet_in_count += 1;
-        self.byte_in_count += bytes as u64;
+    pub fn apply(&self, bytes: usize, now_ns: u64) -> Verdict {
+        let mut r = self.lock();
+        let dt = u128::from(now_ns.saturating_sub(r.last_ns));
+        r.last_ns = r.last_ns.max(now_ns);
+        r.packet_in_count += 1;
+        r.byte_in_count += bytes as u64;
         let cost = self.cost(bytes);
         let mut exceeded: Option<usize> = None;
         for i in 0..self.bands.len() {
             let (rate, _) = band_rate_burst(&self.bands[i]);
             let cap = self.capacity(i);
-            self.tokens[i] = (self.tokens[i] + dt * u128::from(rate)).min(cap);
-            if self.tokens[i] >= cost {
-                self.tokens[i] -= cost;
+            let Some(tokens) = r.tokens.get_mut(i) else { continue };
+            *tokens = (*tokens + dt * u128::from(rate)).min(cap);
+            if *tokens >= cost {
+                *tokens -= cost;
             } else if exceeded.is_none_or(|e| band_rate_burst(&self.bands[e]).0 < rate) {
                 exceeded = Some(i);
             }
         }
         let Some(i) = exceeded else { return Verdict::Pass };
-        self.band_stats[i].packet_band_count += 1;
-        self.band_stats[i].byte_band_count += bytes as u64;
+        if let Some(b) = r.band_stats.get_mut(i) {
+            b.packet_band_count += 1;
+            b.byte_band_count += bytes as u64;
+        }
+        drop(r);
         match self.bands[i] {
             MeterBand::Drop { .. } => Verdict::Drop,
             MeterBand::DscpRemark { prec_level, .. } => Verdict::Remark(prec_level),
@@ -161,8 +192,8 @@ impl MeterTable {
         self.map.contains_key(&id)
     }
 
-    pub fn get_mut(&mut self, id: u32) -> Option<&mut Meter> {
-        self.map.get_mut(&id)
+    pub fn get(&self, id: u32) -> Option<&Meter> {
+        self.map.get(&id)
     }
 
     pub fn len(&self) -> usize {
@@ -257,11 +288,11 @@ impl MeterTable {
                 MeterStats {
                     meter_id: k,
                     flow_count: flow_count(k),
-                    packet_in_count: m.packet_in_count,
-                    byte_in_count: m.byte_in_count,
+                    packet_in_count: m.packet_in_count(),
+                    byte_in_count: m.byte_in_count(),
                     duration_sec: (d / 1_000_000_000) as u32,
                     duration_nsec: (d % 1_000_000_000) as u32,
-                    band_stats: m.band_stats.clone(),
+                    band_stats: m.band_stats(),
                 }
             })
             .collect()
@@ -293,7 +324,7 @@ mod tests {
             0,
         )
         .unwrap();
-        let m = t.get_mut(1).unwrap();
+        let m = t.get(1).unwrap();
         // The burst of 10 passes, the 11th packet at the same instant drops.
         let v: Vec<_> = (0..11).map(|_| m.apply(64, 0)).collect();
         assert_eq!(v.iter().filter(|&&x| x == Verdict::Pass).count(), 10);
@@ -301,8 +332,8 @@ mod tests {
         // 10 ms later one more token (100 pkt/s) is there.
         assert_eq!(m.apply(64, 10 * MS), Verdict::Pass);
         assert_eq!(m.apply(64, 10 * MS), Verdict::Drop);
-        assert_eq!(m.band_stats[0].packet_band_count, 2);
-        assert_eq!(m.packet_in_count, 13);
+        assert_eq!(m.band_stats()[0].packet_band_count, 2);
+        assert_eq!(m.packet_in_count(), 13);
     }
 
     #[test]
@@ -313,7 +344,7 @@ mod tests {
             MeterBand::Drop { rate: 16, burst_size: 2 },
         ];
         t.add(2, flags::KBPS | flags::BURST, bands, (10, 4), 0).unwrap();
-        let m = t.get_mut(2).unwrap();
+        let m = t.get(2).unwrap();
         // 125 bytes = 1 kbit. Remark bucket holds 1 kbit, drop bucket 2.
         assert_eq!(m.apply(125, 0), Verdict::Pass);
         assert_eq!(m.apply(125, 0), Verdict::Remark(1));

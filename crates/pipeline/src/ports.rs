@@ -6,11 +6,13 @@
 //! administratively down (`OFPPC_PORT_DOWN`) and its link is up (no
 //! `OFPPS_LINK_DOWN`).
 
+use crate::tally::{Shard, Tally};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::message::{port_reason, PortMod, PortStatus};
 use sluice_ofp::multipart::{PortStats, QueueStats};
 use sluice_ofp::port::{config, state, Port};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Packet and byte counters of one port.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,18 +34,96 @@ pub struct QueueCounters {
     pub created_ns: u64,
 }
 
+/// One port: its description and counters (shared by every published
+/// copy of the port, one shard per worker: see `tally.rs`).
 #[derive(Clone, Debug)]
 pub struct PortEntry {
     pub desc: Port,
-    pub counters: PortCounters,
-    pub queues: BTreeMap<u32, QueueCounters>,
+    tally: Arc<Tally>,
+    queues: BTreeMap<u32, QueueEntry>,
     pub added_ns: u64,
 }
 
+#[derive(Clone, Debug)]
+struct QueueEntry {
+    created_ns: u64,
+    /// tx packets, tx bytes, tx errors.
+    tally: Arc<Tally>,
+}
+
+/// Which port counter to count (indexes of the port's tally).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortCounter {
+    RxPackets = 0,
+    TxPackets = 1,
+    RxBytes = 2,
+    TxBytes = 3,
+    RxDropped = 4,
+    TxDropped = 5,
+}
+
+impl PortEntry {
+    /// The port's counters, merged over the workers.
+    pub fn counters(&self) -> PortCounters {
+        let c = |i: PortCounter| self.tally.sum(i as usize);
+        PortCounters {
+            rx_packets: c(PortCounter::RxPackets),
+            tx_packets: c(PortCounter::TxPackets),
+            rx_bytes: c(PortCounter::RxBytes),
+            tx_bytes: c(PortCounter::TxBytes),
+            rx_dropped: c(PortCounter::RxDropped),
+            tx_dropped: c(PortCounter::TxDropped),
+        }
+    }
+
+    /// Add `v` to one counter, in shard `s`.
+    #[inline]
+    pub fn count(&self, s: Shard, which: PortCounter, v: u64) {
+        self.tally.add(s, which as usize, v);
+    }
+
+    /// The port's queue ids, ascending.
+    pub fn queue_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.queues.keys().copied()
+    }
+
+    /// Whether the port has queue `q`.
+    pub fn has_queue(&self, q: u32) -> bool {
+        self.queues.contains_key(&q)
+    }
+
+    /// Count one frame of `bytes` sent on queue `q` (if it exists).
+    #[inline]
+    pub fn count_queue(&self, s: Shard, q: u32, bytes: u64) {
+        if let Some(e) = self.queues.get(&q) {
+            e.tally.add(s, 0, 1);
+            e.tally.add(s, 1, bytes);
+        }
+    }
+
+    /// Queue `q`'s counters, merged over the workers.
+    pub fn queue(&self, q: u32) -> Option<QueueCounters> {
+        self.queues.get(&q).map(|e| QueueCounters {
+            tx_packets: e.tally.sum(0),
+            tx_bytes: e.tally.sum(1),
+            tx_errors: e.tally.sum(2),
+            created_ns: e.created_ns,
+        })
+    }
+}
+
 /// All ports, by number.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Ports {
     map: BTreeMap<u32, PortEntry>,
+    /// Counter shards of the pipeline (see `tally.rs`).
+    shards: usize,
+}
+
+impl Default for Ports {
+    fn default() -> Self {
+        Ports::new(2)
+    }
 }
 
 /// Config bits a PORT_MOD may change.
@@ -51,6 +131,11 @@ const SETTABLE_CONFIG: u32 =
     config::PORT_DOWN | config::NO_RECV | config::NO_FWD | config::NO_PACKET_IN;
 
 impl Ports {
+    /// No ports; their counters will have `shards` shards.
+    pub fn new(shards: usize) -> Ports {
+        Ports { map: BTreeMap::new(), shards }
+    }
+
     /// Add (or replace) a port; returns the PORT_STATUS to announce.
     pub fn add(&mut self, mut desc: Port, now_ns: u64) -> PortStatus {
         if desc.state & state::LINK_DOWN == 0 {
@@ -65,7 +150,7 @@ impl Ports {
             desc.port_no,
             PortEntry {
                 desc: desc.clone(),
-                counters: PortCounters::default(),
+                tally: Arc::new(Tally::new(6, self.shards)),
                 queues: BTreeMap::new(),
                 added_ns: now_ns,
             },
@@ -80,11 +165,13 @@ impl Ports {
 
     /// Declare a queue on a port (for queue stats and SET_QUEUE).
     pub fn add_queue(&mut self, port_no: u32, queue_id: u32, now_ns: u64) -> bool {
+        let shards = self.shards;
         match self.map.get_mut(&port_no) {
             Some(p) => {
-                p.queues
-                    .entry(queue_id)
-                    .or_insert(QueueCounters { created_ns: now_ns, ..Default::default() });
+                p.queues.entry(queue_id).or_insert_with(|| QueueEntry {
+                    created_ns: now_ns,
+                    tally: Arc::new(Tally::new(3, shards)),
+                });
                 true
             }
             None => false,
@@ -108,6 +195,8 @@ impl Ports {
         self.map.get(&port_no)
     }
 
+    /// A port's entry, to change its description (its counters are
+    /// shared cells and change only by counting).
     pub fn get_mut(&mut self, port_no: u32) -> Option<&mut PortEntry> {
         self.map.get_mut(&port_no)
     }
@@ -173,14 +262,15 @@ impl Ports {
             .filter(|p| port_no == sluice_ofp::consts::port_no::ANY || p.desc.port_no == port_no)
             .map(|p| {
                 let d = now_ns.saturating_sub(p.added_ns);
+                let c = p.counters();
                 PortStats {
                     port_no: p.desc.port_no,
-                    rx_packets: p.counters.rx_packets,
-                    tx_packets: p.counters.tx_packets,
-                    rx_bytes: p.counters.rx_bytes,
-                    tx_bytes: p.counters.tx_bytes,
-                    rx_dropped: p.counters.rx_dropped,
-                    tx_dropped: p.counters.tx_dropped,
+                    rx_packets: c.rx_packets,
+                    tx_packets: c.tx_packets,
+                    rx_bytes: c.rx_bytes,
+                    tx_bytes: c.tx_bytes,
+                    rx_dropped: c.rx_dropped,
+                    tx_dropped: c.tx_dropped,
                     rx_errors: 0,
                     tx_errors: 0,
                     rx_frame_err: 0,
@@ -199,7 +289,8 @@ impl Ports {
         let all_q = queue_id == sluice_ofp::consts::queue_id::ALL;
         let mut out = Vec::new();
         for p in self.map.values().filter(|p| any_port || p.desc.port_no == port_no) {
-            for (&q, c) in p.queues.iter().filter(|(&q, _)| all_q || q == queue_id) {
+            for &q in p.queues.keys().filter(|&&q| all_q || q == queue_id) {
+                let Some(c) = p.queue(q) else { continue };
                 let d = now_ns.saturating_sub(c.created_ns);
                 out.push(QueueStats {
                     port_no: p.desc.port_no,

@@ -148,8 +148,8 @@ impl Pipeline {
                             hard_timeout: e.hard_timeout,
                             flags: e.flags,
                             cookie: e.cookie,
-                            packet_count: e.packet_count,
-                            byte_count: e.byte_count,
+                            packet_count: e.packet_count(),
+                            byte_count: e.byte_count(),
                             match_: e.r#match.clone(),
                             instructions: e.instructions.to_vec(),
                         }
@@ -160,8 +160,8 @@ impl Pipeline {
                 let mut a = AggregateStats::default();
                 for (t, i) in self.selected_flows(req)? {
                     let e = &self.tables[usize::from(t)].entries()[i];
-                    a.packet_count += e.packet_count;
-                    a.byte_count += e.byte_count;
+                    a.packet_count += e.packet_count();
+                    a.byte_count += e.byte_count();
                     a.flow_count += 1;
                 }
                 R::Aggregate(a)
@@ -173,8 +173,8 @@ impl Pipeline {
                     .map(|(t, tb)| TableStats {
                         table_id: t as u8,
                         active_count: tb.len() as u32,
-                        lookup_count: tb.lookup_count,
-                        matched_count: tb.matched_count,
+                        lookup_count: tb.lookup_count(),
+                        matched_count: tb.matched_count(),
                     })
                     .collect(),
             ),

@@ -35,21 +35,34 @@
 //! - modify (instructions only) and replace (same rule, priority and seq)
 //!   do not touch the index.
 //!
+//! ## Publishing (two copies, one log)
+//! The daemon's workers read published copies of the tables (see
+//! `crate::publish`). Cloning a 100k-entry table per flow-mod batch would
+//! make flow-mods O(table size), so a table being published records its
+//! changes as [`TableOp`]s (insert, batch removal by seq, replace) and the
+//! publisher replays them on the copy no worker reads any more — the
+//! left-right scheme: two copies, each brought up to date with the ops it
+//! missed. Replaying is deterministic because ops name entries by
+//! (priority, seq), never by a predicate that could see other counters.
+//! Counters are not part of the log: an entry's [`Tally`] is shared by
+//! every copy of it.
+//!
 //! ## Invariants
 //! - `entries` is sorted by (priority desc, seq asc); seqs are unique.
 //! - With an index: the classifier holds exactly one rule per entry, with
 //!   that entry's mask, value, priority and seq; map slots for positions
 //!   below `stale_from` are exact.
 //! - Callers that change entries in place (counters, instructions) never
-//!   change `rule`, `priority` or `seq` ([`FlowTable::entries_mut`] is
+//!   change `rule`, `priority` or `seq` ([`FlowTable::update`] is
 //!   crate-private for that reason).
 
 use crate::rule::Rule;
+use crate::tally::{Shard, Tally};
 use sluice_classifier::{Classifier, RuleId, RuleSpec};
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Match;
 use sluice_packet::key::{FlowKey, FlowMask};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
@@ -69,19 +82,77 @@ pub struct FlowEntry {
     pub instructions: Arc<[Instruction]>,
     /// Pipeline time (ns) when installed (or last replaced by ADD).
     pub installed_ns: u64,
-    /// Pipeline time (ns) of the last packet, or of installation.
-    pub last_used_ns: u64,
-    pub packet_count: u64,
-    pub byte_count: u64,
+    /// Packets, bytes and last-use time ([`FlowEntry::PACKETS`], …), per
+    /// worker; shared by every published copy of this entry.
+    pub stats: Arc<Tally>,
     /// Insertion sequence number: breaks priority ties, oldest first.
     pub seq: u64,
 }
 
 impl FlowEntry {
+    /// Counters of [`FlowEntry::stats`].
+    pub const PACKETS: usize = 0;
+    pub const BYTES: usize = 1;
+    /// Pipeline time (ns) of the last packet (a maximum, not a sum).
+    pub const USED: usize = 2;
+
+    /// Fresh counters for an entry, for a pipeline with `shards` shards.
+    pub fn new_stats(shards: usize) -> Arc<Tally> {
+        Arc::new(Tally::new(3, shards))
+    }
+
     /// A table-miss entry: priority 0 and no match fields.
     pub fn is_table_miss(&self) -> bool {
         self.priority == 0 && self.rule.is_catch_all()
     }
+
+    pub fn packet_count(&self) -> u64 {
+        self.stats.sum(Self::PACKETS)
+    }
+
+    pub fn byte_count(&self) -> u64 {
+        self.stats.sum(Self::BYTES)
+    }
+
+    /// Pipeline time (ns) of the last packet, or of installation.
+    pub fn last_used_ns(&self) -> u64 {
+        self.stats.max(Self::USED).max(self.installed_ns)
+    }
+
+    /// Count one packet of `bytes` at `now_ns` (honouring `NO_PKT_COUNTS`
+    /// and `NO_BYT_COUNTS`).
+    #[inline]
+    pub(crate) fn hit(&self, s: Shard, bytes: usize, now_ns: u64) {
+        use sluice_ofp::message::flow_mod_flags as ff;
+        if self.flags & ff::NO_PKT_COUNTS == 0 {
+            self.stats.add(s, Self::PACKETS, 1);
+        }
+        if self.flags & ff::NO_BYT_COUNTS == 0 {
+            self.stats.add(s, Self::BYTES, bytes as u64);
+        }
+        self.stats.raise(s, Self::USED, now_ns);
+    }
+}
+
+/// One change to a table, as replayed on a published copy.
+#[derive(Clone, Debug)]
+pub(crate) enum TableOp {
+    Insert(FlowEntry),
+    /// Remove the entries with these (priority, seq).
+    Remove(Vec<(u16, u64)>),
+    /// Replace the entry with this (priority, seq).
+    Replace(u16, u64, FlowEntry),
+    Indexed(bool),
+}
+
+/// Changes not yet replayed on the published copies: `cur` since the
+/// last publication, `prev` those of the last publication, which the copy
+/// that was published before it has not seen.
+#[derive(Clone, Debug, Default)]
+struct OpLog {
+    on: bool,
+    cur: Vec<TableOp>,
+    prev: Vec<TableOp>,
 }
 
 /// Hasher for `seq` keys: one multiply (seqs are trusted and distinct).
@@ -142,30 +213,129 @@ pub struct FlowTable {
     /// without any).
     timed: usize,
     pub max_entries: usize,
-    pub lookup_count: u64,
-    pub matched_count: u64,
+    /// Lookups and matches ([`FlowTable::LOOKUPS`], [`FlowTable::MATCHED`]).
+    pub stats: Arc<Tally>,
+    /// Changes for the published copies (off unless published).
+    log: OpLog,
     /// `OFPTC_*` config bits set by TABLE_MOD (all deprecated in 1.3; kept
     /// for reporting).
     pub config: u32,
 }
 
 impl FlowTable {
-    pub fn new(max_entries: usize) -> Self {
+    pub const LOOKUPS: usize = 0;
+    pub const MATCHED: usize = 1;
+
+    /// An empty table counting into `shards` shards.
+    pub fn new(max_entries: usize, shards: usize) -> Self {
         FlowTable {
             entries: Vec::new(),
             index: None,
             strict: HashMap::new(),
             timed: 0,
             max_entries,
-            lookup_count: 0,
-            matched_count: 0,
+            stats: Arc::new(Tally::new(2, shards)),
+            log: OpLog::default(),
             config: 0,
+        }
+    }
+
+    pub fn lookup_count(&self) -> u64 {
+        self.stats.sum(Self::LOOKUPS)
+    }
+
+    pub fn matched_count(&self) -> u64 {
+        self.stats.sum(Self::MATCHED)
+    }
+
+    fn log(&mut self, op: impl FnOnce() -> TableOp) {
+        if self.log.on {
+            self.log.cur.push(op());
+        }
+    }
+
+    /// Start recording changes for published copies (the copies are made
+    /// from this table as it is now).
+    pub(crate) fn start_log(&mut self) {
+        self.log = OpLog { on: true, cur: Vec::new(), prev: Vec::new() };
+    }
+
+    /// A copy to publish: same entries, index and counters, no log.
+    pub(crate) fn replica(&self) -> FlowTable {
+        let mut t = FlowTable {
+            entries: self.entries.clone(),
+            index: self.index.clone(),
+            strict: self.strict.clone(),
+            timed: self.timed,
+            max_entries: self.max_entries,
+            stats: self.stats.clone(),
+            log: OpLog::default(),
+            config: self.config,
+        };
+        t.settle();
+        t
+    }
+
+    /// Bring `copy` (which has seen everything up to the publication
+    /// before the last one) up to date with this table, and remember the
+    /// changes since the last publication for the other copy.
+    pub(crate) fn sync_copy(&mut self, copy: &mut FlowTable) {
+        copy.max_entries = self.max_entries;
+        copy.config = self.config;
+        if self.log.cur.is_empty() && self.log.prev.is_empty() {
+            // Nothing changed in this table since either copy was synced:
+            // publications touching other tables cost nothing here.
+            return;
+        }
+        let cur = std::mem::take(&mut self.log.cur);
+        for op in self.log.prev.iter().chain(cur.iter()) {
+            copy.apply(op);
+        }
+        self.log.prev = cur;
+        copy.settle();
+        debug_assert_eq!(copy.entries.len(), self.entries.len());
+    }
+
+    /// The copy due for syncing was replaced by a fresh replica (which
+    /// has everything): the changes since the last publication are owed
+    /// to the other copy only.
+    pub(crate) fn skip_copy(&mut self) {
+        self.log.prev = std::mem::take(&mut self.log.cur);
+    }
+
+    fn apply(&mut self, op: &TableOp) {
+        match op {
+            TableOp::Insert(e) => self.insert(e.clone()),
+            TableOp::Remove(keys) => {
+                let keys: HashSet<(u16, u64)> = keys.iter().copied().collect();
+                self.remove_where(|e| keys.contains(&(e.priority, e.seq)));
+            }
+            TableOp::Replace(priority, seq, e) => {
+                if let Some(i) = self.position(*priority, *seq) {
+                    self.replace(i, e.clone());
+                }
+            }
+            TableOp::Indexed(on) => self.set_indexed(*on),
+        }
+    }
+
+    /// Rebuild the stale part of the `seq → position` map, so lookups
+    /// need no binary search.
+    pub(crate) fn settle(&mut self) {
+        if let Some(ix) = self.index.as_deref_mut() {
+            if ix.stale_from < self.entries.len() {
+                for (i, e) in self.entries.iter().enumerate().skip(ix.stale_from) {
+                    ix.pos.insert(e.seq, i as u32);
+                }
+            }
+            ix.stale_from = self.entries.len();
         }
     }
 
     /// Keep (or stop keeping) the tuple-space index. Building it costs one
     /// classifier insert per entry.
     pub fn set_indexed(&mut self, on: bool) {
+        self.log(|| TableOp::Indexed(on));
         if !on {
             self.index = None;
             return;
@@ -192,11 +362,20 @@ impl FlowTable {
         &self.entries
     }
 
-    /// Entries for in-place updates of counters and instructions. Callers
-    /// must not change `rule`, `priority` or `seq` (the order and the index
-    /// depend on them).
-    pub(crate) fn entries_mut(&mut self) -> &mut [FlowEntry] {
-        &mut self.entries
+    /// Change entry `i` in place (instructions, counters). `f` must not
+    /// change `rule`, `priority` or `seq` (the order and the index depend
+    /// on them).
+    pub(crate) fn update(&mut self, i: usize, f: impl FnOnce(&mut FlowEntry)) {
+        let Some(e) = self.entries.get_mut(i) else { return };
+        let before = (e.priority, e.seq, e.rule);
+        let timed = has_timeout(e);
+        f(e);
+        debug_assert_eq!(before, (e.priority, e.seq, e.rule), "update changed the entry's key");
+        debug_assert_eq!(timed, has_timeout(e));
+        if self.log.on {
+            let e = e.clone();
+            self.log.cur.push(TableOp::Replace(e.priority, e.seq, e));
+        }
     }
 
     /// Whether any entry has an idle or hard timeout.
@@ -239,19 +418,18 @@ impl FlowTable {
 
     /// The same answer as [`FlowTable::lookup`], through the tuple-space
     /// index when the table keeps one (linear scan otherwise). ORs the key
-    /// bits consulted into `wc`.
-    pub fn lookup_indexed(&mut self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
-        let Some(ix) = self.index.as_deref_mut() else {
+    /// bits consulted into `wc`. The hit's position comes from the
+    /// `seq → position` map when that part of it is exact (always, once
+    /// [`FlowTable::settle`]d), else from a binary search.
+    pub fn lookup_indexed(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
+        let Some(ix) = self.index.as_deref() else {
             return self.lookup_scan_wc(key, wc);
         };
         let hit = ix.cls.lookup(key, wc)?;
-        if ix.stale_from < self.entries.len() {
-            for (i, e) in self.entries.iter().enumerate().skip(ix.stale_from) {
-                ix.pos.insert(e.seq, i as u32);
-            }
-        }
-        ix.stale_from = self.entries.len();
-        let i = *ix.pos.get(&hit.id.0)? as usize;
+        let i = match ix.pos.get(&hit.id.0) {
+            Some(&p) if (p as usize) < ix.stale_from => p as usize,
+            _ => self.position(hit.priority, hit.id.0)?,
+        };
         debug_assert_eq!(self.entries.get(i).map(|e| e.seq), Some(hit.id.0));
         Some(i)
     }
@@ -302,6 +480,7 @@ impl FlowTable {
         }
         self.strict_add(e.priority, &e.rule, e.seq);
         self.timed += usize::from(has_timeout(&e));
+        self.log(|| TableOp::Insert(e.clone()));
         self.entries.insert(at, e);
     }
 
@@ -333,6 +512,7 @@ impl FlowTable {
             }
             ix.stale_from = ix.stale_from.min(first_removed);
         }
+        self.log(|| TableOp::Remove(removed.iter().map(|e| (e.priority, e.seq)).collect()));
         removed
     }
 
@@ -354,6 +534,7 @@ impl FlowTable {
             }
         }
         self.timed = self.timed + usize::from(has_timeout(&e)) - usize::from(old_timed);
+        self.log(|| TableOp::Replace(old_priority, old_seq, e.clone()));
         if let Some(slot) = self.entries.get_mut(i) {
             *slot = e;
         }
@@ -375,16 +556,14 @@ mod tests {
             flags: 0,
             instructions: Arc::from(Vec::new()),
             installed_ns: 0,
-            last_used_ns: 0,
-            packet_count: 0,
-            byte_count: 0,
+            stats: FlowEntry::new_stats(2),
             seq,
         }
     }
 
     #[test]
     fn ordered_by_priority_then_age() {
-        let mut t = FlowTable::new(10);
+        let mut t = FlowTable::new(10, 2);
         for (p, s) in [(5, 1), (10, 2), (5, 3), (0, 4), (10, 5)] {
             t.insert(entry(p, s));
         }
@@ -412,7 +591,7 @@ mod tests {
             };
             Rule::compile(&m).unwrap()
         };
-        let mut t = FlowTable::new(10);
+        let mut t = FlowTable::new(10, 2);
         t.set_indexed(true);
         let mut key = FlowKey::ZERO;
         for (p, s, port) in [(5, 1, 1), (10, 2, 2), (5, 3, 1), (7, 4, 3), (0, 5, 0)] {

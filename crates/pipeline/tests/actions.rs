@@ -304,7 +304,7 @@ fn output_local_all_and_flood_include_local_skip_ingress_blocked_and_no_fwd() {
     set_port_config(&mut p, 2, config::NO_FWD, config::NO_FWD);
     p.ports_mut().set_link(4, false);
     assert_eq!(ports_of(&run(&mut p, 1, &f)), [3, port_no::LOCAL]);
-    assert_eq!(p.ports().get(2).unwrap().counters.tx_dropped, 0);
+    assert_eq!(p.ports().get(2).unwrap().counters().tx_dropped, 0);
 }
 
 fn set_port_config(p: &mut Pipeline, port: u32, cfg: u32, mask: u32) -> Vec<Message> {
@@ -379,7 +379,7 @@ fn packet_out_with_data_and_to_table() {
     let (r, sent) = send(&mut p, po(1, "output:table"));
     assert!(r.is_empty());
     assert_eq!(sent, [(3, f.clone())]);
-    assert_eq!(p.tables()[0].entries()[0].packet_count, 1);
+    assert_eq!(p.tables()[0].entries()[0].packet_count(), 1);
     // Actions before TABLE apply first.
     let (_, sent) = send(&mut p, po(1, "dec_ttl,output:table"));
     assert_eq!(sent[0].1[22], 63);
@@ -481,7 +481,7 @@ fn port_config_bits() {
         matches!(&st[..], [Message::PortStatus(ps)] if ps.desc.config & config::PORT_DOWN != 0)
     );
     assert!(run(&mut p, 1, &f).is_empty());
-    assert_eq!(p.ports().get(1).unwrap().counters.rx_dropped, 1);
+    assert_eq!(p.ports().get(1).unwrap().counters().rx_dropped, 1);
     set_port_config(&mut p, 1, 0, config::PORT_DOWN);
     // NO_RECV likewise.
     set_port_config(&mut p, 1, config::NO_RECV, config::NO_RECV);
@@ -491,7 +491,7 @@ fn port_config_bits() {
     // NO_FWD or PORT_DOWN on the output port: dropped, counted.
     set_port_config(&mut p, 2, config::NO_FWD, config::NO_FWD);
     assert!(run(&mut p, 1, &f).is_empty());
-    assert_eq!(p.ports().get(2).unwrap().counters.tx_dropped, 1);
+    assert_eq!(p.ports().get(2).unwrap().counters().tx_dropped, 1);
     set_port_config(&mut p, 2, config::PORT_DOWN, config::NO_FWD | config::PORT_DOWN);
     assert!(run(&mut p, 1, &f).is_empty());
     set_port_config(&mut p, 2, 0, config::PORT_DOWN);

@@ -32,7 +32,8 @@ use sluice_ofp::meter::{flags as mf, MeterBand};
 use sluice_ofp::multipart::{FlowStatsRequest, MultipartRequest, MultipartRequestBody};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_ofp::port::Port;
-use sluice_pipeline::{CacheMode, Config, Datapath, Pipeline};
+use sluice_pipeline::publish::Publisher;
+use sluice_pipeline::{CacheMode, Config, Datapath, Pipeline, Worker};
 
 const N_TABLES: u8 = 4;
 const PORTS: [u32; 4] = [1, 2, 3, 4];
@@ -628,6 +629,49 @@ fn apply(p: &mut Pipeline, op: &Op, seen: &mut Vec<Seen>) {
     seen.push(Seen::Async(p.take_async()));
 }
 
+/// [`apply`] as the daemon does it: packets are forwarded by two worker
+/// contexts (taking turns, each with its own caches and counter shard)
+/// through the *published* copy; everything else changes the master,
+/// which is then published (and, every other time, waited for).
+fn apply_published(
+    pb: &mut Publisher,
+    ws: &mut [Worker; 2],
+    i: usize,
+    op: &Op,
+    seen: &mut Vec<Seen>,
+) {
+    let mut tx = Vec::new();
+    let mut sink = |port: u32, q: Option<u32>, f: &[u8]| tx.push((port, q, f.to_vec()));
+    let mut asy = Vec::new();
+    match op {
+        Op::Packet { in_port, frame } => {
+            let w = &mut ws[i % 2];
+            w.set_now(pb.master().now_ns());
+            let version = pb.published().load();
+            version.process_with(w, *in_port, frame, &mut sink);
+            asy = w.take_async();
+        }
+        _ => {
+            let mut step = Vec::new();
+            apply(pb.master_mut(), op, &mut step);
+            for s in step {
+                match s {
+                    Seen::Tx(t) => tx = t,
+                    Seen::Async(a) => asy = a,
+                    other => seen.push(other),
+                }
+            }
+            if i % 2 == 0 {
+                pb.publish();
+            } else {
+                assert!(pb.publish_and_wait(), "no reader may hold an old version here");
+            }
+        }
+    }
+    seen.push(Seen::Tx(tx));
+    seen.push(Seen::Async(asy));
+}
+
 fn stats(p: &mut Pipeline) -> Vec<Message> {
     let all = FlowStatsRequest {
         table_id: table_id::ALL,
@@ -672,6 +716,24 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
         seen.push((ops.len(), Seen::Replies(stats(&mut p))));
         prop_assert_eq!(p.cache_stats().chain_mismatches, 0);
         runs.push((d, c, seen, p.cache_stats()));
+    }
+    // The published datapath (workers on copies, master for the rest).
+    for (d, c) in [(Datapath::Classifier, CacheMode::On), (Datapath::Reference, CacheMode::Off)] {
+        let mut master = switch(d, c);
+        let mut ws = [master.worker(), master.worker()];
+        let mut pb = Publisher::new(master);
+        let mut seen = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            let mut step = Vec::new();
+            apply_published(&mut pb, &mut ws, i, op, &mut step);
+            seen.extend(step.into_iter().map(|s| (i, s)));
+        }
+        seen.push((ops.len(), Seen::Replies(stats(pb.master_mut()))));
+        prop_assert_eq!(pb.fallbacks(), 0);
+        for w in &ws {
+            prop_assert_eq!(w.cache_stats().chain_mismatches, 0);
+        }
+        runs.push((d, c, seen, ws[0].cache_stats()));
     }
     let (_, _, oracle, _) = &runs[0];
     if std::env::var("DIFF_DEBUG").is_ok() {
@@ -842,7 +904,7 @@ fn caches_are_hit() {
     // 1st packet: both miss; 2nd (other ip_dst): megaflow hit (ip_dst not
     // consulted); 3rd, 4th: exact hits; 5th: megaflow hit.
     assert_eq!((s.exact_hits, s.megaflow_hits, s.installs), (2, 2, 1), "{s:?}");
-    assert_eq!(p.tables()[1].entries()[0].packet_count, 5);
+    assert_eq!(p.tables()[1].entries()[0].packet_count(), 5);
     // A flow-mod makes every entry stale.
     p.flow_mod(&FlowMod { priority: 5, ..fm1 }).unwrap();
     p.process(1, &spec(0).build(), &mut |_: u32, _: Option<u32>, _: &[u8]| {});

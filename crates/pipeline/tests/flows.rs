@@ -114,9 +114,9 @@ fn highest_priority_match_wins_and_counts() {
     assert_eq!(ports_of(&run(&mut p, 1, &other)), [2]);
     assert_eq!(run(&mut p, 2, &pkt()), vec![]);
     let t = &p.tables()[0];
-    assert_eq!((t.lookup_count, t.matched_count), (3, 2));
-    assert_eq!(t.entries()[0].packet_count, 1);
-    assert_eq!(t.entries()[0].byte_count, pkt().len() as u64);
+    assert_eq!((t.lookup_count(), t.matched_count()), (3, 2));
+    assert_eq!(t.entries()[0].packet_count(), 1);
+    assert_eq!(t.entries()[0].byte_count(), pkt().len() as u64);
 }
 
 #[test]
@@ -240,15 +240,15 @@ fn check_overlap_and_identical_add_keeps_counters() {
     // Disjoint: fine.
     add(&mut p, "priority=5,ip,nw_dst=11.0.0.0/8,check_overlap,actions=output:2");
     run(&mut p, 1, &pkt());
-    let before: u64 = p.tables()[0].entries().iter().map(|e| e.packet_count).sum();
+    let before: u64 = p.tables()[0].entries().iter().map(|e| e.packet_count()).sum();
     assert_eq!(before, 1);
     add(&mut p, "priority=5,ip,nw_dst=10.0.0.0/8,actions=output:1");
     assert_eq!(p.tables()[0].len(), 3);
     let e = p.tables()[0].entries().iter().find(|e| e.priority == 5 && e.cookie == 0).unwrap();
-    assert_eq!(e.packet_count, 1, "counters are kept on an identical add");
+    assert_eq!(e.packet_count(), 1, "counters are kept on an identical add");
     add(&mut p, "priority=5,ip,nw_dst=10.0.0.0/8,reset_counts,actions=output:1");
     let e = &p.tables()[0].entries()[1];
-    assert_eq!((e.priority, e.packet_count), (5, 0));
+    assert_eq!((e.priority, e.packet_count()), (5, 0));
 }
 
 #[test]

@@ -254,19 +254,19 @@ fn render(
     if st.standalone {
         s.push_str(" forwarding: fail-standalone MAC learning (flow tables bypassed)\n");
     }
-    let pipeline = dp.pipeline();
-    let p = pipeline.lock().unwrap_or_else(|e| e.into_inner());
-    for (t, table) in p.tables().iter().enumerate().filter(|(_, t)| !t.is_empty()) {
-        s.push_str(&format!(" table {t}: {} flows\n", table.len()));
-        for e in table.entries() {
-            s.push_str(&format!(
-                "   n_packets={:<6} {} actions={}\n",
-                e.packet_count,
-                sluice_ofp::print::fields::match_with_priority(e.priority, &e.r#match),
-                sluice_ofp::print::actions::instructions(&e.instructions)
-            ));
+    dp.with_master(|p| {
+        for (t, table) in p.tables().iter().enumerate().filter(|(_, t)| !t.is_empty()) {
+            s.push_str(&format!(" table {t}: {} flows\n", table.len()));
+            for e in table.entries() {
+                s.push_str(&format!(
+                    "   n_packets={:<6} {} actions={}\n",
+                    e.packet_count(),
+                    sluice_ofp::print::fields::match_with_priority(e.priority, &e.r#match),
+                    sluice_ofp::print::actions::instructions(&e.instructions)
+                ));
+            }
         }
-    }
+    });
     s
 }
 

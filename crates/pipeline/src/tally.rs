@@ -1,0 +1,228 @@
+//! Counters written by several threads without locks: one shard per
+//! writer, merged on read.
+//!
+//! ## What
+//! A [`Tally`] is a fixed number of `u64` counters (its *width*: packets
+//! and bytes of a flow entry, the six counters of a port, …) kept once per
+//! *shard*. Every thread that processes packets writes through its own
+//! [`Shard`]; readers (statistics replies, FLOW_REMOVED, the daemon's port
+//! report) add the shards up ([`Tally::sum`]) or take their maximum
+//! ([`Tally::max`], for last-use times).
+//!
+//! ## Design
+//! Shard 0 belongs to the pipeline's owner (the control thread: packet-out,
+//! the `&mut` [`crate::Pipeline::process`] API). Shards `1..=workers` are
+//! handed out once each by [`crate::Pipeline::worker`]; an *exclusive*
+//! shard has exactly one writer, so an increment is a relaxed load and a
+//! relaxed store — no `lock`-prefixed instruction, no cache line bouncing
+//! between writers of different shards other than false sharing. One more
+//! shard, the last, is *shared*: writers beyond the configured worker
+//! count use it with `fetch_add`, so a misconfiguration costs speed, never
+//! counts.
+//!
+//! Tallies live behind an `Arc` owned by the thing they count (flow entry,
+//! port, group, table), so every published pipeline version (see
+//! `crate::publish`) that holds a copy of that thing counts into the same
+//! cells: counters survive version changes.
+//!
+//! ## Invariants
+//! - A shard marked exclusive is written by one thread at a time (the
+//!   pipeline hands each exclusive index out once).
+//! - Reads never block writers; a read racing with writes sees each cell
+//!   either before or after a write (no torn values), so a sum is never
+//!   smaller than what was counted before the read began.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Which shard a writer uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    index: usize,
+    exclusive: bool,
+}
+
+impl Shard {
+    /// The pipeline owner's shard.
+    pub const OWNER: Shard = Shard { index: 0, exclusive: true };
+
+    pub(crate) fn exclusive(index: usize) -> Shard {
+        Shard { index, exclusive: true }
+    }
+
+    /// The shared shard of a tally with `shards` shards (the last one).
+    pub(crate) fn shared(shards: usize) -> Shard {
+        Shard { index: shards.saturating_sub(1), exclusive: false }
+    }
+
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
+/// `width` counters per shard, `shards` shards.
+#[derive(Debug)]
+pub struct Tally {
+    width: usize,
+    cells: Box<[AtomicU64]>,
+}
+
+impl Tally {
+    /// A tally of `width` counters for `shards` shards (at least 2: the
+    /// owner's and the shared one), all zero.
+    pub fn new(width: usize, shards: usize) -> Tally {
+        let shards = shards.max(2);
+        Tally { width, cells: (0..width * shards).map(|_| AtomicU64::new(0)).collect() }
+    }
+
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    fn shards(&self) -> usize {
+        self.cells.len().checked_div(self.width).unwrap_or(0)
+    }
+
+    /// The cell of counter `i` in shard `s`, or the shared shard's if `s`
+    /// is beyond this tally (then `exclusive` must not be trusted).
+    #[inline]
+    fn cell(&self, s: Shard, i: usize) -> Option<(&AtomicU64, bool)> {
+        if i >= self.width {
+            return None;
+        }
+        let n = self.shards();
+        let (shard, exclusive) =
+            if s.index < n.saturating_sub(1) { (s.index, s.exclusive) } else { (n - 1, false) };
+        self.cells.get(shard * self.width + i).map(|c| (c, exclusive))
+    }
+
+    /// Adds `v` to counter `i` of shard `s`.
+    #[inline]
+    pub fn add(&self, s: Shard, i: usize, v: u64) {
+        if let Some((c, exclusive)) = self.cell(s, i) {
+            if exclusive {
+                c.store(c.load(Relaxed).wrapping_add(v), Relaxed);
+            } else {
+                c.fetch_add(v, Relaxed);
+            }
+        }
+    }
+
+    /// Raises counter `i` of shard `s` to at least `v` (for times).
+    #[inline]
+    pub fn raise(&self, s: Shard, i: usize, v: u64) {
+        if let Some((c, exclusive)) = self.cell(s, i) {
+            if exclusive {
+                if c.load(Relaxed) < v {
+                    c.store(v, Relaxed);
+                }
+            } else {
+                c.fetch_max(v, Relaxed);
+            }
+        }
+    }
+
+    /// Counter `i` summed over the shards.
+    pub fn sum(&self, i: usize) -> u64 {
+        if i >= self.width {
+            return 0;
+        }
+        self.cells
+            .iter()
+            .skip(i)
+            .step_by(self.width)
+            .fold(0u64, |a, c| a.wrapping_add(c.load(Relaxed)))
+    }
+
+    /// Counter `i`'s largest value over the shards.
+    pub fn max(&self, i: usize) -> u64 {
+        if i >= self.width {
+            return 0;
+        }
+        self.cells.iter().skip(i).step_by(self.width).map(|c| c.load(Relaxed)).max().unwrap_or(0)
+    }
+
+    /// A tally with the same shape whose owner shard holds this one's
+    /// sums (and maxima for the counters listed in `maxima`): used to
+    /// carry counters into an entry that must not share cells with the
+    /// old one.
+    pub fn snapshot(&self, maxima: &[usize]) -> Tally {
+        let t = Tally::new(self.width, self.shards());
+        for i in 0..self.width {
+            let v = if maxima.contains(&i) { self.max(i) } else { self.sum(i) };
+            t.add(Shard::OWNER, i, v);
+        }
+        t
+    }
+}
+
+impl PartialEq for Tally {
+    /// Equal when every counter sums to the same value.
+    fn eq(&self, other: &Tally) -> bool {
+        self.width == other.width && (0..self.width).all(|i| self.sum(i) == other.sum(i))
+    }
+}
+
+impl Eq for Tally {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn shards_merge_on_read() {
+        let t = Tally::new(2, 4);
+        t.add(Shard::OWNER, 0, 3);
+        t.add(Shard::exclusive(1), 0, 4);
+        t.add(Shard::exclusive(2), 1, 10);
+        t.add(Shard::shared(4), 0, 5);
+        assert_eq!((t.sum(0), t.sum(1)), (12, 10));
+        t.raise(Shard::exclusive(1), 1, 7);
+        assert_eq!(t.max(1), 10);
+        assert_eq!(t.sum(2), 0, "out of range counter reads as zero");
+        let s = t.snapshot(&[1]);
+        assert_eq!((s.sum(0), s.sum(1)), (12, 10));
+        assert_eq!(s, *Box::new(s.snapshot(&[1])));
+    }
+
+    /// A shard index beyond the tally falls back to the shared shard with
+    /// atomic increments, so concurrent writers lose nothing.
+    #[test]
+    fn writers_beyond_the_shards_lose_nothing() {
+        let t = Arc::new(Tally::new(1, 2));
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let t = t.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..10_000 {
+                        t.add(Shard::exclusive(5 + i), 0, 1);
+                    }
+                })
+            })
+            .collect();
+        for th in threads {
+            th.join().unwrap();
+        }
+        assert_eq!(t.sum(0), 40_000);
+    }
+
+    #[test]
+    fn exclusive_writers_in_parallel() {
+        let t = Arc::new(Tally::new(1, 4));
+        let threads: Vec<_> = (0..3)
+            .map(|i| {
+                let t = t.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..10_000 {
+                        t.add(Shard::exclusive(i), 0, 2);
+                    }
+                })
+            })
+            .collect();
+        for th in threads {
+            th.join().unwrap();
+        }
+        assert_eq!(t.sum(0), 60_000);
+    }
+}

@@ -115,6 +115,10 @@ fn check_scenario(name: &str) {
         if expect == "spread" {
             check_spread(&dir, args, &printed, &got);
         } else {
+            // The expected directory must exist even when it holds no
+            // pcap (a step that transmits nothing), so a mistyped name
+            // cannot pass as "no output expected".
+            assert!(dir.join(expect).is_dir(), "{name} step `{line}`: no directory {expect}");
             let want = pcaps_in(&dir.join(expect));
             let want_lines: Vec<String> =
                 want.iter().map(|(f, v)| format!("{}: {} packets", label(f), v.len())).collect();

@@ -1,0 +1,185 @@
+//! Cranelift code generation for one table, and the entry point into it.
+//!
+//! The generated function is `extern "C" fn(key: *const u64) -> u32`. Its
+//! entry block loads every key word that some rule looks at (each word
+//! once, into an SSA value), then falls into a chain of rule blocks. A rule
+//! block tests its words one after the other (`band` with the constant mask,
+//! skipped for an all-ones mask; `icmp_imm eq` with the constant value) and
+//! branches to the next rule's block on the first mismatch; when every word
+//! matched it returns the rule's index. The block after the last rule returns
+//! [`MISS`]. A rule with an all-zero mask returns at once and ends the code
+//! (nothing after it is reachable); a rule whose value has bits outside its
+//! mask can never match and emits no code at all.
+//!
+//! This is the only module with `unsafe`: turning the finalized code pointer
+//! into a function pointer, calling it, and freeing the code memory.
+#![allow(unsafe_code)]
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+use sluice_packet::key::{FlowKey, KEY_WORDS};
+
+/// What the generated code returns when no rule matches.
+pub(crate) const MISS: u32 = u32::MAX;
+
+type Entry = extern "C" fn(*const u64) -> u32;
+
+/// The native code of one table.
+pub(crate) struct Native {
+    entry: Entry,
+    module: Option<JITModule>,
+}
+
+// SAFETY: after `finalize_definitions` the code memory is immutable and the
+// entry point only reads the key it is given; the module is only touched
+// again in `drop`, which has exclusive access.
+unsafe impl Send for Native {}
+// SAFETY: as above: concurrent calls share nothing mutable.
+unsafe impl Sync for Native {}
+
+impl Drop for Native {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: `entry` points into this module's memory and is never
+            // called again once `self` is being dropped.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+impl Native {
+    /// Runs the code on `key`: the index of the first matching rule, or
+    /// [`MISS`].
+    #[inline]
+    pub(crate) fn run(&self, key: &FlowKey) -> u32 {
+        // A plain `extern "C"` call is safe Rust; what makes it sound is
+        // that the generated code only loads `key.words[w]` for constant
+        // `w < KEY_WORDS` from the pointer of a live, aligned
+        // `[u64; KEY_WORDS]`, and writes nothing.
+        (self.entry)(key.words.as_ptr())
+    }
+
+    /// Generates and finalizes the code for `rules` (lookup order).
+    pub(crate) fn compile(
+        rules: &[([u64; KEY_WORDS], [u64; KEY_WORDS])],
+    ) -> Result<Native, String> {
+        let e = |x: &dyn std::fmt::Display| x.to_string();
+        let mut fb = settings::builder();
+        fb.set("opt_level", "speed").map_err(|x| e(&x))?;
+        fb.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
+        fb.set("is_pic", "false").map_err(|x| e(&x))?;
+        let isa = cranelift_native::builder()
+            .map_err(|x| e(&x))?
+            .finish(settings::Flags::new(fb))
+            .map_err(|x| e(&x))?;
+        let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        // From here on an error must free the module's memory.
+        match define(&mut module, rules) {
+            Ok(entry) => Ok(Native { entry, module: Some(module) }),
+            Err(err) => {
+                // SAFETY: no code of this module was handed out.
+                unsafe { module.free_memory() };
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Whether rule `(mask, value)` can match at all: a value bit outside its
+/// mask never equals a masked key bit (same answer as the linear scan).
+fn satisfiable(mask: &[u64; KEY_WORDS], value: &[u64; KEY_WORDS]) -> bool {
+    mask.iter().zip(value).all(|(m, v)| v & !m == 0)
+}
+
+fn define(
+    module: &mut JITModule,
+    rules: &[([u64; KEY_WORDS], [u64; KEY_WORDS])],
+) -> Result<Entry, String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let tcfg = module.target_config();
+    let ptr = tcfg.pointer_type();
+    let mut ctx = module.make_context();
+    ctx.func.signature.params.push(AbiParam::new(ptr));
+    ctx.func.signature.returns.push(AbiParam::new(types::I32));
+    let mut fbc = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let key = b.block_params(entry)[0];
+        // Load every word some live rule looks at, once.
+        let mut used = [false; KEY_WORDS];
+        for (m, v) in rules {
+            if satisfiable(m, v) {
+                for (u, w) in used.iter_mut().zip(m) {
+                    *u |= *w != 0;
+                }
+            }
+        }
+        let flags = MemFlagsData::trusted().with_readonly();
+        let mut words: [Option<Value>; KEY_WORDS] = [None; KEY_WORDS];
+        for (w, slot) in words.iter_mut().enumerate() {
+            if used[w] {
+                // `w < KEY_WORDS = 24`, so the offset fits in i32.
+                *slot = Some(b.ins().load(types::I64, flags, key, (w * 8) as i32));
+            }
+        }
+        let mut open = true;
+        for (i, (mask, value)) in rules.iter().enumerate() {
+            if satisfiable(mask, value) && mask.iter().all(|&m| m == 0) {
+                // Matches every key: the rules after it are dead code.
+                let r = b.ins().iconst(types::I32, i as i64);
+                b.ins().return_(&[r]);
+                open = false;
+                break;
+            }
+            let next = b.create_block();
+            if satisfiable(mask, value) {
+                for w in 0..KEY_WORDS {
+                    if mask[w] == 0 {
+                        continue;
+                    }
+                    let Some(k) = words[w] else {
+                        return Err("internal: key word not loaded".into());
+                    };
+                    let x =
+                        if mask[w] == u64::MAX { k } else { b.ins().band_imm_u(k, mask[w] as i64) };
+                    let eq = b.ins().icmp_imm_u(IntCC::Equal, x, value[w] as i64);
+                    let cont = b.create_block();
+                    b.ins().brif(eq, cont, &[], next, &[]);
+                    b.switch_to_block(cont);
+                    b.seal_block(cont);
+                }
+                // `i < MAX_RULES`, checked by the caller, fits in u32 below MISS.
+                let r = b.ins().iconst(types::I32, i as i64);
+                b.ins().return_(&[r]);
+            } else {
+                b.ins().jump(next, &[]);
+            }
+            b.switch_to_block(next);
+            b.seal_block(next);
+        }
+        if open {
+            let miss = b.ins().iconst(types::I32, i64::from(MISS));
+            b.ins().return_(&[miss]);
+        }
+        b.finalize(tcfg);
+    }
+    let id = module
+        .declare_function("sluice_table", Linkage::Export, &ctx.func.signature)
+        .map_err(|x| e(&x))?;
+    module.define_function(id, &mut ctx).map_err(|x| format!("{x:?}"))?;
+    module.clear_context(&mut ctx);
+    module.finalize_definitions().map_err(|x| e(&x))?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: `code` is the finalized entry of a function whose Cranelift
+    // signature is exactly (pointer) -> i32 with the default (C) calling
+    // convention of this host.
+    Ok(unsafe { std::mem::transmute::<*const u8, Entry>(code) })
+}

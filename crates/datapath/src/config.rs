@@ -18,7 +18,7 @@
 //! fail_mode = "standalone"     # or "secure" (default)
 //! netns = "sw"                 # open ports in /run/netns/sw (optional)
 //! description = "lab switch"   # OFPMP_DESC dp_desc
-//! datapath = "classifier"      # flow-table lookup: "reference" or "classifier" (default)
+//! datapath = "classifier"      # flow-table lookup: "reference", "classifier" (default) or "compiled"
 //! cache = "off"                # "off" (default), "megaflow" or "on" (exact + megaflow)
 //! listen = ["ptcp:6634:127.0.0.1"]
 //! controllers = ["tcp:127.0.0.1:6653"]
@@ -175,7 +175,7 @@ pub struct Overrides {
     pub fail_mode: Option<String>,
     pub workers: Option<usize>,
     pub netns: Option<String>,
-    /// `--datapath reference|classifier`.
+    /// `--datapath reference|classifier|compiled`.
     pub datapath: Option<String>,
     /// `--cache on|megaflow|off`.
     pub cache: Option<String>,
@@ -238,11 +238,12 @@ pub fn default_workers() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).saturating_sub(1).max(1)
 }
 
-/// `reference`, `classifier`: the flow-table lookup structure.
+/// `reference`, `classifier`, `compiled`: the flow-table lookup structure.
 pub fn parse_datapath(s: &str) -> Option<Datapath> {
     match s.trim() {
         "reference" => Some(Datapath::Reference),
         "classifier" => Some(Datapath::Classifier),
+        "compiled" => Some(Datapath::Compiled),
         _ => None,
     }
 }
@@ -326,8 +327,9 @@ impl DaemonConfig {
 
         // Fast path: lookup structure and caches.
         let datapath = |key: &str, s: &str| {
-            parse_datapath(s)
-                .ok_or_else(|| err(key, format!("{s:?}: must be reference or classifier")))
+            parse_datapath(s).ok_or_else(|| {
+                err(key, format!("{s:?}: must be reference, classifier or compiled"))
+            })
         };
         if let Some(s) = &file.datapath {
             dp.pipeline.datapath = datapath("datapath", s)?;

@@ -482,7 +482,7 @@ impl Pipeline {
         let mut set = ActionSet::default();
         let now = w.now_ns;
         let shard = w.shard;
-        let indexed = self.cfg.datapath == Datapath::Classifier;
+        let indexed = self.cfg.datapath != Datapath::Reference;
         let mut hop_i = 0usize;
         // The classifier always reports consulted bits; unrecorded walks
         // collect them here and ignore them.
@@ -507,7 +507,7 @@ impl Pipeline {
                         Some(r) if r.open => {
                             w.cache.settle(r);
                             let i = if indexed {
-                                t.lookup_indexed(&pkt.key, &mut r.wc)
+                                t.lookup_fast(&pkt.key, &mut r.wc)
                             } else {
                                 t.lookup_scan_wc(&pkt.key, &mut r.wc)
                             };
@@ -517,7 +517,7 @@ impl Pipeline {
                             }
                             i
                         }
-                        _ if indexed => t.lookup_indexed(&pkt.key, &mut unused_wc),
+                        _ if indexed => t.lookup_fast(&pkt.key, &mut unused_wc),
                         _ => t.lookup(&pkt.key),
                     }
                 }

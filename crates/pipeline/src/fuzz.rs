@@ -221,12 +221,14 @@ fn build_from(b: &mut Bytes<'_>, cfg: crate::Config) -> Pipeline {
 
 /// The configurations [`fuzz_datapath_diff`] compares; the first is the
 /// oracle.
-const DIFF_CONFIGS: [(crate::Datapath, crate::CacheMode); 5] = [
+const DIFF_CONFIGS: [(crate::Datapath, crate::CacheMode); 7] = [
     (crate::Datapath::Reference, crate::CacheMode::Off),
     (crate::Datapath::Classifier, crate::CacheMode::Off),
     (crate::Datapath::Classifier, crate::CacheMode::Megaflow),
     (crate::Datapath::Classifier, crate::CacheMode::On),
     (crate::Datapath::Reference, crate::CacheMode::On),
+    (crate::Datapath::Compiled, crate::CacheMode::Off),
+    (crate::Datapath::Compiled, crate::CacheMode::On),
 ];
 
 /// What one pipeline showed the outside world.

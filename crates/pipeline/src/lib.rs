@@ -37,7 +37,9 @@
 //! - `Datapath::Reference`: each table's priority-sorted vector is scanned
 //!   linearly (the oracle). `Datapath::Classifier` (default): each table
 //!   also keeps a `sluice-classifier` tuple-space index of its entries
-//!   (see `table.rs` for the cost of flow-mods).
+//!   (see `table.rs` for the cost of flow-mods). `Datapath::Compiled`:
+//!   small tables are also compiled to native code with Cranelift
+//!   (`sluice-tablejit`), the index serving the rest.
 //! - `CacheMode::On`: an exact-match cache, then a megaflow cache, in
 //!   front of the lookups; `Megaflow`: only the megaflow cache; `Off`
 //!   (default, measured fastest so far): none. A cache hit skips only the lookups; instructions,
@@ -130,6 +132,10 @@ pub enum Datapath {
     /// Tuple-space search (`sluice-classifier`).
     #[default]
     Classifier,
+    /// Tables of at most `table::COMPILE_MAX` entries compiled to native
+    /// code (`sluice-tablejit`); larger ones, and any table while its code
+    /// is being made, use the tuple-space index.
+    Compiled,
 }
 
 /// Caches in front of the table lookups (see `cache.rs`).
@@ -204,11 +210,13 @@ pub struct Pipeline {
 impl Pipeline {
     pub fn new(cfg: Config) -> Self {
         let n = usize::from(cfg.n_tables);
-        let indexed = cfg.datapath == Datapath::Classifier;
+        let indexed = cfg.datapath != Datapath::Reference;
+        let compiled = cfg.datapath == Datapath::Compiled;
         let shards = cfg.shards();
         let table = |_| {
             let mut t = FlowTable::new(cfg.max_flows_per_table, shards);
             t.set_indexed(indexed);
+            t.set_compiled(compiled);
             t
         };
         Pipeline {
@@ -319,7 +327,8 @@ impl Pipeline {
     pub fn set_datapath(&mut self, d: Datapath) {
         self.cfg.datapath = d;
         for t in &mut self.tables {
-            t.set_indexed(d == Datapath::Classifier);
+            t.set_indexed(d != Datapath::Reference);
+            t.set_compiled(d == Datapath::Compiled);
         }
         self.tables_changed();
         if let Some(w) = &mut self.local {

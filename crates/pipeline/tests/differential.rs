@@ -41,12 +41,14 @@ const MACS: [u8; 3] = [1, 2, 3];
 const IPS: [[u8; 4]; 4] = [[10, 0, 0, 1], [10, 0, 0, 2], [10, 0, 1, 1], [192, 168, 1, 1]];
 const L4: [u16; 3] = [53, 80, 443];
 
-const CONFIGS: [(Datapath, CacheMode); 5] = [
+const CONFIGS: [(Datapath, CacheMode); 7] = [
     (Datapath::Reference, CacheMode::Off),
     (Datapath::Classifier, CacheMode::Off),
     (Datapath::Classifier, CacheMode::Megaflow),
     (Datapath::Classifier, CacheMode::On),
     (Datapath::Reference, CacheMode::On),
+    (Datapath::Compiled, CacheMode::Off),
+    (Datapath::Compiled, CacheMode::On),
 ];
 
 // ---------------------------------------------------------------- packets
@@ -718,7 +720,11 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
         runs.push((d, c, seen, p.cache_stats()));
     }
     // The published datapath (workers on copies, master for the rest).
-    for (d, c) in [(Datapath::Classifier, CacheMode::On), (Datapath::Reference, CacheMode::Off)] {
+    for (d, c) in [
+        (Datapath::Classifier, CacheMode::On),
+        (Datapath::Reference, CacheMode::Off),
+        (Datapath::Compiled, CacheMode::Off),
+    ] {
         let mut master = switch(d, c);
         let mut ws = [master.worker(), master.worker()];
         let mut pb = Publisher::new(master);

@@ -89,6 +89,7 @@ pub struct Args {
 pub enum DatapathArg {
     Reference,
     Classifier,
+    Compiled,
 }
 
 /// `--cache`.
@@ -683,6 +684,7 @@ pub fn run(a: Args) -> Result<()> {
     let datapath = match a.datapath {
         DatapathArg::Reference => Datapath::Reference,
         DatapathArg::Classifier => Datapath::Classifier,
+        DatapathArg::Compiled => Datapath::Compiled,
     };
     let caches: Vec<CacheMode> = match a.cache {
         CacheArg::On => vec![CacheMode::On],

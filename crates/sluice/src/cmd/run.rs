@@ -41,8 +41,10 @@ pub struct Args {
     /// OpenFlow sockets stay in the current one.
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
-    /// Flow-table lookup: `reference` (linear scan, the oracle) or
-    /// `classifier` (tuple-space search, default).
+    /// Flow-table lookup: `reference` (linear scan, the oracle),
+    /// `classifier` (tuple-space search, default) or `compiled` (small
+    /// tables compiled to native code with Cranelift, the rest by
+    /// tuple-space search).
     #[arg(long, value_name = "KIND")]
     pub datapath: Option<String>,
     /// Caches in front of the tables: `off` (default), `megaflow` or `on`

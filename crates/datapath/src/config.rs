@@ -674,9 +674,11 @@ packet_in_rate = 0
         assert!(e.msg.contains("n_table"), "{e}");
         assert_eq!(bad("workers = 0\n", &none).key, "workers");
         assert_eq!(bad("fail_mode = \"open\"\n", &none).key, "fail_mode");
-        let e = bad("datapath = \"compiled\"\n", &none);
+        let e = bad("datapath = \"jit\"\n", &none);
         assert_eq!(e.key, "datapath");
-        assert!(e.msg.contains("\"compiled\"") && e.msg.contains("reference"), "{e}");
+        assert!(e.msg.contains("\"jit\"") && e.msg.contains("compiled"), "{e}");
+        let ok = build("datapath = \"compiled\"\n", &none).expect("compiled is a datapath");
+        assert_eq!(ok.datapath.pipeline.datapath, Datapath::Compiled);
         let e = bad("cache = \"exact\"\n", &none);
         assert_eq!(e.key, "cache");
         assert!(e.msg.contains("\"exact\"") && e.msg.contains("megaflow"), "{e}");

@@ -128,9 +128,12 @@ impl Shared {
         self.control_wake.store(true, Release);
     }
 
-    pub(crate) fn note_burst(&self, packets: u64, dropped: u64) {
+    pub(crate) fn note_burst(&self, packets: u64) {
         self.counters.bursts.fetch_add(1, Relaxed);
         self.counters.packets.fetch_add(packets, Relaxed);
+    }
+
+    pub(crate) fn note_dropped(&self, dropped: u64) {
         if dropped > 0 {
             self.counters.tx_dropped.fetch_add(dropped, Relaxed);
         }

@@ -310,9 +310,11 @@ fn process_burst(
     if ctx.has_async() {
         shared.push_async(ctx.take_async());
     }
+    // Counted before transmitting: whoever sees a frame of this burst on
+    // the wire also sees the burst in the counters.
+    shared.note_burst(bufs.len() as u64);
     let overflow = std::mem::take(&mut batch.overflow);
-    let dropped = batch.flush(shared) + overflow;
-    shared.note_burst(bufs.len() as u64, dropped);
+    shared.note_dropped(batch.flush(shared) + overflow);
 }
 
 #[cfg(test)]

@@ -66,10 +66,10 @@ fn bad_options_name_the_token() {
 
 #[test]
 fn run_rejects_bad_datapath_and_cache() {
-    let out = sluice(&["run", "--check", "--datapath", "compiled"]);
+    let out = sluice(&["run", "--check", "--datapath", "jit"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("--datapath") && stderr.contains("compiled"), "{stderr}");
+    assert!(stderr.contains("--datapath") && stderr.contains("jit"), "{stderr}");
     let out = sluice(&["run", "--check", "--cache", "maybe"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -81,4 +81,8 @@ fn run_rejects_bad_datapath_and_cache() {
         stdout.contains("datapath: Reference") && stdout.contains("cache: Megaflow"),
         "{stdout}"
     );
+    let out = sluice(&["run", "--check", "--datapath", "compiled"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("datapath: Compiled"), "{stdout}");
 }

@@ -18,7 +18,7 @@
 //! fail_mode = "standalone"     # or "secure" (default)
 //! netns = "sw"                 # open ports in /run/netns/sw (optional)
 //! description = "lab switch"   # OFPMP_DESC dp_desc
-//! datapath = "classifier"      # flow-table lookup: "reference", "classifier" (default) or "compiled"
+//! datapath = "compiled"        # flow-table lookup: "reference", "classifier" or "compiled" (default)
 //! cache = "off"                # "off" (default), "megaflow" or "on" (exact + megaflow)
 //! listen = ["ptcp:6634:127.0.0.1"]
 //! controllers = ["tcp:127.0.0.1:6653"]
@@ -750,7 +750,7 @@ packet_in_rate = 0
         assert_eq!(c.datapath.fail_mode, FailMode::Secure);
         assert!(c.agent.targets.is_empty());
         assert!(c.datapath.ports.is_empty());
-        assert_eq!(c.datapath.pipeline.datapath, Datapath::Classifier);
+        assert_eq!(c.datapath.pipeline.datapath, Datapath::Compiled);
         assert_eq!(c.datapath.pipeline.cache, CacheMode::Off);
     }
 

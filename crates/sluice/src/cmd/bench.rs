@@ -71,7 +71,7 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value = "2M", value_parser = parse_count)]
     pub packets: u64,
     /// Flow-table lookup structure.
-    #[arg(long, value_enum, default_value = "classifier")]
+    #[arg(long, value_enum, default_value = "compiled")]
     pub datapath: DatapathArg,
     /// Cache configuration to run each case with.
     #[arg(long, value_enum, default_value = "all")]

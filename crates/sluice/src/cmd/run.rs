@@ -42,7 +42,7 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
     /// Flow-table lookup: `reference` (linear scan, the oracle),
-    /// `classifier` (tuple-space search, default) or `compiled` (small
+    /// `classifier` (tuple-space search) or `compiled` (default: small
     /// tables compiled to native code with Cranelift, the rest by
     /// tuple-space search).
     #[arg(long, value_name = "KIND")]

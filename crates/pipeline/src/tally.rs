@@ -64,6 +64,9 @@ impl Shard {
 #[derive(Debug)]
 pub struct Tally {
     width: usize,
+    /// Index of the shared shard (the last one); shards below it are
+    /// exclusive. Kept so the per-packet path needs no division.
+    shared: usize,
     cells: Box<[AtomicU64]>,
 }
 
@@ -72,7 +75,11 @@ impl Tally {
     /// owner's and the shared one), all zero.
     pub fn new(width: usize, shards: usize) -> Tally {
         let shards = shards.max(2);
-        Tally { width, cells: (0..width * shards).map(|_| AtomicU64::new(0)).collect() }
+        Tally {
+            width,
+            shared: shards - 1,
+            cells: (0..width * shards).map(|_| AtomicU64::new(0)).collect(),
+        }
     }
 
     pub fn width(&self) -> usize {
@@ -80,7 +87,7 @@ impl Tally {
     }
 
     fn shards(&self) -> usize {
-        self.cells.len().checked_div(self.width).unwrap_or(0)
+        self.shared + 1
     }
 
     /// The cell of counter `i` in shard `s`, or the shared shard's if `s`
@@ -90,9 +97,8 @@ impl Tally {
         if i >= self.width {
             return None;
         }
-        let n = self.shards();
         let (shard, exclusive) =
-            if s.index < n.saturating_sub(1) { (s.index, s.exclusive) } else { (n - 1, false) };
+            if s.index < self.shared { (s.index, s.exclusive) } else { (self.shared, false) };
         self.cells.get(shard * self.width + i).map(|c| (c, exclusive))
     }
 

@@ -220,15 +220,19 @@ fn build_from(b: &mut Bytes<'_>, cfg: crate::Config) -> Pipeline {
 }
 
 /// The configurations [`fuzz_datapath_diff`] compares; the first is the
-/// oracle.
-const DIFF_CONFIGS: [(crate::Datapath, crate::CacheMode); 7] = [
-    (crate::Datapath::Reference, crate::CacheMode::Off),
-    (crate::Datapath::Classifier, crate::CacheMode::Off),
-    (crate::Datapath::Classifier, crate::CacheMode::Megaflow),
-    (crate::Datapath::Classifier, crate::CacheMode::On),
-    (crate::Datapath::Reference, crate::CacheMode::On),
-    (crate::Datapath::Compiled, crate::CacheMode::Off),
-    (crate::Datapath::Compiled, crate::CacheMode::On),
+/// oracle. `true`: packets are forwarded by a worker context through the
+/// published copy while every other operation changes the master, which
+/// is published after it (see `publish.rs`).
+const DIFF_CONFIGS: [(crate::Datapath, crate::CacheMode, bool); 9] = [
+    (crate::Datapath::Reference, crate::CacheMode::Off, false),
+    (crate::Datapath::Classifier, crate::CacheMode::Off, false),
+    (crate::Datapath::Classifier, crate::CacheMode::Megaflow, false),
+    (crate::Datapath::Classifier, crate::CacheMode::On, false),
+    (crate::Datapath::Reference, crate::CacheMode::On, false),
+    (crate::Datapath::Compiled, crate::CacheMode::Off, false),
+    (crate::Datapath::Compiled, crate::CacheMode::On, false),
+    (crate::Datapath::Compiled, crate::CacheMode::On, true),
+    (crate::Datapath::Classifier, crate::CacheMode::Off, true),
 ];
 
 /// What one pipeline showed the outside world.
@@ -249,10 +253,12 @@ struct Observed {
 /// reply differs from the reference (that is the finding).
 pub fn fuzz_datapath_diff(data: &[u8]) {
     let mut seen: Vec<Observed> = Vec::new();
-    for (datapath, cache) in DIFF_CONFIGS {
+    for (datapath, cache, published) in DIFF_CONFIGS {
         let mut b = Bytes { data, pos: 0 };
         let cfg = crate::Config { datapath, cache, ..crate::Config::default() };
-        let mut p = build_from(&mut b, cfg);
+        let mut master = build_from(&mut b, cfg);
+        let mut w = master.worker();
+        let mut pb = crate::publish::Publisher::new(master);
         let mut o = Observed::default();
         let mut ops = Vec::new();
         for _ in 0..b.below(25) {
@@ -276,6 +282,19 @@ pub fn fuzz_datapath_diff(data: &[u8]) {
                 *byte ^= y;
             }
             let mut sink = |port: u32, q: Option<u32>, f: &[u8]| o.tx.push((port, q, f.to_vec()));
+            let is_packet = fm.is_none() && kind != 7 && kind != 8;
+            if published && is_packet {
+                w.set_now(pb.master().now_ns());
+                pb.published().load().process_with(
+                    &mut w,
+                    PORTS[usize::from(y % 4)],
+                    &frame,
+                    &mut sink,
+                );
+                o.asyncs.extend(w.take_async());
+                continue;
+            }
+            let p = pb.master_mut();
             match (kind, fm) {
                 (_, Some(fm)) => o.results.push(p.flow_mod(&fm).is_ok()),
                 (7, _) => p.advance(p.now_ns() + u64::from(y) * 20_000_000),
@@ -291,13 +310,16 @@ pub fn fuzz_datapath_diff(data: &[u8]) {
                 _ => p.process(PORTS[usize::from(y % 4)], &frame, &mut sink),
             }
             o.asyncs.extend(p.take_async());
+            pb.publish();
         }
-        o.stats = diff_stats(&mut p);
-        assert_eq!(p.cache_stats().chain_mismatches, 0, "{datapath:?}/{cache:?}");
+        o.stats = diff_stats(pb.master_mut());
+        assert_eq!(pb.master().cache_stats().chain_mismatches, 0, "{datapath:?}/{cache:?}");
+        assert_eq!(w.cache_stats().chain_mismatches, 0, "{datapath:?}/{cache:?} published");
+        assert_eq!(pb.fallbacks(), 0, "nobody holds a version here");
         if let Some(first) = seen.first() {
             assert!(
                 *first == o,
-                "{datapath:?}/{cache:?} differs from the reference\nreference: {first:?}\nthis: {o:?}"
+                "{datapath:?}/{cache:?}/published {published} differs from the reference\nreference: {first:?}\nthis: {o:?}"
             );
         }
         seen.push(o);

@@ -382,11 +382,6 @@ impl Pipeline {
         &mut self.ports
     }
 
-    /// The switch configuration (SET_CONFIG).
-    pub fn switch_config(&self) -> SwitchConfig {
-        self.switch_config
-    }
-
     pub fn groups(&self) -> &GroupTable {
         &self.groups
     }

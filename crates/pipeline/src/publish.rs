@@ -77,7 +77,6 @@ pub struct Publisher {
     /// The copy that is not current (`None` only transiently).
     back: Option<Arc<Pipeline>>,
     dirty: bool,
-    last: Instant,
     /// Publications that had to fall back to a full replica.
     fallbacks: u64,
 }
@@ -97,7 +96,6 @@ impl Publisher {
             }),
             back,
             dirty: false,
-            last: Instant::now(),
             fallbacks: 0,
         }
     }
@@ -122,11 +120,6 @@ impl Publisher {
     /// Whether the master changed since the last publication.
     pub fn is_dirty(&self) -> bool {
         self.dirty
-    }
-
-    /// Time since the last publication.
-    pub fn since_last(&self) -> Duration {
-        self.last.elapsed()
     }
 
     /// Publications that fell back to a full replica (a worker held a
@@ -159,7 +152,6 @@ impl Publisher {
         }
         let old = self.published.current.swap(copy);
         self.back = Some(old);
-        self.last = Instant::now();
         self.published.version.fetch_add(1, Release) + 1
     }
 

@@ -9,9 +9,10 @@ use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{flow_mod_command as fc, FlowMod};
 use sluice_ofp::multipart::FlowStatsRequest;
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
-use sluice_ofp::port::Port;
 use sluice_pipeline::publish::Publisher;
 use sluice_pipeline::{Config, Pipeline};
+
+mod common;
 
 const WORKERS: usize = 3;
 const PACKETS: u64 = 20_000;
@@ -65,17 +66,7 @@ fn flow(priority: u16, udp_dst: Option<u16>, out: u32) -> FlowMod {
 
 fn master() -> Pipeline {
     let mut p = Pipeline::new(Config { n_tables: 4, workers: WORKERS, ..Config::default() });
-    for n in 1..=3u32 {
-        p.ports_mut().add(
-            Port {
-                port_no: n,
-                hw_addr: [0, 0, 0, 0, 0, n as u8],
-                name: format!("p{n}"),
-                ..Port::default()
-            },
-            0,
-        );
-    }
+    common::add_ports(&mut p, &[1, 2, 3]);
     p.flow_mod(&flow(1, None, 2)).unwrap();
     p
 }

@@ -15,11 +15,13 @@ use sluice_ofp::message::{
 use sluice_ofp::multipart::{
     FlowStats, FlowStatsRequest, MultipartReplyBody, MultipartRequest, MultipartRequestBody,
 };
-use sluice_ofp::ofctl::{parse_actions, parse_flow, parse_group, parse_meter, Usage};
-use sluice_ofp::port::Port;
+use sluice_ofp::ofctl::{parse_actions, parse_group, parse_meter};
 use sluice_pipeline::{Config, Outgoing, Pipeline};
 
 // ------------------------------------------------------------------ helpers
+
+mod common;
+use common::{add, add_ports, flow};
 
 /// An Ethernet/IPv4/UDP frame (92 bytes).
 fn udp(
@@ -30,27 +32,7 @@ fn udp(
     sport: u16,
     dport: u16,
 ) -> Vec<u8> {
-    let mut f = vec![0, 0, 0, 0, 0, dst_mac, 0, 0, 0, 0, 0, src_mac, 0x08, 0x00];
-    let payload = [0x5au8; 50];
-    let ip_len = 20 + 8 + payload.len();
-    let mut ip = vec![0x45, 0, (ip_len >> 8) as u8, ip_len as u8, 0, 1, 0, 0, 64, 17, 0, 0];
-    ip.extend_from_slice(&src_ip);
-    ip.extend_from_slice(&dst_ip);
-    let mut sum: u32 = ip.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], c[1]]))).sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    let ck = !(sum as u16);
-    ip[10] = (ck >> 8) as u8;
-    ip[11] = ck as u8;
-    f.extend_from_slice(&ip);
-    let ul = 8 + payload.len();
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&(ul as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.extend_from_slice(&payload);
-    f
+    common::udp_frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, &[0x5a; 50])
 }
 
 fn pkt() -> Vec<u8> {
@@ -59,36 +41,12 @@ fn pkt() -> Vec<u8> {
 
 fn switch_with(cfg: Config, ports: &[u32]) -> Pipeline {
     let mut p = Pipeline::new(cfg);
-    for &n in ports {
-        p.ports_mut().add(
-            Port {
-                port_no: n,
-                hw_addr: [0, 0, 0, 0, 0, n as u8],
-                name: format!("p{n}"),
-                ..Port::default()
-            },
-            0,
-        );
-    }
+    add_ports(&mut p, ports);
     p
 }
 
 fn switch(ports: &[u32]) -> Pipeline {
     switch_with(Config::default(), ports)
-}
-
-fn flow(p: &mut Pipeline, cmd: u8, text: &str) -> Result<(), ErrorCode> {
-    let usage = match cmd {
-        fc::ADD => Usage::Add,
-        fc::MODIFY | fc::MODIFY_STRICT => Usage::Modify,
-        _ => Usage::Delete,
-    };
-    let spec = parse_flow(text, usage).unwrap_or_else(|e| panic!("{}", e.render(text)));
-    p.flow_mod(&spec.to_flow_mod(cmd))
-}
-
-fn add(p: &mut Pipeline, text: &str) {
-    flow(p, fc::ADD, text).unwrap_or_else(|e| panic!("{text}: {e}"));
 }
 
 fn meter(p: &mut Pipeline, cmd: u16, text: &str) {

@@ -13,8 +13,8 @@
 //!   exists again is reopened (at most once a second per port) and re-added
 //!   (PORT_STATUS ADD) on the least loaded worker;
 //! - the pipeline clock is advanced, so idle and hard timeouts fire (and
-//!   FLOW_REMOVED is sent) without traffic;
-//! - every 2 ms, anything changed but not yet published is published.
+//!   FLOW_REMOVED is sent) without traffic, and what that changed is
+//!   published.
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::mpsc;
@@ -26,7 +26,7 @@ use sluice_ports::PortKind;
 use tracing::{debug, info, warn};
 
 use crate::config::PortConfig;
-use crate::shared::{Shared, PUBLISH_ROUND};
+use crate::shared::Shared;
 use crate::sys::{enter_netns, poll, PollEntry};
 
 const ROUND: Duration = Duration::from_millis(100);
@@ -92,11 +92,10 @@ pub(crate) fn run(
         match &monitor {
             Some(m) => {
                 let mut set = [PollEntry::readable(m.raw_fd())];
-                let _ = poll(&mut set, PUBLISH_ROUND.as_millis() as i32);
+                let _ = poll(&mut set, 20);
             }
-            None => std::thread::sleep(PUBLISH_ROUND),
+            None => std::thread::sleep(Duration::from_millis(20)),
         }
-        shared.publish_pending();
         events.clear();
         if let Some(m) = monitor.as_mut() {
             if let Err(e) = m.poll(&mut events) {

@@ -88,9 +88,6 @@ pub(crate) struct Counters {
 /// Called when asynchronous messages are queued.
 pub type Notifier = Arc<dyn Fn() + Send + Sync>;
 
-/// How often the control thread looks for unpublished changes.
-pub(crate) const PUBLISH_ROUND: Duration = Duration::from_millis(2);
-
 pub(crate) struct Shared {
     /// The master pipeline and the copies (control side only).
     pub publisher: Mutex<Publisher>,
@@ -252,15 +249,6 @@ impl Shared {
         let msgs = p.take_async();
         Self::publish(&mut pb);
         self.push_async(msgs);
-    }
-
-    /// Publishes changes nobody published yet (a safety net: every path
-    /// that changes the master publishes itself).
-    pub(crate) fn publish_pending(&self) {
-        let mut pb = lock(&self.publisher);
-        if pb.is_dirty() {
-            Self::publish(&mut pb);
-        }
     }
 }
 

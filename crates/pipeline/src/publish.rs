@@ -117,9 +117,10 @@ impl Publisher {
         &mut self.master
     }
 
-    /// Whether the master changed since the last publication.
-    pub fn is_dirty(&self) -> bool {
-        self.dirty
+    /// Takes the master's queued asynchronous messages (FLOW_REMOVED,
+    /// PORT_STATUS, the owner's PACKET_INs) without marking it changed.
+    pub fn take_async(&mut self) -> Vec<sluice_ofp::message::Message> {
+        self.master.take_async()
     }
 
     /// Publications that fell back to a full replica (a worker held a

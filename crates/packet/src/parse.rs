@@ -186,6 +186,19 @@ fn mark(key: &mut FlowKey, bit: u8) {
     key.words[PRESENCE_WORD] |= 1 << bit;
 }
 
+/// Write `meta.metadata` into `key`'s metadata slot (what [`parse`] would
+/// put there): a write-metadata instruction changes nothing else in the
+/// key, so it needs no re-parse.
+#[inline]
+pub fn refresh_metadata(key: &mut FlowKey, meta: &Meta) {
+    const S: crate::key::Slot = OXM_LAYOUT.slot(FieldId::Metadata);
+    // `metadata` is 64 bits wide: it fills its word.
+    const _: () = assert!(S.shift == 0);
+    if let Some(w) = key.words.get_mut(S.word as usize) {
+        *w = meta.metadata;
+    }
+}
+
 /// Parse `pkt` into `key` (overwritten entirely) and return the header
 /// offsets. Never panics, never allocates.
 pub fn parse(pkt: &[u8], meta: &Meta, key: &mut FlowKey) -> ParseInfo {

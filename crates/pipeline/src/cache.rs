@@ -173,24 +173,35 @@ fn mix(h: u64, w: u64) -> u64 {
     (r as u64) ^ ((r >> 64) as u64)
 }
 
-/// Four independent lanes, folded at the end: the multiplies of one lane
-/// do not wait for the others, so the 24 words hash in about a quarter of
-/// the serial latency.
+/// One odd multiplier per key word (splitmix64 outputs, low bit set).
+const WORD_MUL: [u64; KEY_WORDS] = {
+    let mut m = [0u64; KEY_WORDS];
+    let mut x: u64 = 0x243f_6a88_85a3_08d3;
+    let mut i = 0;
+    while i < KEY_WORDS {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        m[i] = (z ^ (z >> 31)) | 1;
+        i += 1;
+    }
+    m
+};
+
+/// Hash of a whole key for the exact cache: the sum of each word times its
+/// own odd constant (independent 64-bit multiplies, no dependency chain
+/// between words), then one folded multiply that carries the high bits of
+/// the sum (where e.g. `eth_dst` lives) down into the slot-index bits. Two
+/// keys differing in one word always differ in the sum (odd multipliers
+/// are invertible mod 2^64).
 #[inline]
 fn hash_key(k: &FlowKey) -> u64 {
-    let mut lanes = [
-        0x243f_6a88_85a3_08d3u64,
-        0x1319_8a2e_0370_7344,
-        0xa409_3822_299f_31d0,
-        0x082e_fa98_ec4e_6c89,
-    ];
-    for chunk in k.words.chunks(4) {
-        for (l, &w) in lanes.iter_mut().zip(chunk) {
-            *l = mix(*l, w);
-        }
+    let mut sum = 0u64;
+    for (w, m) in k.words.iter().zip(WORD_MUL.iter()) {
+        sum = sum.wrapping_add(w.wrapping_mul(*m));
     }
-    let h = mix(mix(lanes[0], lanes[1]), mix(lanes[2], lanes[3]));
-    mix(h, h >> 29)
+    mix(mix(sum, sum >> 32), 0x2545_f491_4f6c_dd1d)
 }
 
 /// `Hasher` that passes a precomputed `u64` through.

@@ -40,7 +40,7 @@ use sluice_ofp::message::{packet_in_reason, Message, PacketIn, PacketOut};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::{FlowKey, FlowMask, OXM_LAYOUT};
-use sluice_packet::parse::{parse, Meta, ParseInfo};
+use sluice_packet::parse::{parse, refresh_metadata, Meta, ParseInfo};
 
 /// Where transmitted frames go.
 pub trait Tx {
@@ -96,8 +96,10 @@ impl Buffers {
 /// Reused per-packet storage (no allocation once warmed up).
 #[derive(Debug, Default)]
 pub struct Scratch {
-    /// Free packet buffers (the packet and its group-bucket copies).
-    pool: Vec<PacketBuf>,
+    /// Free packets (the packet and its group-bucket copies), boxed so
+    /// taking one and giving it back moves a pointer, not the key.
+    #[allow(clippy::vec_box)]
+    pool: Vec<Box<Pkt>>,
     /// Trace being recorded, if any.
     trace: Option<Vec<TraceEvent>>,
 }
@@ -106,15 +108,21 @@ pub struct Scratch {
 pub const MAX_FRAME: usize = 65_535;
 
 impl Scratch {
-    fn take_buf(&mut self) -> PacketBuf {
-        self.pool
-            .pop()
-            .unwrap_or_else(|| PacketBuf::new(PacketBuf::DEFAULT_HEADROOM, MAX_FRAME + 64))
+    fn take_pkt(&mut self) -> Box<Pkt> {
+        self.pool.pop().unwrap_or_else(|| {
+            Box::new(Pkt {
+                buf: PacketBuf::new(PacketBuf::DEFAULT_HEADROOM, MAX_FRAME + 64),
+                meta: Meta::default(),
+                key: FlowKey::ZERO,
+                info: ParseInfo::default(),
+                queue: None,
+            })
+        })
     }
 }
 
 /// One packet being processed.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Pkt {
     pub buf: PacketBuf,
     pub meta: Meta,
@@ -124,14 +132,29 @@ pub struct Pkt {
 }
 
 impl Pkt {
-    /// `Err` (giving the buffer back) if the frame does not fit.
-    fn load(mut buf: PacketBuf, data: &[u8], meta: Meta) -> core::result::Result<Pkt, PacketBuf> {
-        if buf.load(data).is_err() {
-            return Err(buf);
+    /// Make this the packet `data` received with `meta` (parsed); false if
+    /// the frame does not fit.
+    fn load(&mut self, data: &[u8], meta: Meta) -> bool {
+        if self.buf.load(data).is_err() {
+            return false;
         }
-        let mut p = Pkt { buf, meta, key: FlowKey::ZERO, info: ParseInfo::default(), queue: None };
-        p.reparse();
-        Ok(p)
+        self.meta = meta;
+        self.queue = None;
+        self.reparse();
+        true
+    }
+
+    /// Make this a copy of `other` (its key and parse need no redoing);
+    /// false if the frame does not fit.
+    fn copy_of(&mut self, other: &Pkt) -> bool {
+        if self.buf.load(other.data()).is_err() {
+            return false;
+        }
+        self.meta = other.meta;
+        self.key = other.key;
+        self.info = other.info;
+        self.queue = other.queue;
+        true
     }
 
     pub fn data(&self) -> &[u8] {
@@ -268,11 +291,47 @@ fn exec_rank(i: &Instruction) -> u8 {
     }
 }
 
-/// The instructions in execution order, without allocating: at most one
-/// instruction of each type is allowed, so one pass per rank is cheap.
-fn in_execution_order(ins: &[Instruction]) -> impl Iterator<Item = &Instruction> {
-    (0..=6u8).flat_map(move |r| ins.iter().filter(move |i| exec_rank(i) == r))
+/// An entry's instructions in execution order. Flow-mod validation allows
+/// at most one instruction of each type, so there are at most seven: an
+/// insertion sort of references on the stack, no allocation. (Longer
+/// lists, which validation never lets through, are sorted on the heap.)
+enum ExecOrder<'a> {
+    Small([&'a Instruction; 8], usize),
+    Large(Vec<&'a Instruction>),
 }
+
+impl<'a> ExecOrder<'a> {
+    #[inline]
+    fn of(ins: &'a [Instruction]) -> ExecOrder<'a> {
+        let Some(first) = ins.first() else { return ExecOrder::Small([&DUMMY; 8], 0) };
+        if ins.len() > 8 {
+            let mut v: Vec<&Instruction> = ins.iter().collect();
+            v.sort_by_key(|i| exec_rank(i));
+            return ExecOrder::Large(v);
+        }
+        let mut a = [first; 8];
+        for (n, i) in ins.iter().enumerate().skip(1) {
+            // Stable: an equal rank stays after the earlier one.
+            let mut j = n;
+            while j > 0 && exec_rank(a[j - 1]) > exec_rank(i) {
+                a[j] = a[j - 1];
+                j -= 1;
+            }
+            a[j] = i;
+        }
+        ExecOrder::Small(a, ins.len())
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[&'a Instruction] {
+        match self {
+            ExecOrder::Small(a, n) => a.get(..*n).unwrap_or(&[]),
+            ExecOrder::Large(v) => v,
+        }
+    }
+}
+
+static DUMMY: Instruction = Instruction::ClearActions;
 
 /// What an apply-actions list does to the recording of a cache entry
 /// (see `cache.rs`): structural edits end it, header set-fields make the
@@ -358,9 +417,11 @@ impl Worker {
         self.shard
     }
 
-    fn note(&mut self, e: TraceEvent) {
+    /// Record a trace event; `e` is only built when tracing.
+    #[inline]
+    fn note(&mut self, e: impl FnOnce() -> TraceEvent) {
         if let Some(t) = &mut self.scratch.trace {
-            t.push(e);
+            t.push(e());
         }
     }
 }
@@ -416,17 +477,13 @@ impl Pipeline {
             None => return,
         }
         let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
-        let buf = w.scratch.take_buf();
-        match Pkt::load(buf, frame, meta) {
-            Ok(mut pkt) => {
-                self.run_tables(w, &mut pkt, 0, tx);
-                w.scratch.pool.push(pkt.buf);
-            }
-            Err(buf) => {
-                w.scratch.pool.push(buf);
-                w.note(TraceEvent::Drop("frame larger than the packet buffer"));
-            }
+        let mut pkt = w.scratch.take_pkt();
+        if pkt.load(frame, meta) {
+            self.run_tables(w, &mut pkt, 0, tx);
+        } else {
+            w.note(|| TraceEvent::Drop("frame larger than the packet buffer"));
         }
+        w.scratch.pool.push(pkt);
     }
 
     /// Run the tables from `first_table`: through the caches when they are
@@ -438,31 +495,32 @@ impl Pipeline {
             return;
         }
         let gen = self.flow_gen;
-        let key = pkt.key;
         let mut hit = None;
         if mode == CacheMode::On {
-            hit = w.cache.lookup_exact(&key, gen);
+            hit = w.cache.lookup_exact(&pkt.key, gen);
         }
         if hit.is_none() {
-            hit = w.cache.lookup_megaflow(&key, gen);
+            hit = w.cache.lookup_megaflow(&pkt.key, gen);
             if let (Some(chain), CacheMode::On) = (hit, mode) {
-                w.cache.install_exact(&key, chain, gen);
+                w.cache.install_exact(&pkt.key, chain, gen);
             }
         }
         if let Some(chain) = hit {
             self.walk(w, pkt, 0, tx, Some(&chain), None);
             return;
         }
-        let mut rec = Recorder::new(key);
+        // The walk may rewrite the packet's key: the recorder keeps the
+        // one the cache entry is for.
+        let mut rec = Recorder::new(pkt.key);
         self.walk(w, pkt, 0, tx, None, Some(&mut rec));
         if rec.chain.is_empty() {
             w.cache.stats.uncacheable += 1;
             return;
         }
         w.cache.stats.installs += 1;
-        w.cache.install_megaflow(&key, &rec.wc, rec.chain, gen);
+        w.cache.install_megaflow(&rec.key, &rec.wc, rec.chain, gen);
         if mode == CacheMode::On {
-            w.cache.install_exact(&key, rec.chain, gen);
+            w.cache.install_exact(&rec.key, rec.chain, gen);
         }
     }
 
@@ -523,8 +581,8 @@ impl Pipeline {
                 }
             };
             let Some(i) = found else {
-                w.note(TraceEvent::Lookup { table, entry: None });
-                w.note(TraceEvent::Drop("no matching entry and no table-miss entry"));
+                w.note(|| TraceEvent::Lookup { table, entry: None });
+                w.note(|| TraceEvent::Drop("no matching entry and no table-miss entry"));
                 return;
             };
             t.stats.add(shard, FlowTable::MATCHED, 1);
@@ -533,7 +591,7 @@ impl Pipeline {
             // would otherwise cost an allocation per packet).
             let tracing = w.scratch.trace.is_some();
             if tracing {
-                w.note(TraceEvent::Lookup {
+                w.note(|| TraceEvent::Lookup {
                     table,
                     entry: Some((e.priority, e.cookie, e.r#match.clone())),
                 });
@@ -550,9 +608,10 @@ impl Pipeline {
                 depth: self.cfg.max_group_depth,
             };
             let mut goto = None;
-            for ins in in_execution_order(&e.instructions) {
+            let order = ExecOrder::of(&e.instructions);
+            for &ins in order.as_slice() {
                 if tracing {
-                    w.note(TraceEvent::Instruction(ins.clone()));
+                    w.note(|| TraceEvent::Instruction(ins.clone()));
                 }
                 match ins {
                     Instruction::Meter(m) => {
@@ -577,7 +636,7 @@ impl Pipeline {
                     Instruction::WriteActions(list) => set.write(list),
                     Instruction::WriteMetadata { metadata, mask } => {
                         pkt.meta.metadata = (pkt.meta.metadata & !mask) | (metadata & mask);
-                        pkt.reparse();
+                        refresh_metadata(&mut pkt.key, &pkt.meta);
                     }
                     Instruction::GotoTable(t) => goto = Some(*t),
                     Instruction::Experimenter { .. } => {}
@@ -585,11 +644,10 @@ impl Pipeline {
             }
             match goto {
                 Some(t) if t > table => table = t,
+                _ if set.is_empty() && !tracing => return,
                 _ => {
                     let ordered = set.ordered();
-                    if tracing {
-                        w.note(TraceEvent::ActionSet(ordered.clone()));
-                    }
+                    w.note(|| TraceEvent::ActionSet(ordered.clone()));
                     self.actions(w, &ordered, pkt, ctx, tx);
                     return;
                 }
@@ -600,7 +658,7 @@ impl Pipeline {
     fn meter(&self, w: &mut Worker, id: u32, pkt: &mut Pkt) -> Flow {
         let Some(m) = self.meters.get(id) else { return Flow::Continue };
         let verdict = m.apply(pkt.data().len(), w.now_ns);
-        w.note(TraceEvent::Meter { meter: id, verdict });
+        w.note(|| TraceEvent::Meter { meter: id, verdict });
         match verdict {
             Verdict::Pass => Flow::Continue,
             Verdict::Drop => Flow::Stop,
@@ -690,7 +748,7 @@ impl Pipeline {
 
     fn send(&self, w: &mut Worker, port: u32, pkt: &Pkt, tx: &mut dyn Tx) {
         if !self.ports.can_forward(port) {
-            w.note(TraceEvent::Drop("output port is down, missing or NO_FWD"));
+            w.note(|| TraceEvent::Drop("output port is down, missing or NO_FWD"));
             if let Some(p) = self.ports.get(port) {
                 p.count(w.shard, PortCounter::TxDropped, 1);
             }
@@ -704,15 +762,15 @@ impl Pipeline {
             p.count_queue(w.shard, q, len);
         }
         tx.transmit(port, pkt.queue, pkt.data());
-        w.note(TraceEvent::Output { port });
+        w.note(|| TraceEvent::Output { port });
     }
 
     fn packet_in(&self, w: &mut Worker, pkt: &Pkt, ctx: Ctx, max_len: u16) {
         if !self.ports.packet_in_allowed(pkt.meta.in_port) {
-            w.note(TraceEvent::Drop("ingress port has NO_PACKET_IN"));
+            w.note(|| TraceEvent::Drop("ingress port has NO_PACKET_IN"));
             return;
         }
-        w.note(TraceEvent::PacketIn { reason: ctx.reason, table: ctx.table_id });
+        w.note(|| TraceEvent::PacketIn { reason: ctx.reason, table: ctx.table_id });
         let frame = pkt.data();
         let (buffer_id, data) =
             if max_len == OFPCML_NO_BUFFER || usize::from(max_len) >= frame.len() {
@@ -779,21 +837,16 @@ impl Pipeline {
                 .collect(),
             GroupType::Unknown(_) => vec![],
         };
-        if w.scratch.trace.is_some() {
-            w.note(TraceEvent::Group { group: id, buckets: chosen.clone() });
-        }
+        w.note(|| TraceEvent::Group { group: id, buckets: chosen.clone() });
         g.count(w.shard, &chosen, pkt.data().len() as u64);
         for &i in &chosen {
             let Some(bucket) = g.buckets.get(i) else { continue };
             // Each bucket works on its own copy of the packet.
-            let mut buf = w.scratch.take_buf();
-            if buf.load(pkt.data()).is_err() {
-                w.scratch.pool.push(buf);
-                continue;
+            let mut p = w.scratch.take_pkt();
+            if p.copy_of(pkt) {
+                self.actions(w, &bucket.actions, &mut p, ctx, tx);
             }
-            let mut p = Pkt { buf, meta: pkt.meta, key: pkt.key, info: pkt.info, queue: pkt.queue };
-            self.actions(w, &bucket.actions, &mut p, ctx, tx);
-            w.scratch.pool.push(p.buf);
+            w.scratch.pool.push(p);
         }
     }
 
@@ -828,17 +881,15 @@ impl Pipeline {
             depth: self.cfg.max_group_depth,
         };
         self.with_local(|p, w| {
-            let buf = w.scratch.take_buf();
-            let mut pkt = match Pkt::load(buf, &data, meta) {
-                Ok(pkt) => pkt,
-                Err(buf) => {
-                    w.scratch.pool.push(buf);
-                    return Err(ErrorCode::BRC_BAD_PACKET);
-                }
+            let mut pkt = w.scratch.take_pkt();
+            let r = if pkt.load(&data, meta) {
+                p.actions(w, &po.actions, &mut pkt, ctx, tx);
+                Ok(())
+            } else {
+                Err(ErrorCode::BRC_BAD_PACKET)
             };
-            p.actions(w, &po.actions, &mut pkt, ctx, tx);
-            w.scratch.pool.push(pkt.buf);
-            Ok(())
+            w.scratch.pool.push(pkt);
+            r
         })
     }
 

@@ -99,7 +99,7 @@ pub struct FlowEntry {
     pub installed_ns: u64,
     /// Packets, bytes and last-use time ([`FlowEntry::PACKETS`], …), per
     /// worker; shared by every published copy of this entry.
-    pub stats: Arc<Tally>,
+    pub stats: Tally,
     /// Insertion sequence number: breaks priority ties, oldest first.
     pub seq: u64,
 }
@@ -112,8 +112,8 @@ impl FlowEntry {
     pub const USED: usize = 2;
 
     /// Fresh counters for an entry, for a pipeline with `shards` shards.
-    pub fn new_stats(shards: usize) -> Arc<Tally> {
-        Arc::new(Tally::new(3, shards))
+    pub fn new_stats(shards: usize) -> Tally {
+        Tally::new(3, shards)
     }
 
     /// A table-miss entry: priority 0 and no match fields.

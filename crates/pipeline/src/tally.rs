@@ -20,10 +20,10 @@
 //! count use it with `fetch_add`, so a misconfiguration costs speed, never
 //! counts.
 //!
-//! Tallies live behind an `Arc` owned by the thing they count (flow entry,
-//! port, group, table), so every published pipeline version (see
-//! `crate::publish`) that holds a copy of that thing counts into the same
-//! cells: counters survive version changes.
+//! A tally's cells live behind an `Arc` shared by every copy of the thing
+//! it counts (flow entry, port, group, table), so every published pipeline
+//! version (see `crate::publish`) that holds a copy of that thing counts
+//! into the same cells: counters survive version changes.
 //!
 //! ## Invariants
 //! - A shard marked exclusive is written by one thread at a time (the
@@ -34,6 +34,7 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 
 /// Which shard a writer uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,13 +62,17 @@ impl Shard {
 }
 
 /// `width` counters per shard, `shards` shards.
-#[derive(Debug)]
+///
+/// A handle: `clone` shares the cells (one `Arc`), so a flow entry holds
+/// its tally inline and a packet reaches the counters with one pointer
+/// hop. [`Tally::new`] and [`Tally::snapshot`] make fresh cells.
+#[derive(Clone, Debug)]
 pub struct Tally {
     width: usize,
     /// Index of the shared shard (the last one); shards below it are
     /// exclusive. Kept so the per-packet path needs no division.
     shared: usize,
-    cells: Box<[AtomicU64]>,
+    cells: Arc<[AtomicU64]>,
 }
 
 impl Tally {
@@ -174,7 +179,6 @@ impl Eq for Tally {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn shards_merge_on_read() {

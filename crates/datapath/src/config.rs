@@ -212,7 +212,15 @@ pub struct DatapathConfig {
 impl Default for DatapathConfig {
     fn default() -> Self {
         DatapathConfig {
-            pipeline: sluice_pipeline::Config::default(),
+            // The switch never makes forwarding or flow-mods wait for
+            // Cranelift: table code is built on the compiler thread.
+            pipeline: sluice_pipeline::Config {
+                jit: sluice_pipeline::JitOptions {
+                    background: true,
+                    ..sluice_pipeline::JitOptions::default()
+                },
+                ..sluice_pipeline::Config::default()
+            },
             ports: Vec::new(),
             workers: default_workers(),
             fail_mode: FailMode::Secure,

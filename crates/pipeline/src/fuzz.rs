@@ -222,7 +222,9 @@ fn build_from(b: &mut Bytes<'_>, cfg: crate::Config) -> Pipeline {
 /// The configurations [`fuzz_datapath_diff`] compares; the first is the
 /// oracle. `true`: packets are forwarded by a worker context through the
 /// published copy while every other operation changes the master, which
-/// is published after it (see `publish.rs`).
+/// is published after it (see `publish.rs`). The published compiled
+/// configuration compiles every table to hash probes (`straight_max: 0`),
+/// the other one to straight-line code and per-port variants.
 const DIFF_CONFIGS: [(crate::Datapath, crate::CacheMode, bool); 9] = [
     (crate::Datapath::Reference, crate::CacheMode::Off, false),
     (crate::Datapath::Classifier, crate::CacheMode::Off, false),
@@ -255,7 +257,11 @@ pub fn fuzz_datapath_diff(data: &[u8]) {
     let mut seen: Vec<Observed> = Vec::new();
     for (datapath, cache, published) in DIFF_CONFIGS {
         let mut b = Bytes { data, pos: 0 };
-        let cfg = crate::Config { datapath, cache, ..crate::Config::default() };
+        let mut jit = crate::JitOptions::default();
+        if published && datapath == crate::Datapath::Compiled {
+            jit.straight_max = 0;
+        }
+        let cfg = crate::Config { datapath, cache, jit, ..crate::Config::default() };
         let mut master = build_from(&mut b, cfg);
         let mut w = master.worker();
         let mut pb = crate::publish::Publisher::new(master);

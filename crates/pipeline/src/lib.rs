@@ -60,6 +60,7 @@
 //! [`FlowKey`]: sluice_packet::key::FlowKey
 
 pub mod cache;
+pub mod codegen;
 pub mod control;
 mod edit;
 pub mod exec;
@@ -73,6 +74,8 @@ pub mod rule;
 pub mod stats;
 pub mod table;
 pub mod tally;
+
+pub use codegen::JitOptions;
 
 pub use cache::CacheStats;
 pub use control::Outgoing;
@@ -115,6 +118,8 @@ pub struct Config {
     /// gets its own counter shard; see `tally.rs`). More workers than this
     /// still count exactly, through a shared shard.
     pub workers: usize,
+    /// How `Datapath::Compiled` builds table code (see `codegen.rs`).
+    pub jit: JitOptions,
 }
 
 impl Config {
@@ -174,6 +179,7 @@ impl Default for Config {
             datapath: Datapath::default(),
             cache: CacheMode::default(),
             workers: 1,
+            jit: JitOptions::default(),
         }
     }
 }
@@ -204,6 +210,9 @@ pub struct Pipeline {
     next_shard: usize,
     /// Some table's `seq → position` map is stale (see `table.rs`).
     unsettled: bool,
+    /// Some table's compiled code is being built or is due (see
+    /// `codegen.rs`): settle the tables even without a change.
+    jit_waiting: bool,
     /// Flow generation: bumped by every flow-table change; cache entries
     /// of another generation are misses (see `cache.rs`).
     flow_gen: u64,
@@ -217,6 +226,7 @@ impl Pipeline {
         let shards = cfg.shards();
         let table = |_| {
             let mut t = FlowTable::new(cfg.max_flows_per_table, shards);
+            t.set_jit_options(cfg.jit);
             t.set_indexed(indexed);
             t.set_compiled(compiled);
             t
@@ -234,6 +244,7 @@ impl Pipeline {
             local: Some(Box::new(Worker::new(Shard::OWNER))),
             next_shard: 1,
             unsettled: false,
+            jit_waiting: false,
             flow_gen: 1,
             cfg,
         }
@@ -274,6 +285,7 @@ impl Pipeline {
             local: None,
             next_shard: self.cfg.shards(),
             unsettled: false,
+            jit_waiting: false,
             flow_gen: self.flow_gen,
         }
     }
@@ -313,10 +325,37 @@ impl Pipeline {
 
     /// Rebuild stale position maps (cheap when nothing changed).
     pub(crate) fn settle(&mut self) {
-        if std::mem::take(&mut self.unsettled) {
+        if std::mem::take(&mut self.unsettled) || self.jit_waiting {
+            self.jit_waiting = false;
             for t in &mut self.tables {
                 t.settle();
+                self.jit_waiting |= t.jit_waiting();
             }
+        }
+    }
+
+    /// Whether some table's compiled code is being built or waits to be
+    /// installed (the daemon's clock tick settles and publishes it).
+    pub fn jit_waiting(&self) -> bool {
+        self.jit_waiting
+    }
+
+    /// Settle until no table waits for compiled code (background builds
+    /// finish, large tables pass their quiet time), at most `limit`.
+    /// Returns whether that happened. For benchmarks and tests; the daemon
+    /// never waits.
+    pub fn wait_for_code(&mut self, limit: std::time::Duration) -> bool {
+        let start = std::time::Instant::now();
+        self.unsettled = true;
+        loop {
+            self.settle();
+            if !self.jit_waiting {
+                return true;
+            }
+            if start.elapsed() >= limit {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 

@@ -133,7 +133,7 @@ impl Publisher {
     /// and returns the version number. Does not wait for workers still
     /// reading the previous version.
     pub fn publish(&mut self) -> u64 {
-        if !self.dirty {
+        if !self.dirty && !self.master.jit_waiting() {
             return self.published.version();
         }
         self.dirty = false;

@@ -70,16 +70,17 @@
 //!   change `rule`, `priority` or `seq` ([`FlowTable::update`] is
 //!   crate-private for that reason).
 
+use crate::codegen::{self, Code, JitOptions, Job, QUIET};
 use crate::rule::Rule;
 use crate::tally::{Shard, Tally};
 use sluice_classifier::{Classifier, RuleId, RuleSpec};
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Match;
 use sluice_packet::key::{FlowKey, FlowMask};
-use sluice_tablejit::CompiledTable;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// One flow entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -164,23 +165,41 @@ pub(crate) enum TableOp {
 /// Largest table compiled to native code (bigger ones use the index).
 pub const COMPILE_MAX: usize = 64;
 
-/// A table's compiled code, if any, and whether it is out of date.
-#[derive(Clone, Default)]
+/// A table's compiled code, if any, and whether it is out of date (see
+/// `codegen.rs`).
+#[derive(Clone, Debug, Default)]
 struct Jit {
     /// Compile at all (`Datapath::Compiled`).
     on: bool,
-    /// The entries changed since `code` was made (or it was never made).
+    /// A published copy: it takes the master's code and never compiles.
+    follower: bool,
+    opts: JitOptions,
+    /// The entries changed since `code` was made or `job` submitted.
     stale: bool,
-    code: Option<Arc<CompiledTable>>,
+    /// When the entries last changed (large tables wait for [`QUIET`]).
+    changed_at: Option<Instant>,
+    code: Option<Arc<Code>>,
+    /// A build on the compiler thread for the current entries.
+    job: Option<Arc<Job>>,
 }
 
-impl std::fmt::Debug for Jit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Jit")
-            .field("on", &self.on)
-            .field("stale", &self.stale)
-            .field("rules", &self.code.as_ref().map(|c| c.len()))
-            .finish()
+impl Jit {
+    /// What a published copy holds: the code, nothing to build.
+    fn follower(&self) -> Jit {
+        Jit {
+            on: self.on,
+            follower: true,
+            opts: self.opts,
+            stale: false,
+            changed_at: None,
+            code: self.code.clone(),
+            job: None,
+        }
+    }
+
+    /// Whether settling would install or submit something.
+    fn waiting(&self) -> bool {
+        !self.follower && self.on && (self.stale || self.job.is_some())
     }
 }
 
@@ -312,7 +331,7 @@ impl FlowTable {
             max_entries: self.max_entries,
             stats: self.stats.clone(),
             log: OpLog::default(),
-            jit: self.jit.clone(),
+            jit: self.jit.follower(),
             config: self.config,
         };
         t.settle();
@@ -327,7 +346,9 @@ impl FlowTable {
         copy.config = self.config;
         if self.log.cur.is_empty() && self.log.prev.is_empty() {
             // Nothing changed in this table since either copy was synced:
-            // publications touching other tables cost nothing here.
+            // publications touching other tables cost nothing here, but
+            // code finished since then is handed over.
+            self.share_code(copy);
             return;
         }
         let cur = std::mem::take(&mut self.log.cur);
@@ -335,11 +356,7 @@ impl FlowTable {
             copy.apply(op);
         }
         self.log.prev = cur;
-        // Same entries in the same order: share the master's code (the
-        // master is settled before it publishes) instead of compiling again.
-        if !self.jit.stale {
-            copy.jit = self.jit.clone();
-        }
+        self.share_code(copy);
         copy.settle();
         debug_assert_eq!(copy.entries.len(), self.entries.len());
     }
@@ -368,11 +385,40 @@ impl FlowTable {
         }
     }
 
-    /// Compile (or stop compiling) this table to native code when small
-    /// enough (see the module docs).
+    /// Same entries in the same order as the master (settled before it
+    /// publishes): the copy shares the master's code, never compiles.
+    fn share_code(&self, copy: &mut FlowTable) {
+        let same = match (&self.jit.code, &copy.jit.code) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same || copy.jit.on != self.jit.on {
+            copy.jit = self.jit.follower();
+        }
+    }
+
+    /// Compile (or stop compiling) this table to native code (see
+    /// `codegen.rs`).
     pub fn set_compiled(&mut self, on: bool) {
         self.log(|| TableOp::Compiled(on));
-        self.jit = Jit { on, stale: on, code: None };
+        if let Some(j) = self.jit.job.take() {
+            j.cancel();
+        }
+        self.jit = Jit {
+            on,
+            follower: self.jit.follower,
+            opts: self.jit.opts,
+            stale: on,
+            changed_at: None,
+            code: None,
+            job: None,
+        };
+    }
+
+    /// How this table is compiled (master tables only; copies follow).
+    pub fn set_jit_options(&mut self, opts: JitOptions) {
+        self.jit.opts = opts;
     }
 
     /// Whether lookups currently run compiled code.
@@ -380,11 +426,53 @@ impl FlowTable {
         self.jit.code.is_some()
     }
 
+    /// The kind of compiled code lookups run, if any.
+    pub fn code_kind(&self) -> Option<&'static str> {
+        self.jit.code.as_ref().map(|c| c.kind())
+    }
+
+    /// Whether compiled code is due to be installed or built (settle the
+    /// table to make progress).
+    pub(crate) fn jit_waiting(&self) -> bool {
+        self.jit.waiting()
+    }
+
     /// The entries changed: compiled code (positions) is out of date.
     fn entries_changed(&mut self) {
         if self.jit.on {
             self.jit.code = None;
             self.jit.stale = true;
+            self.jit.changed_at = Some(Instant::now());
+            if let Some(j) = self.jit.job.take() {
+                j.cancel();
+            }
+        }
+    }
+
+    /// Install finished code, or build / submit code for stale entries.
+    fn settle_jit(&mut self) {
+        let jit = &mut self.jit;
+        if !jit.on || jit.follower {
+            return;
+        }
+        if jit.job.as_ref().is_some_and(|j| j.is_done()) {
+            jit.code = jit.job.take().and_then(|j| j.take());
+        }
+        if !jit.stale {
+            return;
+        }
+        let large = self.entries.len() > jit.opts.straight_max;
+        if large && jit.opts.background && jit.changed_at.is_some_and(|t| t.elapsed() < QUIET) {
+            return;
+        }
+        jit.stale = false;
+        let rules = codegen::rules_of(self.entries.iter());
+        if jit.opts.background {
+            jit.job = Some(codegen::submit(rules, jit.opts));
+        } else {
+            // On a compiler error (or a table left to the index) the index
+            // serves the table.
+            jit.code = codegen::build(&rules, &jit.opts).map(Arc::new);
         }
     }
 
@@ -399,17 +487,7 @@ impl FlowTable {
             }
             ix.stale_from = self.entries.len();
         }
-        if self.jit.on && self.jit.stale {
-            self.jit.stale = false;
-            self.jit.code = if self.entries.len() <= COMPILE_MAX {
-                let rules: Vec<sluice_tablejit::Rule> =
-                    self.entries.iter().map(|e| (e.rule.mask.words, e.rule.value.words)).collect();
-                // On a compiler error the index serves the table.
-                CompiledTable::compile(&rules).ok().map(Arc::new)
-            } else {
-                None
-            };
-        }
+        self.settle_jit();
     }
 
     /// The fastest lookup the table has: compiled code, else the

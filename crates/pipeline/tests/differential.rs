@@ -33,7 +33,7 @@ use sluice_ofp::multipart::{FlowStatsRequest, MultipartRequest, MultipartRequest
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_ofp::port::Port;
 use sluice_pipeline::publish::Publisher;
-use sluice_pipeline::{CacheMode, Config, Datapath, Pipeline, Worker};
+use sluice_pipeline::{CacheMode, Config, Datapath, JitOptions, Pipeline, Worker};
 
 const N_TABLES: u8 = 4;
 const PORTS: [u32; 4] = [1, 2, 3, 4];
@@ -41,14 +41,40 @@ const MACS: [u8; 3] = [1, 2, 3];
 const IPS: [[u8; 4]; 4] = [[10, 0, 0, 1], [10, 0, 0, 2], [10, 0, 1, 1], [192, 168, 1, 1]];
 const L4: [u16; 3] = [53, 80, 443];
 
-const CONFIGS: [(Datapath, CacheMode); 7] = [
-    (Datapath::Reference, CacheMode::Off),
-    (Datapath::Classifier, CacheMode::Off),
-    (Datapath::Classifier, CacheMode::Megaflow),
-    (Datapath::Classifier, CacheMode::On),
-    (Datapath::Reference, CacheMode::On),
-    (Datapath::Compiled, CacheMode::Off),
-    (Datapath::Compiled, CacheMode::On),
+/// How `Datapath::Compiled` builds code in a configuration.
+#[derive(Clone, Copy, Debug)]
+enum Jit {
+    /// At settle time; straight-line code (and per-port variants) for
+    /// tables up to the default size, hash probes above.
+    Straight,
+    /// At settle time; every non-empty table gets hash probes.
+    Probe,
+    /// On the compiler thread, installed whenever it is done (tables above
+    /// 2 entries get probes once quiet): results must not depend on when.
+    Background,
+}
+
+impl Jit {
+    fn opts(self) -> JitOptions {
+        match self {
+            Jit::Straight => JitOptions::default(),
+            Jit::Probe => JitOptions { straight_max: 0, ..JitOptions::default() },
+            Jit::Background => JitOptions { background: true, straight_max: 2 },
+        }
+    }
+}
+
+const CONFIGS: [(Datapath, CacheMode, Jit); 10] = [
+    (Datapath::Reference, CacheMode::Off, Jit::Straight),
+    (Datapath::Classifier, CacheMode::Off, Jit::Straight),
+    (Datapath::Classifier, CacheMode::Megaflow, Jit::Straight),
+    (Datapath::Classifier, CacheMode::On, Jit::Straight),
+    (Datapath::Reference, CacheMode::On, Jit::Straight),
+    (Datapath::Compiled, CacheMode::Off, Jit::Straight),
+    (Datapath::Compiled, CacheMode::On, Jit::Straight),
+    (Datapath::Compiled, CacheMode::Off, Jit::Probe),
+    (Datapath::Compiled, CacheMode::On, Jit::Probe),
+    (Datapath::Compiled, CacheMode::Off, Jit::Background),
 ];
 
 // ---------------------------------------------------------------- packets
@@ -532,12 +558,13 @@ fn op() -> impl Strategy<Value = Op> {
 
 // ---------------------------------------------------------------- harness
 
-fn switch(datapath: Datapath, cache: CacheMode) -> Pipeline {
+fn switch(datapath: Datapath, cache: CacheMode, jit: Jit) -> Pipeline {
     let mut p = Pipeline::new(Config {
         n_tables: N_TABLES,
         n_buffers: 8,
         datapath,
         cache,
+        jit: jit.opts(),
         ..Config::default()
     });
     for n in PORTS {
@@ -707,8 +734,8 @@ fn stats(p: &mut Pipeline) -> Vec<Message> {
 /// reference sees.
 fn check(ops: &[Op]) -> Result<(), TestCaseError> {
     let mut runs = Vec::new();
-    for (d, c) in CONFIGS {
-        let mut p = switch(d, c);
+    for (d, c, j) in CONFIGS {
+        let mut p = switch(d, c, j);
         let mut seen = Vec::new();
         for (i, op) in ops.iter().enumerate() {
             let mut step = Vec::new();
@@ -717,15 +744,16 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
         }
         seen.push((ops.len(), Seen::Replies(stats(&mut p))));
         prop_assert_eq!(p.cache_stats().chain_mismatches, 0);
-        runs.push((d, c, seen, p.cache_stats()));
+        runs.push((d, c, j, seen, p.cache_stats()));
     }
     // The published datapath (workers on copies, master for the rest).
-    for (d, c) in [
-        (Datapath::Classifier, CacheMode::On),
-        (Datapath::Reference, CacheMode::Off),
-        (Datapath::Compiled, CacheMode::Off),
+    for (d, c, j) in [
+        (Datapath::Classifier, CacheMode::On, Jit::Straight),
+        (Datapath::Reference, CacheMode::Off, Jit::Straight),
+        (Datapath::Compiled, CacheMode::Off, Jit::Straight),
+        (Datapath::Compiled, CacheMode::On, Jit::Background),
     ] {
-        let mut master = switch(d, c);
+        let mut master = switch(d, c, j);
         let mut ws = [master.worker(), master.worker()];
         let mut pb = Publisher::new(master);
         let mut seen = Vec::new();
@@ -739,9 +767,9 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
         for w in &ws {
             prop_assert_eq!(w.cache_stats().chain_mismatches, 0);
         }
-        runs.push((d, c, seen, ws[0].cache_stats()));
+        runs.push((d, c, j, seen, ws[0].cache_stats()));
     }
-    let (_, _, oracle, _) = &runs[0];
+    let (_, _, _, oracle, _) = &runs[0];
     if std::env::var("DIFF_DEBUG").is_ok() {
         let ok = oracle.iter().filter(|(_, s)| matches!(s, Seen::Result(Ok(())))).count();
         let err = oracle.iter().filter(|(_, s)| matches!(s, Seen::Result(Err(_)))).count();
@@ -749,12 +777,12 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
             oracle.iter().map(|(_, s)| if let Seen::Tx(v) = s { v.len() } else { 0 }).sum();
         let pin: usize =
             oracle.iter().map(|(_, s)| if let Seen::Async(v) = s { v.len() } else { 0 }).sum();
-        eprintln!("ok {ok} err {err} tx {tx} async {pin} cache {:?}", runs[3].3);
+        eprintln!("ok {ok} err {err} tx {tx} async {pin} cache {:?}", runs[3].4);
     }
-    for (d, c, seen, cs) in &runs[1..] {
+    for (d, c, j, seen, cs) in &runs[1..] {
         prop_assert_eq!(seen.len(), oracle.len());
         for ((i, a), (_, b)) in oracle.iter().zip(seen.iter()) {
-            prop_assert!(a == b, "{:?}/{:?} differs from the reference at op {} ({:?})\nreference: {:?}\n     this: {:?}\ncache: {:?}", d, c, i, ops.get(*i), a, b, cs);
+            prop_assert!(a == b, "{:?}/{:?}/{:?} differs from the reference at op {} ({:?})\nreference: {:?}\n     this: {:?}\ncache: {:?}", d, c, j, i, ops.get(*i), a, b, cs);
         }
     }
     Ok(())
@@ -859,7 +887,7 @@ proptest! {
 /// differential test tests something).
 #[test]
 fn caches_are_hit() {
-    let mut p = switch(Datapath::Classifier, CacheMode::On);
+    let mut p = switch(Datapath::Classifier, CacheMode::On, Jit::Straight);
     let fm = FlowMod {
         table_id: 0,
         command: fc::ADD,
@@ -995,12 +1023,13 @@ fn throughput() {
     }
 }
 
-/// The compiled datapath really runs compiled code: after installing
-/// small tables, lookups go through native code (not the index fallback),
-/// and a table grown past the limit falls back to the index.
+/// The compiled datapath really runs compiled code: small tables get
+/// straight-line code, per-port variants when entries match on in_port,
+/// large ones hash probes, too many masks the index; background builds
+/// arrive without anyone waiting.
 #[test]
 fn compiled_tables_are_used() {
-    let mut p = switch(Datapath::Compiled, CacheMode::Off);
+    let mut p = switch(Datapath::Compiled, CacheMode::Off, Jit::Straight);
     let mut sink = |_: u32, _: Option<u32>, _: &[u8]| {};
     // Ethernet + IPv4 + UDP, 60 bytes.
     let mut frame = vec![0u8; 60];
@@ -1010,26 +1039,77 @@ fn compiled_tables_are_used() {
     frame[22..24].copy_from_slice(&[64, 17]);
     p.process(1, &frame, &mut sink);
     assert!(p.tables()[..usize::from(N_TABLES)].iter().all(|t| t.is_compiled()));
-    for i in 0..=sluice_pipeline::table::COMPILE_MAX as u16 {
-        let mut fm = FlowMod {
-            table_id: 0,
+    let add = |p: &mut Pipeline, table_id: u8, priority: u16, oxms: Vec<Oxm>| {
+        let fm = FlowMod {
+            table_id,
             command: fc::ADD,
-            priority: 100 + i,
+            priority,
             buffer_id: OFP_NO_BUFFER,
             out_port: port_no::ANY,
             out_group: group_id::ANY,
+            r#match: Match { oxms },
             ..FlowMod::default()
         };
-        fm.r#match = Match {
-            oxms: vec![
-                oxm(FieldId::TcpDst, u128::from(i), None),
-                oxm(FieldId::IpProto, 6, None),
-                oxm(FieldId::EthType, 0x0800, None),
-            ],
-        };
         p.flow_mod(&fm).unwrap();
+    };
+    for i in 0..=sluice_pipeline::table::COMPILE_MAX as u16 {
+        let oxms = vec![
+            oxm(FieldId::TcpDst, u128::from(i), None),
+            oxm(FieldId::IpProto, 6, None),
+            oxm(FieldId::EthType, 0x0800, None),
+        ];
+        add(&mut p, 0, 100 + i, oxms);
+    }
+    // Entries for two ingress ports: per-port variants pay.
+    for i in 0..8u16 {
+        let oxms = vec![
+            oxm(FieldId::InPort, u128::from(1 + i % 2), None),
+            oxm(FieldId::UdpDst, u128::from(i), None),
+            oxm(FieldId::IpProto, 17, None),
+            oxm(FieldId::EthType, 0x0800, None),
+        ];
+        add(&mut p, 2, 10 + i, oxms);
+    }
+    // 70 distinct masks over 70 entries: more than probes take.
+    for i in 0..70u16 {
+        let oxms = vec![
+            oxm(FieldId::Ipv4Dst, 0, Some(u128::from(i) + 1)),
+            oxm(FieldId::EthType, 0x0800, None),
+        ];
+        add(&mut p, 3, 10 + i, oxms);
     }
     p.process(1, &frame, &mut sink);
-    assert!(!p.tables()[0].is_compiled(), "{} entries: over the limit", p.tables()[0].len());
-    assert!(p.tables()[1].is_compiled());
+    let kinds: Vec<_> = p.tables()[..4].iter().map(|t| t.code_kind()).collect();
+    assert_eq!(
+        kinds[0],
+        Some("probe"),
+        "{} entries: over the straight-line limit",
+        p.tables()[0].len()
+    );
+    assert_eq!(kinds[1], Some("straight"));
+    assert_eq!(kinds[2], Some("per-port"));
+    assert_eq!(kinds[3], None, "too many masks for probes: the index serves");
+
+    // Background: the code comes later, the answer is the same meanwhile.
+    let mut b = Pipeline::new(Config {
+        n_tables: 2,
+        datapath: Datapath::Compiled,
+        jit: JitOptions { background: true, ..JitOptions::default() },
+        ..Config::default()
+    });
+    for i in 0..100u16 {
+        add(
+            &mut b,
+            0,
+            100 + i,
+            vec![
+                oxm(FieldId::UdpDst, u128::from(i), None),
+                oxm(FieldId::IpProto, 17, None),
+                oxm(FieldId::EthType, 0x0800, None),
+            ],
+        );
+    }
+    assert!(b.wait_for_code(std::time::Duration::from_secs(30)), "background build finished");
+    b.process(1, &frame, &mut sink);
+    assert_eq!(b.tables()[0].code_kind(), Some("probe"));
 }

@@ -11,16 +11,24 @@
 //! (nothing after it is reachable); a rule whose value has bits outside its
 //! mask can never match and emits no code at all.
 //!
-//! This is the only module with `unsafe`: turning the finalized code pointer
-//! into a function pointer, calling it, and freeing the code memory.
+//! The rules come with the index to return (`IndexedRule`), so a
+//! known-bits variant (`CompiledTable::compile_known`) can hand over a
+//! reduced list and still return the original indices.
+//!
+//! [`new_module`] and [`Native::build`] are shared with the probe compiler
+//! (`probe_jit.rs`): one ISA setup, one way to finalize a function of
+//! signature `(pointer) -> i32` and free its memory.
+//!
+//! This module's `unsafe`: turning the finalized code pointer into a
+//! function pointer, and freeing the code memory.
 #![allow(unsafe_code)]
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Signature, Value};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 use sluice_packet::key::{FlowKey, KEY_WORDS};
 
 /// What the generated code returns when no rule matches.
@@ -63,22 +71,32 @@ impl Native {
         (self.entry)(key.words.as_ptr())
     }
 
-    /// Generates and finalizes the code for `rules` (lookup order).
-    pub(crate) fn compile(
-        rules: &[([u64; KEY_WORDS], [u64; KEY_WORDS])],
+    /// Generates and finalizes the straight-line code for `rules`: each is
+    /// `(index, mask, value)`, in lookup order; a hit returns its `index`
+    /// (which the caller keeps below [`MISS`]).
+    pub(crate) fn compile(rules: &[IndexedRule]) -> Result<Native, String> {
+        // SAFETY: the straight-line code loads only `key[w]` for constant
+        // `w < KEY_WORDS` and writes nothing.
+        unsafe { Native::build(|module| define(module, rules)) }
+    }
+
+    /// Creates a fresh module, lets `define` declare and define one
+    /// function in it, finalizes it and wraps its entry point. `define` must
+    /// declare a function of signature `(pointer) -> i32` (checked here).
+    ///
+    /// # Safety
+    ///
+    /// [`Native::run`] is safe, so the code `define` generates must be
+    /// memory-safe for every `&FlowKey`: it may load the key's words
+    /// `0..KEY_WORDS`, and other memory only if that memory stays valid and
+    /// unchanged for as long as the returned `Native` lives; it must write
+    /// nothing outside its own stack frame.
+    pub(crate) unsafe fn build(
+        define: impl FnOnce(&mut JITModule) -> Result<FuncId, String>,
     ) -> Result<Native, String> {
-        let e = |x: &dyn std::fmt::Display| x.to_string();
-        let mut fb = settings::builder();
-        fb.set("opt_level", "speed").map_err(|x| e(&x))?;
-        fb.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
-        fb.set("is_pic", "false").map_err(|x| e(&x))?;
-        let isa = cranelift_native::builder()
-            .map_err(|x| e(&x))?
-            .finish(settings::Flags::new(fb))
-            .map_err(|x| e(&x))?;
-        let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let mut module = new_module()?;
         // From here on an error must free the module's memory.
-        match define(&mut module, rules) {
+        match finish(&mut module, define) {
             Ok(entry) => Ok(Native { entry, module: Some(module) }),
             Err(err) => {
                 // SAFETY: no code of this module was handed out.
@@ -89,22 +107,61 @@ impl Native {
     }
 }
 
+/// One rule for the straight-line compiler: `(index returned on a hit,
+/// mask, value)`.
+pub(crate) type IndexedRule = (usize, [u64; KEY_WORDS], [u64; KEY_WORDS]);
+
+/// The one place the host ISA and JIT module are set up, for both the
+/// straight-line and the probe compilers: optimise for speed, absolute
+/// (non-PIC) addresses, which the probe code relies on to embed its hash
+/// arrays' addresses.
+pub(crate) fn new_module() -> Result<JITModule, String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let mut fb = settings::builder();
+    fb.set("opt_level", "speed").map_err(|x| e(&x))?;
+    fb.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
+    fb.set("is_pic", "false").map_err(|x| e(&x))?;
+    let isa = cranelift_native::builder()
+        .map_err(|x| e(&x))?
+        .finish(settings::Flags::new(fb))
+        .map_err(|x| e(&x))?;
+    Ok(JITModule::new(JITBuilder::with_isa(isa, default_libcall_names())))
+}
+
+/// The signature of every generated entry point: `(key: *const u64) -> u32`.
+pub(crate) fn entry_signature(module: &JITModule) -> Signature {
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(module.target_config().pointer_type()));
+    sig.returns.push(AbiParam::new(types::I32));
+    sig
+}
+
+fn finish(
+    module: &mut JITModule,
+    define: impl FnOnce(&mut JITModule) -> Result<FuncId, String>,
+) -> Result<Entry, String> {
+    let id = define(module)?;
+    if module.declarations().get_function_decl(id).signature != entry_signature(module) {
+        return Err("internal: generated function has the wrong signature".into());
+    }
+    module.finalize_definitions().map_err(|x| x.to_string())?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: `code` is the finalized entry of a function whose Cranelift
+    // signature was just checked to be exactly (pointer) -> i32 with the
+    // default (C) calling convention of this host.
+    Ok(unsafe { std::mem::transmute::<*const u8, Entry>(code) })
+}
+
 /// Whether rule `(mask, value)` can match at all: a value bit outside its
 /// mask never equals a masked key bit (same answer as the linear scan).
-fn satisfiable(mask: &[u64; KEY_WORDS], value: &[u64; KEY_WORDS]) -> bool {
+pub(crate) fn satisfiable(mask: &[u64; KEY_WORDS], value: &[u64; KEY_WORDS]) -> bool {
     mask.iter().zip(value).all(|(m, v)| v & !m == 0)
 }
 
-fn define(
-    module: &mut JITModule,
-    rules: &[([u64; KEY_WORDS], [u64; KEY_WORDS])],
-) -> Result<Entry, String> {
-    let e = |x: &dyn std::fmt::Display| x.to_string();
+fn define(module: &mut JITModule, rules: &[IndexedRule]) -> Result<FuncId, String> {
     let tcfg = module.target_config();
-    let ptr = tcfg.pointer_type();
     let mut ctx = module.make_context();
-    ctx.func.signature.params.push(AbiParam::new(ptr));
-    ctx.func.signature.returns.push(AbiParam::new(types::I32));
+    ctx.func.signature = entry_signature(module);
     let mut fbc = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
@@ -115,7 +172,7 @@ fn define(
         let key = b.block_params(entry)[0];
         // Load every word some live rule looks at, once.
         let mut used = [false; KEY_WORDS];
-        for (m, v) in rules {
+        for (_, m, v) in rules {
             if satisfiable(m, v) {
                 for (u, w) in used.iter_mut().zip(m) {
                     *u |= *w != 0;
@@ -131,7 +188,7 @@ fn define(
             }
         }
         let mut open = true;
-        for (i, (mask, value)) in rules.iter().enumerate() {
+        for &(i, ref mask, ref value) in rules {
             if satisfiable(mask, value) && mask.iter().all(|&m| m == 0) {
                 // Matches every key: the rules after it are dead code.
                 let r = b.ins().iconst(types::I32, i as i64);
@@ -173,13 +230,8 @@ fn define(
     }
     let id = module
         .declare_function("sluice_table", Linkage::Export, &ctx.func.signature)
-        .map_err(|x| e(&x))?;
+        .map_err(|x| x.to_string())?;
     module.define_function(id, &mut ctx).map_err(|x| format!("{x:?}"))?;
     module.clear_context(&mut ctx);
-    module.finalize_definitions().map_err(|x| e(&x))?;
-    let code = module.get_finalized_function(id);
-    // SAFETY: `code` is the finalized entry of a function whose Cranelift
-    // signature is exactly (pointer) -> i32 with the default (C) calling
-    // convention of this host.
-    Ok(unsafe { std::mem::transmute::<*const u8, Entry>(code) })
+    Ok(id)
 }

@@ -249,3 +249,156 @@ fn matches_linear_scan() {
     // demand enough misses that the all-masks path is exercised.
     assert!((n - h) * 100 >= n, "only {} of {n} keys missed", n - h);
 }
+
+// ---- Known-bits (per-port) variants ----
+
+/// In-port rules: word 0, low 32 bits (as in `OXM_LAYOUT`).
+const PORT: u64 = 0xffff_ffff;
+
+fn port_known(port: u64) -> (FlowMask, FlowKey) {
+    let mut m = FlowMask::ZERO;
+    m.words[0] = PORT;
+    (m, key(&[(0, port)]))
+}
+
+/// Lookup through a known-bits variant, checked against the full scan.
+fn both_known(t: &CompiledTable, rules: &[Rule], k: &FlowKey) -> Option<usize> {
+    let mut wc = FlowMask::ZERO;
+    let got = t.lookup(k, &mut wc);
+    let mut wc_ref = FlowMask::ZERO;
+    let want = linear_scan(rules, k, &mut wc_ref);
+    assert_eq!(got, want);
+    assert_eq!(wc.words, wc_ref.words);
+    got
+}
+
+#[test]
+fn known_port_drops_other_ports_rules_and_keeps_indices() {
+    let rules = [
+        rule(&[(0, PORT, 1), (2, 0xffff, 0x0800)]), // port 1, IPv4
+        rule(&[(0, PORT, 2), (2, 0xffff, 0x0800)]), // port 2, IPv4
+        rule(&[(2, 0xffff, 0x86dd)]),               // any port, IPv6
+        rule(&[(0, PORT, 2)]),                      // port 2, anything
+        rule(&[(0, 0xff, 1), (4, u64::MAX, 9)]),    // low port byte 1
+        rule(&[]),                                  // catch-all
+    ];
+    let full = CompiledTable::compile(&rules).unwrap();
+    assert_eq!(full.live_rules(), 6);
+    let (m, v) = port_known(2);
+    let t = CompiledTable::compile_known(&rules, &m, &v).unwrap();
+    assert_eq!(t.len(), 6);
+    // Rules 0 and 4 need port 1; rule 3 is a catch-all on port 2, so the
+    // catch-all after it is dead.
+    assert_eq!(t.live_rules(), 3);
+    assert_eq!(both_known(&t, &rules, &key(&[(0, 2), (2, 0x0800)])), Some(1));
+    assert_eq!(both_known(&t, &rules, &key(&[(0, 2), (2, 0x86dd)])), Some(2));
+    assert_eq!(both_known(&t, &rules, &key(&[(0, 2), (2, 0x0806)])), Some(3));
+
+    let (m, v) = port_known(1);
+    let t = CompiledTable::compile_known(&rules, &m, &v).unwrap();
+    // Rules 1 and 3 are for port 2.
+    assert_eq!(t.live_rules(), 4);
+    assert_eq!(both_known(&t, &rules, &key(&[(0, 1), (2, 0x0800)])), Some(0));
+    assert_eq!(both_known(&t, &rules, &key(&[(0, 1), (4, 9)])), Some(4));
+    assert_eq!(both_known(&t, &rules, &key(&[(0, 1), (4, 8)])), Some(5));
+    // The wc on a late hit holds the masks of the dropped rules too.
+    let mut wc = FlowMask::ZERO;
+    assert_eq!(t.lookup(&key(&[(0, 1), (4, 8)]), &mut wc), Some(5));
+    assert_eq!((wc.words[0], wc.words[2], wc.words[4]), (PORT, 0xffff, u64::MAX));
+
+    // Port 7 matches no port rule: only the IPv6 rule and the catch-all.
+    let (m, v) = port_known(7);
+    let t = CompiledTable::compile_known(&rules, &m, &v).unwrap();
+    assert_eq!(t.live_rules(), 2);
+    assert_eq!(both_known(&t, &rules, &key(&[(0, 7)])), Some(5));
+}
+
+#[test]
+fn known_bits_outside_the_known_value_are_ignored_and_empty_known_is_full() {
+    let rules = [rule(&[(1, 0xf0, 0x30)]), rule(&[(1, 0x0f, 0x05)])];
+    // A known value with bits outside the known mask: only the masked part
+    // counts (word 1 high nibble known to be 3).
+    let mut m = FlowMask::ZERO;
+    m.words[1] = 0xf0;
+    let v = key(&[(1, 0x3f)]);
+    let t = CompiledTable::compile_known(&rules, &m, &v).unwrap();
+    // Rule 0 is then a catch-all.
+    assert_eq!(t.live_rules(), 1);
+    assert_eq!(both_known(&t, &rules, &key(&[(1, 0x35)])), Some(0));
+    let t = CompiledTable::compile_known(&rules, &FlowMask::ZERO, &FlowKey::ZERO).unwrap();
+    assert_eq!(t.live_rules(), 2);
+    assert_eq!(both_known(&t, &rules, &key(&[(1, 0x45)])), Some(1));
+    assert_eq!(both_known(&t, &rules, &key(&[(1, 0x46)])), None);
+    let too_many = vec![rule(&[]); MAX_RULES + 1];
+    assert!(CompiledTable::compile_known(&too_many, &m, &v).is_err());
+}
+
+/// A rule that is, by a coin, also pinned to one of four in-ports.
+fn port_rule_strategy() -> impl Strategy<Value = Rule> {
+    (rule_strategy(), prop_oneof![Just(None), (0u64..4).prop_map(Some)]).prop_map(
+        |((mut m, mut v), port)| {
+            if let Some(p) = port {
+                m[0] = PORT;
+                v[0] = p;
+            }
+            (m, v)
+        },
+    )
+}
+
+#[test]
+fn known_variant_matches_linear_scan() {
+    let keys = Cell::new(0usize);
+    let dropped = Cell::new(0usize);
+    let strategy = (
+        prop::collection::vec(port_rule_strategy(), 1..=48),
+        0u64..5,
+        // Extra known bits besides the port, sometimes.
+        prop::option::of((0usize..6, mask_word(), any::<u64>())),
+        prop::collection::vec(
+            (
+                prop::option::weighted(0.7, any::<prop::sample::Index>()),
+                prop::array::uniform24(any::<u64>()),
+            ),
+            1..=24,
+        ),
+    );
+    let mut runner = TestRunner::new(Config { cases: 256, ..Config::default() });
+    runner
+        .run(&strategy, |(rules, port, extra, specs)| {
+            let (mut km, mut kv) = port_known(port);
+            if let Some((w, mw, vw)) = extra {
+                km.words[w] |= mw;
+                kv.words[w] = (kv.words[w] & !mw) | (vw & mw);
+            }
+            let t = CompiledTable::compile_known(&rules, &km, &kv).map_err(TestCaseError::fail)?;
+            let full = CompiledTable::compile(&rules).map_err(TestCaseError::fail)?;
+            prop_assert!(t.live_rules() <= full.live_rules());
+            dropped.set(dropped.get() + full.live_rules() - t.live_rules());
+            for (pick, noise) in specs {
+                let mut k = FlowKey { words: noise };
+                if let Some(ix) = pick {
+                    let (m, v) = &rules[ix.index(rules.len())];
+                    for w in 0..KEY_WORDS {
+                        k.words[w] = v[w] | (noise[w] & !m[w]);
+                    }
+                }
+                // Force the known bits.
+                for w in 0..KEY_WORDS {
+                    k.words[w] = (k.words[w] & !km.words[w]) | (kv.words[w] & km.words[w]);
+                }
+                let mut wc = FlowMask::ZERO;
+                wc.words[KEY_WORDS - 1] = 0x8000;
+                let mut wc_ref = wc;
+                let got = t.lookup(&k, &mut wc);
+                let want = linear_scan(&rules, &k, &mut wc_ref);
+                prop_assert_eq!(got, want);
+                prop_assert_eq!(wc.words, wc_ref.words);
+                keys.set(keys.get() + 1);
+            }
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("{} keys; variants dropped {} rules in all", keys.get(), dropped.get());
+    assert!(dropped.get() > 0);
+}

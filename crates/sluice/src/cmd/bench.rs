@@ -56,7 +56,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sluice_ofp::message::flow_mod_command as fc;
 use sluice_ofp::ofctl::{parse_flow, Usage};
 use sluice_ofp::port::Port;
-use sluice_pipeline::{CacheMode, Config, Datapath, Pipeline, Tx};
+use sluice_pipeline::{CacheMode, Config, Datapath, JitOptions, Pipeline, Tx};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
@@ -571,7 +571,10 @@ fn verify(case: &str, what: &str, pass: &Pass, tx: &CheckTx) -> Result<()> {
 }
 
 fn build_pipeline(w: &Workload, datapath: Datapath, cache: CacheMode) -> Result<Pipeline> {
-    let mut p = Pipeline::new(Config { datapath, cache, ..Config::default() });
+    // The switch's setting: table code is built on the compiler thread
+    // (`build_pipeline` waits for it before the timed run).
+    let jit = JitOptions { background: true, ..JitOptions::default() };
+    let mut p = Pipeline::new(Config { datapath, cache, jit, ..Config::default() });
     for n in std::iter::once(IN_PORT).chain(OUT_PORTS) {
         let mac = [0x02, 0, 0, 0, 0xaa, n as u8];
         p.ports_mut()
@@ -584,6 +587,9 @@ fn build_pipeline(w: &Workload, datapath: Datapath, cache: CacheMode) -> Result<
             .map_err(|e| anyhow::anyhow!("bench flow rejected: {e}: {text}"))?;
     }
     p.take_async();
+    if !p.wait_for_code(Duration::from_secs(60)) {
+        bail!("{}: compiled table code not ready after 60 s", w.family);
+    }
     Ok(p)
 }
 

@@ -1,0 +1,246 @@
+//! Native code for flow tables, built off the forwarding path.
+//!
+//! ## What
+//! With `Datapath::Compiled` every flow table gets native code from
+//! `sluice-tablejit` (Cranelift) that gives exactly the answer of
+//! [`crate::table::FlowTable::lookup`] (same entry; consulted bits valid
+//! for the megaflow cache):
+//! - **straight-line code** for a table of at most
+//!   [`JitOptions::straight_max`] entries: one test per entry, in table
+//!   order, masks and values as immediates;
+//! - **per-ingress-port variants** of that code when entries match on
+//!   `in_port` (VOSYSwitch): one variant per port named by some entry,
+//!   holding only the entries that can match packets from that port and
+//!   without the `in_port` tests; packets from other ports use the
+//!   full code. Made only when a variant removes work;
+//! - **specialised hash probes** for larger tables: one tuple-space probe
+//!   per distinct mask, with that mask, its words and its hash as
+//!   constants in the code (`sluice_tablejit::ProbeTable`).
+//!
+//! While code is being built, after any change to the table and when
+//! Cranelift refuses a table (too many masks, say), the tuple-space index
+//! serves lookups: code is an accelerator, never a dependency.
+//!
+//! ## Design: built in the background
+//! [`JitOptions::background`] (the daemon's and `sluice bench`'s setting)
+//! moves building to one process-wide compiler thread. A table whose
+//! entries changed *submits* a [`Job`] holding a copy of its rules when it
+//! is settled (small tables at once; tables above `straight_max` only after
+//! [`QUIET`] without changes, so a burst of 100k flow-mods copies the
+//! rules once, not per flow-mod). Forwarding never waits: until the job is
+//! done the table uses its index, and a flow-mod is visible to packets at
+//! the next publication (microseconds), whatever the compiler is doing.
+//! When a job is done, the next settle of the master installs its code (if
+//! no change came in between: a change cancels the job) and the next
+//! publication hands it to the published copies, which never compile
+//! themselves. Without `background` (tests), settling builds the code at
+//! once, so results are deterministic.
+//!
+//! ## Costs
+//! Compiling runs on its own thread (measured in `sluice-tablejit`:
+//! ~75 µs for 1 rule, ~1.6 ms for 64; probe tables: see its docs). The
+//! control thread pays one copy of the rules per submitted job (384 bytes
+//! per entry) and an atomic load per waiting table per settle.
+//!
+//! ## Invariants
+//! - Installed code was built from the entries the table holds now, in
+//!   this order (a change drops the code and cancels the job).
+//! - Code is immutable and shared (`Arc`) by the master and its copies.
+#![allow(clippy::type_complexity)]
+
+use sluice_packet::key::{FlowKey, FlowMask, OXM_LAYOUT};
+use sluice_tablejit::{CompiledTable, ProbeTable, Rule};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// How long a large table must stay unchanged before its code is built.
+pub const QUIET: Duration = Duration::from_millis(50);
+
+/// How flow tables are compiled (`Datapath::Compiled` only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JitOptions {
+    /// Build code on the compiler thread (else when the table settles).
+    pub background: bool,
+    /// Largest table compiled to straight-line code; larger tables get
+    /// hash probes.
+    pub straight_max: usize,
+}
+
+impl Default for JitOptions {
+    fn default() -> Self {
+        JitOptions { background: false, straight_max: crate::table::COMPILE_MAX }
+    }
+}
+
+/// A table's native code.
+pub enum Code {
+    Straight(CompiledTable),
+    /// Variants by ingress port (sorted by port), and the full code for
+    /// the ports no variant covers.
+    PerPort {
+        word: usize,
+        shift: u32,
+        ports: Vec<(u32, CompiledTable)>,
+        any: CompiledTable,
+    },
+    /// Tuple-space probes with constant masks (large tables).
+    Probe(ProbeTable),
+}
+
+impl std::fmt::Debug for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Code::Straight(c) => write!(f, "Straight({} rules)", c.len()),
+            Code::PerPort { ports, any, .. } => {
+                write!(f, "PerPort({} rules, {} ports)", any.len(), ports.len())
+            }
+            Code::Probe(p) => write!(f, "Probe({} rules, {} masks)", p.len(), p.subtables()),
+        }
+    }
+}
+
+impl Code {
+    /// The index of the entry `key` hits; ORs the consulted bits into `wc`.
+    #[inline]
+    pub fn lookup(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
+        match self {
+            Code::Straight(c) => c.lookup(key, wc),
+            Code::PerPort { word, shift, ports, any } => {
+                let port = key.words.get(*word).map_or(0, |w| (w >> shift) as u32);
+                match ports.binary_search_by_key(&port, |p| p.0) {
+                    Ok(i) => ports.get(i).map_or(any, |p| &p.1).lookup(key, wc),
+                    Err(_) => any.lookup(key, wc),
+                }
+            }
+            Code::Probe(p) => p.lookup(key, wc),
+        }
+    }
+
+    /// A short description for logs and tests.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Code::Straight(_) => "straight",
+            Code::PerPort { .. } => "per-port",
+            Code::Probe(_) => "probe",
+        }
+    }
+}
+
+/// Most per-port variants per table.
+const MAX_PORT_VARIANTS: usize = 16;
+
+/// Builds the code for `rules` (table order), or `None` when the table is
+/// left to the index.
+pub fn build(rules: &[Rule], opts: &JitOptions) -> Option<Code> {
+    if rules.len() > opts.straight_max {
+        // More than MAX_PROBE_MASKS masks: the index serves the table.
+        return ProbeTable::build(rules).ok().map(Code::Probe);
+    }
+    let any = CompiledTable::compile(rules).ok()?;
+    Some(match per_port(rules) {
+        Some((word, shift, ports)) => Code::PerPort { word, shift, ports, any },
+        None => Code::Straight(any),
+    })
+}
+
+/// Per-port variants, when entries match exactly on `in_port` and every
+/// variant drops at least a quarter of the entries for its port.
+fn per_port(rules: &[Rule]) -> Option<(usize, u32, Vec<(u32, CompiledTable)>)> {
+    let slot = OXM_LAYOUT.slot(sluice_ofp::oxm::FieldId::InPort);
+    let word = usize::from(slot.word);
+    let full = slot.word_mask();
+    let mut ports: Vec<u32> = rules
+        .iter()
+        .filter(|(m, _)| m.get(word).is_some_and(|w| w & full == full))
+        .filter_map(|(_, v)| v.get(word).map(|w| ((w & full) >> slot.shift) as u32))
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    if ports.len() < 2 || ports.len() > MAX_PORT_VARIANTS {
+        return None;
+    }
+    let mut known_mask = FlowMask::ZERO;
+    *known_mask.words.get_mut(word)? = full;
+    let mut variants = Vec::with_capacity(ports.len());
+    for p in ports {
+        let mut known = FlowKey::ZERO;
+        *known.words.get_mut(word)? = u64::from(p) << slot.shift;
+        let v = CompiledTable::compile_known(rules, &known_mask, &known).ok()?;
+        if v.live_rules() * 4 > rules.len() * 3 {
+            return None;
+        }
+        variants.push((p, v));
+    }
+    Some((word, u32::from(slot.shift), variants))
+}
+
+/// One build request: the rules (taken by the compiler thread, dropped on
+/// cancel) and the result.
+#[derive(Debug, Default)]
+pub struct Job {
+    rules: Mutex<Option<(Vec<Rule>, JitOptions)>>,
+    cancelled: AtomicBool,
+    done: AtomicBool,
+    out: Mutex<Option<Arc<Code>>>,
+}
+
+impl Job {
+    pub fn is_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// The built code (`None` if the table is left to the index).
+    pub fn take(&self) -> Option<Arc<Code>> {
+        self.out.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// The table changed: drop the rules if the job has not started.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        self.rules.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    fn run(&self) {
+        let work = self.rules.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((rules, opts)) = work {
+            if !self.cancelled.load(Ordering::Acquire) {
+                let code = build(&rules, &opts).map(Arc::new);
+                *self.out.lock().unwrap_or_else(|e| e.into_inner()) = code;
+            }
+        }
+        self.done.store(true, Ordering::Release);
+    }
+}
+
+/// Queue `rules` for the compiler thread (started on first use). If the
+/// thread cannot be started the job is built here, so code still comes.
+pub fn submit(rules: Vec<Rule>, opts: JitOptions) -> Arc<Job> {
+    static QUEUE: OnceLock<Option<Mutex<Sender<Arc<Job>>>>> = OnceLock::new();
+    let job = Arc::new(Job { rules: Mutex::new(Some((rules, opts))), ..Job::default() });
+    let queue = QUEUE.get_or_init(|| {
+        let (tx, rx) = channel::<Arc<Job>>();
+        std::thread::Builder::new()
+            .name("sluice-jit".into())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job.run();
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let sent = queue
+        .as_ref()
+        .is_some_and(|q| q.lock().unwrap_or_else(|e| e.into_inner()).send(job.clone()).is_ok());
+    if !sent {
+        job.run();
+    }
+    job
+}
+
+/// Rules of a table in the form the compiler takes.
+pub fn rules_of<'a>(entries: impl Iterator<Item = &'a crate::table::FlowEntry>) -> Vec<Rule> {
+    entries.map(|e| (e.rule.mask.words, e.rule.value.words)).collect()
+}

@@ -302,8 +302,13 @@ fn process_burst(
                 learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, batch);
             }
         } else {
-            for b in bufs {
-                p.process_with(ctx, in_port, b.frame(), batch);
+            // Staged: the burst's lookups overlap their cache misses.
+            for part in bufs.chunks(BURST) {
+                let mut frames: [&[u8]; BURST] = [&[]; BURST];
+                for (f, b) in frames.iter_mut().zip(part) {
+                    *f = b.frame();
+                }
+                p.process_burst_with(ctx, in_port, &frames[..part.len()], batch);
             }
         }
     }

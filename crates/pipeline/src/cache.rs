@@ -389,7 +389,24 @@ impl Caches {
     /// Exact-match probe.
     #[inline]
     pub fn lookup_exact(&mut self, key: &FlowKey, gen: u64) -> Option<Chain> {
-        let i = hash_key(key) as usize & (EXACT_SLOTS - 1);
+        self.lookup_exact_hashed(key, hash_key(key), gen)
+    }
+
+    /// The exact-cache hash of `key`, having started to load its slot (a
+    /// burst hashes every packet first, then probes).
+    #[inline]
+    pub fn exact_hash_prefetch(&self, key: &FlowKey) -> u64 {
+        let h = hash_key(key);
+        if let Some(s) = self.exact.get(h as usize & (EXACT_SLOTS - 1)) {
+            crate::prefetch::prefetch(s);
+        }
+        h
+    }
+
+    /// [`Caches::lookup_exact`] with the hash already computed.
+    #[inline]
+    pub fn lookup_exact_hashed(&mut self, key: &FlowKey, hash: u64, gen: u64) -> Option<Chain> {
+        let i = hash as usize & (EXACT_SLOTS - 1);
         match self.exact.get(i) {
             Some(s) if s.gen == gen && s.key == *key => {
                 self.stats.exact_hits += 1;

@@ -28,6 +28,7 @@ use crate::edit;
 use crate::group::select_bucket;
 use crate::meter::Verdict;
 use crate::ports::PortCounter;
+use crate::prefetch::prefetch;
 use crate::table::FlowTable;
 use crate::tally::Shard;
 use crate::{CacheMode, Datapath, Pipeline};
@@ -100,9 +101,15 @@ pub struct Scratch {
     /// taking one and giving it back moves a pointer, not the key.
     #[allow(clippy::vec_box)]
     pool: Vec<Box<Pkt>>,
+    /// The packets of the burst being staged (empty between bursts).
+    #[allow(clippy::vec_box)]
+    burst: Vec<Box<Pkt>>,
     /// Trace being recorded, if any.
     trace: Option<Vec<TraceEvent>>,
 }
+
+/// Most frames one stage of [`Pipeline::process_burst_with`] holds.
+pub const BURST: usize = 32;
 
 /// Largest frame the pipeline handles.
 pub const MAX_FRAME: usize = 65_535;
@@ -434,13 +441,10 @@ impl Pipeline {
         self.with_local(|p, w| p.process_with(w, in_port, frame, tx));
     }
 
-    /// Run a burst of frames received on `in_port`, in order.
+    /// Run a burst of frames received on `in_port`, in order (staged, see
+    /// [`Pipeline::process_burst_with`]).
     pub fn process_burst(&mut self, in_port: u32, frames: &[&[u8]], tx: &mut dyn Tx) {
-        self.with_local(|p, w| {
-            for f in frames {
-                p.process_with(w, in_port, f, tx);
-            }
-        });
+        self.with_local(|p, w| p.process_burst_with(w, in_port, frames, tx));
     }
 
     /// Runs `f` with the owner's worker context at the pipeline's clock,
@@ -453,6 +457,150 @@ impl Pipeline {
         self.async_out.append(&mut w.async_out);
         self.local = Some(w);
         r
+    }
+
+    /// Run a burst of frames received on `in_port` with a worker's context,
+    /// in stages over up to [`BURST`] frames at a time, so the cache misses
+    /// of different packets overlap instead of queueing:
+    /// 1. start loading every frame; copy and parse each;
+    /// 2. hash each key for the exact cache and start loading its slot;
+    /// 3. find each packet's first hops (exact cache, megaflow cache, or
+    ///    with caches off the table-0 lookup) and start loading the entry
+    ///    hit;
+    /// 4. start loading each hit entry's counter shard and instructions;
+    /// 5. run each packet, in order, exactly as [`Pipeline::process_with`]
+    ///    would (cache misses take the recording slow path then).
+    ///
+    /// Same results as calling `process_with` per frame: processing never
+    /// changes the tables, so looking up every packet before running the
+    /// first gives the same entries; meters, counters and packet-ins still
+    /// happen packet by packet in stage 5. Only cache statistics can differ
+    /// (a flow's second packet in one burst misses where one at a time it
+    /// would hit the entry the first installed).
+    pub fn process_burst_with(
+        &self,
+        w: &mut Worker,
+        in_port: u32,
+        frames: &[&[u8]],
+        tx: &mut dyn Tx,
+    ) {
+        if w.scratch.trace.is_some() {
+            for f in frames {
+                self.process_with(w, in_port, f, tx);
+            }
+            return;
+        }
+        for chunk in frames.chunks(BURST) {
+            self.stage_burst(w, in_port, chunk, tx);
+        }
+    }
+
+    /// One stage-by-stage burst of at most [`BURST`] frames.
+    fn stage_burst(&self, w: &mut Worker, in_port: u32, frames: &[&[u8]], tx: &mut dyn Tx) {
+        let n = frames.len().min(BURST);
+        let frames = &frames[..n];
+        match self.ports.get(in_port) {
+            Some(p) => {
+                if p.desc.config
+                    & (sluice_ofp::port::config::PORT_DOWN | sluice_ofp::port::config::NO_RECV)
+                    != 0
+                {
+                    p.count(w.shard, PortCounter::RxDropped, n as u64);
+                    return;
+                }
+                p.count(w.shard, PortCounter::RxPackets, n as u64);
+                let bytes = frames.iter().map(|f| f.len() as u64).sum();
+                p.count(w.shard, PortCounter::RxBytes, bytes);
+            }
+            None if in_port > port_no::MAX => {}
+            None => return,
+        }
+        for f in frames {
+            prefetch(f.as_ptr());
+        }
+        let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
+        let mut pkts = std::mem::take(&mut w.scratch.burst);
+        let mut loaded = [false; BURST];
+        for (f, ok) in frames.iter().zip(loaded.iter_mut()) {
+            let mut p = w.scratch.take_pkt();
+            *ok = p.load(f, meta);
+            pkts.push(p);
+        }
+        let mode = self.cfg.cache;
+        let mut hashes = [0u64; BURST];
+        if mode == CacheMode::On {
+            for ((p, ok), h) in pkts.iter().zip(&loaded).zip(hashes.iter_mut()) {
+                if *ok {
+                    *h = w.cache.exact_hash_prefetch(&p.key);
+                }
+            }
+        }
+        let mut hops: [Option<Chain>; BURST] = [None; BURST];
+        for (((p, ok), h), hop) in pkts.iter().zip(&loaded).zip(&hashes).zip(hops.iter_mut()) {
+            if *ok {
+                *hop = self.first_hops(w, &p.key, *h);
+                if let Some(e) = hop.as_ref().and_then(|c| self.first_entry(c)) {
+                    prefetch(e);
+                }
+            }
+        }
+        for hop in hops.iter().take(n) {
+            if let Some(e) = hop.as_ref().and_then(|c| self.first_entry(c)) {
+                e.stats.prefetch(w.shard);
+                prefetch(e.instructions.as_ptr());
+            }
+        }
+        for ((p, ok), hop) in pkts.iter_mut().zip(&loaded).zip(&hops) {
+            if !*ok {
+                w.note(|| TraceEvent::Drop("frame larger than the packet buffer"));
+                continue;
+            }
+            match hop {
+                Some(chain) => self.walk(w, p, 0, tx, Some(chain), None),
+                None => self.record_walk(w, p, tx),
+            }
+        }
+        w.scratch.pool.append(&mut pkts);
+        w.scratch.burst = pkts;
+    }
+
+    /// The first hops of a packet with `key` without running it: a cache
+    /// hit's chain, or with caches off the table-0 lookup as a one-hop
+    /// chain (`None`: a cache miss, for the recording slow path).
+    #[inline]
+    fn first_hops(&self, w: &mut Worker, key: &FlowKey, exact_hash: u64) -> Option<Chain> {
+        let gen = self.flow_gen;
+        match self.cfg.cache {
+            CacheMode::Off => {
+                let t = self.tables.first()?;
+                let i = match self.cfg.datapath {
+                    Datapath::Reference => t.lookup(key),
+                    _ => {
+                        let mut unused_wc = FlowMask::ZERO;
+                        t.lookup_fast(key, &mut unused_wc)
+                    }
+                };
+                let mut c = Chain::default();
+                c.push(Hop { table: 0, entry: i.map_or(Hop::NO_ENTRY, |i| i as u32) });
+                Some(c)
+            }
+            CacheMode::On => match w.cache.lookup_exact_hashed(key, exact_hash, gen) {
+                Some(c) => Some(c),
+                None => {
+                    let c = w.cache.lookup_megaflow(key, gen)?;
+                    w.cache.install_exact(key, c, gen);
+                    Some(c)
+                }
+            },
+            CacheMode::Megaflow => w.cache.lookup_megaflow(key, gen),
+        }
+    }
+
+    /// The entry a chain's first hop names, if any.
+    #[inline]
+    fn first_entry(&self, c: &Chain) -> Option<&crate::table::FlowEntry> {
+        let h = c.hops().first()?;
+        self.tables.get(usize::from(h.table))?.entries().get(h.entry as usize)
     }
 
     /// Run one frame received on `in_port` through the pipeline with a
@@ -509,6 +657,13 @@ impl Pipeline {
             self.walk(w, pkt, 0, tx, Some(&chain), None);
             return;
         }
+        self.record_walk(w, pkt, tx);
+    }
+
+    /// The slow path of a cache miss: walk the tables recording the
+    /// lookups, then install the entry (see `cache.rs`).
+    fn record_walk(&self, w: &mut Worker, pkt: &mut Pkt, tx: &mut dyn Tx) {
+        let (mode, gen) = (self.cfg.cache, self.flow_gen);
         // The walk may rewrite the packet's key: the recorder keeps the
         // one the cache entry is for.
         let mut rec = Recorder::new(pkt.key);

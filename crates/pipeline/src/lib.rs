@@ -69,6 +69,7 @@ mod fuzz;
 pub mod group;
 pub mod meter;
 pub mod ports;
+mod prefetch;
 pub mod publish;
 pub mod rule;
 pub mod stats;

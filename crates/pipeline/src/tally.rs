@@ -107,6 +107,15 @@ impl Tally {
         self.cells.get(shard * self.width + i).map(|c| (c, exclusive))
     }
 
+    /// Start loading shard `s`'s cells (before a burst stage counts).
+    #[inline]
+    pub(crate) fn prefetch(&self, s: Shard) {
+        let shard = if s.index < self.shared { s.index } else { self.shared };
+        if let Some(c) = self.cells.get(shard * self.width) {
+            crate::prefetch::prefetch(c);
+        }
+    }
+
     /// Adds `v` to counter `i` of shard `s`.
     #[inline]
     pub fn add(&self, s: Shard, i: usize, v: u64) {

@@ -627,7 +627,7 @@ fn switch(datapath: Datapath, cache: CacheMode, jit: Jit) -> Pipeline {
 }
 
 /// Everything observable about one op, as comparable text-free values.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Seen {
     Tx(Vec<(u32, Option<u32>, Vec<u8>)>),
     Result(Result<(), sluice_ofp::error::ErrorCode>),
@@ -730,6 +730,58 @@ fn stats(p: &mut Pipeline) -> Vec<Message> {
     out
 }
 
+/// The ops as `[start, end)` groups: a run of consecutive packets from
+/// one port (at most 40, one receive burst) or a single other op.
+fn burst_groups(ops: &[Op]) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let port = match op {
+            Op::Packet { in_port, .. } => Some(*in_port),
+            _ => None,
+        };
+        let extends = match (out.last(), port) {
+            (Some(&(s, e)), Some(p)) if e == i && e - s < 40 => {
+                matches!(ops.get(s), Some(Op::Packet { in_port, .. }) if *in_port == p)
+            }
+            _ => false,
+        };
+        match out.last_mut() {
+            Some(last) if extends => last.1 = i + 1,
+            _ => out.push((i, i + 1)),
+        }
+    }
+    out
+}
+
+/// The reference's observations with each multi-packet group's outputs
+/// and asynchronous messages concatenated, as the burst runs record them.
+fn merge_bursts(seen: &[(usize, Seen)], groups: &[(usize, usize)]) -> Vec<(usize, Seen)> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    for &(start, end) in groups {
+        let mine = seen[k..].iter().take_while(|(i, _)| *i < end).count();
+        let part = &seen[k..k + mine];
+        k += mine;
+        if end - start > 1 {
+            let mut tx = Vec::new();
+            let mut asy = Vec::new();
+            for (_, s) in part {
+                match s {
+                    Seen::Tx(t) => tx.extend(t.iter().cloned()),
+                    Seen::Async(a) => asy.extend(a.iter().cloned()),
+                    other => panic!("a packet op recorded {other:?}"),
+                }
+            }
+            out.push((start, Seen::Tx(tx)));
+            out.push((start, Seen::Async(asy)));
+        } else {
+            out.extend(part.iter().map(|(i, s)| (*i, s.clone())));
+        }
+    }
+    out.extend(seen[k..].iter().map(|(i, s)| (*i, s.clone())));
+    out
+}
+
 /// Run `ops` through every configuration; every one must see what the
 /// reference sees.
 fn check(ops: &[Op]) -> Result<(), TestCaseError> {
@@ -768,6 +820,57 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
             prop_assert_eq!(w.cache_stats().chain_mismatches, 0);
         }
         runs.push((d, c, j, seen, ws[0].cache_stats()));
+    }
+    // Bursts: consecutive packets from one port go through the staged
+    // burst path together (as a port's receive burst in the daemon);
+    // compared with the reference's outputs of the same packets, merged.
+    let groups = burst_groups(ops);
+    let mut burst_runs = Vec::new();
+    for (d, c, j) in [
+        (Datapath::Compiled, CacheMode::On, Jit::Straight),
+        (Datapath::Compiled, CacheMode::Off, Jit::Probe),
+        (Datapath::Classifier, CacheMode::Megaflow, Jit::Straight),
+        (Datapath::Reference, CacheMode::Off, Jit::Straight),
+    ] {
+        let mut p = switch(d, c, j);
+        let mut seen = Vec::new();
+        for &(start, end) in &groups {
+            let mut step = Vec::new();
+            match ops.get(start..end) {
+                Some(run) if end - start > 1 => {
+                    let Some(Op::Packet { in_port, .. }) = run.first() else { unreachable!() };
+                    let frames: Vec<&[u8]> = run
+                        .iter()
+                        .filter_map(|o| match o {
+                            Op::Packet { frame, .. } => Some(&frame[..]),
+                            _ => None,
+                        })
+                        .collect();
+                    let mut tx = Vec::new();
+                    let mut sink =
+                        |port: u32, q: Option<u32>, f: &[u8]| tx.push((port, q, f.to_vec()));
+                    p.process_burst(*in_port, &frames, &mut sink);
+                    step.push(Seen::Tx(tx));
+                    step.push(Seen::Async(p.take_async()));
+                }
+                _ => {
+                    if let Some(op) = ops.get(start) {
+                        apply(&mut p, op, &mut step);
+                    }
+                }
+            }
+            seen.extend(step.into_iter().map(|s| (start, s)));
+        }
+        seen.push((ops.len(), Seen::Replies(stats(&mut p))));
+        prop_assert_eq!(p.cache_stats().chain_mismatches, 0);
+        burst_runs.push((d, c, j, seen));
+    }
+    let merged = merge_bursts(&runs[0].3, &groups);
+    for (d, c, j, seen) in &burst_runs {
+        prop_assert_eq!(seen.len(), merged.len());
+        for ((i, a), (_, b)) in merged.iter().zip(seen.iter()) {
+            prop_assert!(a == b, "burst {:?}/{:?}/{:?} differs from the reference at op {} ({:?})\nreference: {:?}\n     this: {:?}", d, c, j, i, ops.get(*i), a, b);
+        }
     }
     let (_, _, _, oracle, _) = &runs[0];
     if std::env::var("DIFF_DEBUG").is_ok() {

@@ -82,6 +82,11 @@ pub struct Args {
     /// Stop a case after this many seconds of timed work.
     #[arg(long, value_name = "SECS", default_value_t = 30.0, value_parser = parse_secs)]
     pub max_seconds: f64,
+    /// Frames handed to the pipeline at once, as a port's receive burst
+    /// (`1`: one `process` call per frame, no staging).
+    #[arg(long, value_name = "N", default_value_t = 32,
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub burst: u16,
 }
 
 /// `--datapath`.
@@ -492,24 +497,35 @@ fn twotable(packets: usize, rng: &mut Rng) -> Workload {
 }
 
 /// Counts what the pipeline transmits and checks each output against the
-/// port the current packet must leave on.
+/// port the next forwarded packet of the current burst must leave on.
 #[derive(Default)]
 struct CheckTx {
-    /// Port the packet being processed must go to (0: none).
-    expect: u32,
+    /// Ports the burst's forwarded packets must go to, in order.
+    expect: Vec<u32>,
+    /// Outputs seen in this burst.
+    next: usize,
     frames: u64,
     bytes: u64,
-    /// Outputs to another port than `expect`.
+    /// Outputs to another port than expected (or more than expected).
     wrong: u64,
+}
+
+impl CheckTx {
+    fn start(&mut self, ports: impl Iterator<Item = u32>) {
+        self.expect.clear();
+        self.expect.extend(ports.filter(|&p| p != 0));
+        self.next = 0;
+    }
 }
 
 impl Tx for CheckTx {
     fn transmit(&mut self, port: u32, _queue: Option<u32>, frame: &[u8]) {
         self.frames += 1;
         self.bytes += frame.len() as u64;
-        if port != self.expect {
+        if self.expect.get(self.next) != Some(&port) {
             self.wrong += 1;
         }
+        self.next += 1;
     }
 }
 
@@ -531,15 +547,27 @@ fn drive(
     seq: &[(u32, u32)],
     tx: &mut CheckTx,
     limit: Duration,
+    burst: usize,
     pb: &ProgressBar,
 ) -> Pass {
     let mut pass = Pass::default();
+    let mut refs: Vec<&[u8]> = Vec::with_capacity(burst);
     for chunk in seq.chunks(CHUNK) {
         let t0 = Instant::now();
-        for &(f, port) in chunk {
-            tx.expect = port;
-            // In bounds: `check_indices` ran before.
-            p.process(IN_PORT, &frames[f as usize], tx);
+        if burst <= 1 {
+            for &(f, port) in chunk {
+                tx.start(std::iter::once(port));
+                // In bounds: `check_indices` ran before.
+                p.process(IN_PORT, &frames[f as usize], tx);
+            }
+        } else {
+            for b in chunk.chunks(burst) {
+                tx.start(b.iter().map(|s| s.1));
+                refs.clear();
+                // In bounds: `check_indices` ran before.
+                refs.extend(b.iter().map(|&(f, _)| &frames[f as usize][..]));
+                p.process_burst(IN_PORT, &refs, tx);
+            }
         }
         pass.elapsed += t0.elapsed();
         pass.packets += chunk.len() as u64;
@@ -612,6 +640,7 @@ fn run_case(
     datapath: Datapath,
     cache: CacheMode,
     limit: Duration,
+    burst: usize,
 ) -> Result<(Measured, Vec<String>)> {
     let pb = ProgressBar::new(w.seq.len() as u64);
     pb.set_style(
@@ -629,12 +658,12 @@ fn run_case(
     pb.set_message(name.to_string());
     let (warm_seq, timed_seq) = w.seq.split_at(w.warm.min(w.seq.len()));
     let mut tx = CheckTx::default();
-    let warm = drive(&mut p, &w.frames, warm_seq, &mut tx, limit, &pb);
+    let warm = drive(&mut p, &w.frames, warm_seq, &mut tx, limit, burst, &pb);
     let warm_res = verify(name, "warm-up", &warm, &tx);
     let mut tx = CheckTx::default();
     let timed = if warm_res.is_ok() {
         pb.set_position(warm_seq.len() as u64);
-        drive(&mut p, &w.frames, timed_seq, &mut tx, limit, &pb)
+        drive(&mut p, &w.frames, timed_seq, &mut tx, limit, burst, &pb)
     } else {
         Pass::default()
     };
@@ -724,8 +753,10 @@ pub fn run(a: Args) -> Result<()> {
     }
     let packets = usize::try_from(a.packets).context("--packets too large")?;
     let limit = Duration::from_secs_f64(a.max_seconds);
+    let burst = usize::from(a.burst);
     println!(
-        "# sluice bench: datapath={:?} packets={} seed={} frame={}B in_port={IN_PORT} (one thread)",
+        "# sluice bench: datapath={:?} packets={} seed={} frame={}B in_port={IN_PORT} burst={burst} \
+         (one thread)",
         datapath,
         a.packets,
         a.seed,
@@ -748,7 +779,7 @@ pub fn run(a: Args) -> Result<()> {
         }
         for cache in modes {
             let name = format!("{}/{}", w.family, cache_name(cache));
-            match run_case(&name, &w, datapath, cache, limit) {
+            match run_case(&name, &w, datapath, cache, limit, burst) {
                 Ok((m, notes)) => {
                     let secs = m.elapsed.as_secs_f64().max(1e-9);
                     let mpps = m.packets as f64 / secs / 1e6;
@@ -842,11 +873,19 @@ mod tests {
         assert!(verify("x", "t", &pass, &missing).unwrap_err().to_string().contains("7 frames"));
         let pin = Pass { async_msgs: 1, ..Pass { packets: 10, expected: 8, ..Pass::default() } };
         assert!(verify("x", "t", &pin, &ok).is_err());
-        // The transmit hook itself flags a port other than the expected one.
-        let mut tx = CheckTx { expect: 2, ..CheckTx::default() };
+        // The transmit hook itself flags a port other than the expected
+        // one, in burst order (dropped packets, port 0, expect nothing),
+        // and outputs beyond the burst's forwarded packets.
+        let mut tx = CheckTx::default();
+        tx.start([2, 0, 3].into_iter());
         tx.transmit(2, None, &[0; 60]);
         tx.transmit(3, None, &[0; 60]);
-        assert_eq!((tx.frames, tx.wrong, tx.bytes), (2, 1, 120));
+        assert_eq!((tx.frames, tx.wrong, tx.bytes), (2, 0, 120));
+        tx.transmit(3, None, &[0; 60]);
+        assert_eq!(tx.wrong, 1);
+        tx.start([2, 3].into_iter());
+        tx.transmit(3, None, &[0; 60]);
+        assert_eq!(tx.wrong, 2);
     }
 
     #[test]

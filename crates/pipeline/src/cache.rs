@@ -90,15 +90,21 @@
 //!   about to run; a disagreement (a bug) is counted in
 //!   [`CacheStats::chain_mismatches`] and the hop is looked up live.
 
+use crate::exec::Program;
 use sluice_ofp::oxm::FieldId;
 use sluice_packet::key::{FlowKey, FlowMask, KEY_WORDS, OXM_LAYOUT, PRESENCE_WORD};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::LazyLock;
 
 /// Slots of the exact-match cache (a power of two; OVS's EMC has 8192).
 pub const EXACT_SLOTS: usize = 8192;
-/// Most megaflow entries before the cache is emptied.
-pub const MEGAFLOW_MAX: usize = 65_536;
+/// Most megaflow entries before the cache is emptied (Open vSwitch's
+/// default flow limit is 200 000).
+pub const MEGAFLOW_MAX: usize = 200_000;
+/// A megaflow hit whose exact slot holds another live flow replaces it
+/// once in this many hits (see [`Caches::promote`]).
+pub const EXACT_REPLACE_EVERY: u32 = 16;
 /// Most distinct megaflow masks before the cache is emptied.
 pub const MEGAFLOW_MAX_MASKS: usize = 256;
 /// Longest recorded chain prefix (further lookups are done live).
@@ -123,6 +129,9 @@ pub struct CacheStats {
     pub uncacheable: u64,
     /// Hops whose table disagreed with the chain (a bug; must stay 0).
     pub chain_mismatches: u64,
+    /// Installs whose entry got a composed program (the chain covered the
+    /// packet's whole way and no meter was on it).
+    pub composed: u64,
 }
 
 /// One resolved lookup: the table and the entry's position in it
@@ -235,17 +244,80 @@ impl std::hash::Hash for MaskedKey {
     }
 }
 
+/// What a cache entry stands for: the chain of hops, and when the chain
+/// covers the packet's whole way through the tables, the composed program
+/// that replays it without touching the entries (see `exec.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct Resolved {
+    pub chain: Chain,
+    /// The composed program's id in the cache's program slab, or
+    /// [`NO_PROG`].
+    pub(crate) prog: u32,
+}
+
+/// No composed program.
+pub(crate) const NO_PROG: u32 = u32::MAX;
+
+impl Default for Resolved {
+    fn default() -> Self {
+        Resolved { chain: Chain::default(), prog: NO_PROG }
+    }
+}
+
+/// The composed programs of one worker's cache entries, by id, with the
+/// number of entries (exact and megaflow) holding each: a program is
+/// freed when the last entry holding it is overwritten or cleared. Ids
+/// instead of `Arc`s keep a cache hit free of atomic reference counting.
+#[derive(Debug, Default)]
+struct Programs {
+    slots: Vec<(Option<Box<Program>>, u32)>,
+    free: Vec<u32>,
+}
+
+impl Programs {
+    fn add(&mut self, p: Box<Program>) -> u32 {
+        match self.free.pop() {
+            Some(id) => {
+                if let Some(s) = self.slots.get_mut(id as usize) {
+                    *s = (Some(p), 0);
+                }
+                id
+            }
+            None => {
+                self.slots.push((Some(p), 0));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    fn retain(&mut self, id: u32) {
+        if let Some(s) = self.slots.get_mut(id as usize) {
+            s.1 += 1;
+        }
+    }
+
+    /// Drop one holder; free the program when none is left.
+    fn release(&mut self, id: u32) {
+        if let Some(s) = self.slots.get_mut(id as usize) {
+            s.1 = s.1.saturating_sub(1);
+            if s.1 == 0 && s.0.take().is_some() {
+                self.free.push(id);
+            }
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct ExactSlot {
     gen: u64,
     key: FlowKey,
-    chain: Chain,
+    res: Resolved,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct MegaEntry {
     gen: u64,
-    chain: Chain,
+    res: Resolved,
 }
 
 #[derive(Clone, Debug)]
@@ -296,6 +368,8 @@ impl Recorder {
 
 /// The bits that decide whether a header `set_field` applies: every
 /// presence bit, the VLAN VID (its own presence) and the ethertype.
+static APPLIES: LazyLock<FlowMask> = LazyLock::new(applies_mask);
+
 fn applies_mask() -> FlowMask {
     let mut m = FlowMask::ZERO;
     if let Some(w) = m.words.get_mut(PRESENCE_WORD) {
@@ -357,25 +431,15 @@ pub fn set_field_effect(f: FieldId) -> SetFieldEffect {
 }
 
 /// The caches of one pipeline.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Caches {
     exact: Vec<ExactSlot>,
     mega: Vec<MegaSubtable>,
     mega_len: usize,
-    applies: FlowMask,
+    progs: Programs,
+    /// Counts megaflow hits for [`Caches::promote`].
+    promote_tick: u32,
     pub stats: CacheStats,
-}
-
-impl Default for Caches {
-    fn default() -> Self {
-        Caches {
-            exact: Vec::new(),
-            mega: Vec::new(),
-            mega_len: 0,
-            applies: applies_mask(),
-            stats: CacheStats::default(),
-        }
-    }
 }
 
 impl Caches {
@@ -384,11 +448,32 @@ impl Caches {
         self.exact = Vec::new();
         self.mega.clear();
         self.mega_len = 0;
+        self.progs = Programs::default();
+    }
+
+    /// Keep a composed program; its id goes into [`Resolved::prog`]. Freed
+    /// once no installed entry holds it (install the entry right away).
+    pub(crate) fn add_program(&mut self, p: Box<Program>) -> u32 {
+        self.progs.add(p)
+    }
+
+    /// Free a program no entry took.
+    pub(crate) fn drop_if_unused(&mut self, id: u32) {
+        if self.progs.slots.get(id as usize).is_some_and(|s| s.1 == 0) {
+            self.progs.retain(id);
+            self.progs.release(id);
+        }
+    }
+
+    /// The composed program `id`.
+    #[inline]
+    pub(crate) fn program(&self, id: u32) -> Option<&Program> {
+        self.progs.slots.get(id as usize).and_then(|s| s.0.as_deref())
     }
 
     /// Exact-match probe.
     #[inline]
-    pub fn lookup_exact(&mut self, key: &FlowKey, gen: u64) -> Option<Chain> {
+    pub fn lookup_exact(&mut self, key: &FlowKey, gen: u64) -> Option<Resolved> {
         self.lookup_exact_hashed(key, hash_key(key), gen)
     }
 
@@ -405,12 +490,12 @@ impl Caches {
 
     /// [`Caches::lookup_exact`] with the hash already computed.
     #[inline]
-    pub fn lookup_exact_hashed(&mut self, key: &FlowKey, hash: u64, gen: u64) -> Option<Chain> {
+    pub fn lookup_exact_hashed(&mut self, key: &FlowKey, hash: u64, gen: u64) -> Option<Resolved> {
         let i = hash as usize & (EXACT_SLOTS - 1);
         match self.exact.get(i) {
             Some(s) if s.gen == gen && s.key == *key => {
                 self.stats.exact_hits += 1;
-                Some(s.chain)
+                Some(s.res)
             }
             _ => {
                 self.stats.exact_misses += 1;
@@ -421,13 +506,13 @@ impl Caches {
 
     /// Megaflow probe: every mask in turn, first current entry wins.
     #[inline]
-    pub fn lookup_megaflow(&mut self, key: &FlowKey, gen: u64) -> Option<Chain> {
+    pub fn lookup_megaflow(&mut self, key: &FlowKey, gen: u64) -> Option<Resolved> {
         for st in &self.mega {
             let mk = st.masked(key);
             if let Some(e) = st.map.get(&mk) {
                 if e.gen == gen {
                     self.stats.megaflow_hits += 1;
-                    return Some(e.chain);
+                    return Some(e.res);
                 }
             }
         }
@@ -435,24 +520,58 @@ impl Caches {
         None
     }
 
-    pub fn install_exact(&mut self, key: &FlowKey, chain: Chain, gen: u64) {
+    pub fn install_exact(&mut self, key: &FlowKey, res: Resolved, gen: u64) {
         if self.exact.is_empty() {
-            let empty = ExactSlot { gen: 0, key: FlowKey::ZERO, chain: Chain::default() };
+            let empty = ExactSlot { gen: 0, key: FlowKey::ZERO, res: Resolved::default() };
             self.exact = vec![empty; EXACT_SLOTS];
         }
         let i = hash_key(key) as usize & (EXACT_SLOTS - 1);
         if let Some(s) = self.exact.get_mut(i) {
-            *s = ExactSlot { gen, key: *key, chain };
+            let old = std::mem::replace(s, ExactSlot { gen, key: *key, res });
+            if res.prog != NO_PROG {
+                self.progs.retain(res.prog);
+            }
+            if old.res.prog != NO_PROG {
+                self.progs.release(old.res.prog);
+            }
         }
     }
 
-    pub fn install_megaflow(&mut self, key: &FlowKey, wc: &FlowMask, chain: Chain, gen: u64) {
+    /// After a megaflow hit: copy the entry into the exact cache if its
+    /// slot is free (empty or stale), else one time in
+    /// [`EXACT_REPLACE_EVERY`]. With more live flows than slots, replacing
+    /// on every hit would make the flows evict each other on every packet
+    /// (Open vSwitch inserts into its EMC with a probability for the same
+    /// reason).
+    pub fn promote(&mut self, key: &FlowKey, res: &Resolved, gen: u64) {
+        let i = hash_key(key) as usize & (EXACT_SLOTS - 1);
+        let free = self.exact.get(i).is_none_or(|s| s.gen != gen);
+        self.promote_tick = self.promote_tick.wrapping_add(1);
+        if free || self.promote_tick % EXACT_REPLACE_EVERY == 0 {
+            self.install_exact(key, *res, gen);
+        }
+    }
+
+    /// Empty the megaflow maps, releasing the programs their entries held.
+    fn clear_megaflows(&mut self) {
+        for st in &mut self.mega {
+            for e in st.map.values() {
+                if e.res.prog != NO_PROG {
+                    self.progs.release(e.res.prog);
+                }
+            }
+            st.map.clear();
+        }
+        self.mega_len = 0;
+    }
+
+    pub fn install_megaflow(&mut self, key: &FlowKey, wc: &FlowMask, res: Resolved, gen: u64) {
         let pos = match self.mega.iter().position(|s| s.mask == *wc) {
             Some(p) => p,
             None => {
                 if self.mega.len() >= MEGAFLOW_MAX_MASKS {
+                    self.clear_megaflows();
                     self.mega.clear();
-                    self.mega_len = 0;
                 }
                 let words = (0..KEY_WORDS).filter(|&w| wc.words[w] != 0).map(|w| w as u8);
                 self.mega.push(MegaSubtable {
@@ -464,15 +583,17 @@ impl Caches {
             }
         };
         if self.mega_len >= MEGAFLOW_MAX {
-            for s in &mut self.mega {
-                s.map.clear();
-            }
-            self.mega_len = 0;
+            self.clear_megaflows();
         }
         let Some(st) = self.mega.get_mut(pos) else { return };
         let mk = st.masked(key);
-        if st.map.insert(mk, MegaEntry { gen, chain }).is_none() {
-            self.mega_len += 1;
+        if res.prog != NO_PROG {
+            self.progs.retain(res.prog);
+        }
+        match st.map.insert(mk, MegaEntry { gen, res }) {
+            None => self.mega_len += 1,
+            Some(old) if old.res.prog != NO_PROG => self.progs.release(old.res.prog),
+            Some(_) => {}
         }
         self.stats.megaflow_entries = self.mega_len as u64;
         self.stats.megaflow_masks = self.mega.len() as u64;
@@ -483,7 +604,7 @@ impl Caches {
     #[inline]
     pub fn settle(&self, rec: &mut Recorder) {
         if rec.dirty {
-            for (w, m) in rec.wc.words.iter_mut().zip(self.applies.words.iter()) {
+            for (w, m) in rec.wc.words.iter_mut().zip(APPLIES.words.iter()) {
                 *w |= *m;
             }
             rec.dirty = false;
@@ -494,6 +615,10 @@ impl Caches {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn res(chain: Chain) -> Resolved {
+        Resolved { chain, prog: NO_PROG }
+    }
 
     fn chain(hops: &[(u8, u32)]) -> Chain {
         let mut c = Chain::default();
@@ -509,13 +634,13 @@ mod tests {
         let mut k = FlowKey::ZERO;
         k.words[3] = 0x0a00_0001;
         let ch = chain(&[(0, 3), (1, Hop::NO_ENTRY)]);
-        assert_eq!(c.lookup_exact(&k, 1), None);
-        c.install_exact(&k, ch, 1);
-        assert_eq!(c.lookup_exact(&k, 1), Some(ch));
-        assert_eq!(c.lookup_exact(&k, 2), None, "stale generation is a miss");
+        assert!(c.lookup_exact(&k, 1).is_none());
+        c.install_exact(&k, res(ch), 1);
+        assert_eq!(c.lookup_exact(&k, 1).map(|r| r.chain), Some(ch));
+        assert!(c.lookup_exact(&k, 2).is_none(), "stale generation is a miss");
         let mut k2 = k;
         k2.words[23] = 1;
-        assert_eq!(c.lookup_exact(&k2, 1), None);
+        assert!(c.lookup_exact(&k2, 1).is_none());
         assert_eq!((c.stats.exact_hits, c.stats.exact_misses), (1, 3));
     }
 
@@ -528,14 +653,14 @@ mod tests {
         k.words[3] = 0x0a01_0203;
         k.words[4] = 80;
         let ch = chain(&[(0, 7)]);
-        c.install_megaflow(&k, &wc, ch, 5);
+        c.install_megaflow(&k, &wc, res(ch), 5);
         let mut k2 = k;
         k2.words[3] = 0x0a01_ffff; // same /16
         k2.words[4] = 443; // unconsulted word
-        assert_eq!(c.lookup_megaflow(&k2, 5), Some(ch));
+        assert_eq!(c.lookup_megaflow(&k2, 5).map(|r| r.chain), Some(ch));
         k2.words[3] = 0x0a02_0000;
-        assert_eq!(c.lookup_megaflow(&k2, 5), None);
-        assert_eq!(c.lookup_megaflow(&k, 6), None);
+        assert!(c.lookup_megaflow(&k2, 5).is_none());
+        assert!(c.lookup_megaflow(&k, 6).is_none());
         assert_eq!((c.stats.megaflow_entries, c.stats.megaflow_masks), (1, 1));
     }
 
@@ -547,15 +672,44 @@ mod tests {
         for i in 0..(MEGAFLOW_MAX as u64 + 10) {
             let mut k = FlowKey::ZERO;
             k.words[0] = i;
-            c.install_megaflow(&k, &wc, chain(&[(0, 0)]), 1);
+            c.install_megaflow(&k, &wc, res(chain(&[(0, 0)])), 1);
         }
         assert!(c.stats.megaflow_entries <= MEGAFLOW_MAX as u64);
         for i in 0..(MEGAFLOW_MAX_MASKS as u64 + 3) {
             let mut m = FlowMask::ZERO;
             m.words[1] = i + 1;
-            c.install_megaflow(&FlowKey::ZERO, &m, chain(&[(0, 0)]), 1);
+            c.install_megaflow(&FlowKey::ZERO, &m, res(chain(&[(0, 0)])), 1);
         }
         assert!(c.stats.megaflow_masks <= MEGAFLOW_MAX_MASKS as u64);
+    }
+
+    /// A composed program lives while an exact or megaflow entry holds it
+    /// and is freed (its id reused) when the last one is replaced.
+    #[test]
+    fn programs_are_freed_with_their_last_entry() {
+        let mut c = Caches::default();
+        let mut wc = FlowMask::ZERO;
+        wc.words[0] = u64::MAX;
+        let k = FlowKey::ZERO;
+        let id = c.add_program(Box::new([]));
+        assert!(c.program(id).is_some());
+        let r = Resolved { chain: chain(&[(0, 1)]), prog: id };
+        c.install_exact(&k, r, 1);
+        c.install_megaflow(&k, &wc, r, 1);
+        assert_eq!(c.progs.slots[id as usize].1, 2);
+        // Replacing the exact slot releases one holder.
+        c.install_exact(&k, res(chain(&[(0, 2)])), 1);
+        assert_eq!(c.progs.slots[id as usize].1, 1);
+        // Replacing the megaflow releases the last one: the id is free.
+        c.install_megaflow(&k, &wc, res(chain(&[(0, 3)])), 1);
+        assert_eq!(c.progs.slots[id as usize].1, 0);
+        assert_eq!(c.progs.free, vec![id]);
+        assert!(c.program(id).is_none());
+        // An unused program is dropped at once.
+        let id2 = c.add_program(Box::new([]));
+        assert_eq!(id2, id, "freed id reused");
+        c.drop_if_unused(id2);
+        assert_eq!(c.progs.free, vec![id]);
     }
 
     #[test]

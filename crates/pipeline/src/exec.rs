@@ -23,14 +23,16 @@
 //! invalid-TTL packet-ins) and the whole frame is kept in a bounded buffer
 //! pool, unless `max_len` is `OFPCML_NO_BUFFER` or the pool is full.
 
-use crate::cache::{set_field_effect, CacheStats, Caches, Chain, Hop, Recorder, SetFieldEffect};
+use crate::cache::{
+    set_field_effect, CacheStats, Caches, Chain, Hop, Recorder, Resolved, SetFieldEffect, NO_PROG,
+};
 use crate::edit;
 use crate::group::select_bucket;
 use crate::meter::Verdict;
 use crate::ports::PortCounter;
 use crate::prefetch::prefetch;
-use crate::table::FlowTable;
-use crate::tally::Shard;
+use crate::table::{FlowEntry, FlowTable};
+use crate::tally::{Shard, Tally};
 use crate::{CacheMode, Datapath, Pipeline};
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{port_no, OFPCML_NO_BUFFER, OFP_NO_BUFFER};
@@ -42,6 +44,7 @@ use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::{FlowKey, FlowMask, OXM_LAYOUT};
 use sluice_packet::parse::{parse, refresh_metadata, Meta, ParseInfo};
+use std::sync::Arc;
 
 /// Where transmitted frames go.
 pub trait Tx {
@@ -177,9 +180,38 @@ impl Pkt {
     }
 }
 
+/// A cache entry's replay of a packet's whole way through the tables
+/// (see [`Pipeline::compose`]): the counters to bump and the actions to
+/// run, in the order the walk would. The counters are the entries' own
+/// cells (shared), so flow, table and idle-time statistics stay exact.
+/// Kept by the worker's cache (`cache.rs`), run from there by id.
+pub(crate) type Program = [Step];
+
+/// Start loading the counter cells `prog` will bump.
+fn prefetch_counters(prog: &Program, s: Shard) {
+    for step in prog {
+        if let Step::Hit { entry, .. } = step {
+            entry.prefetch(s);
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// A lookup hit an entry: the table's lookup and match counters, the
+    /// entry's counters (honouring its `NO_*_COUNTS` flags).
+    Hit { table: Arc<Tally>, entry: Tally, flags: u16 },
+    /// A lookup missed without a table-miss entry: count it, drop.
+    Miss { table: Arc<Tally> },
+    /// A write-metadata instruction.
+    Metadata { value: u64, mask: u64 },
+    /// One action, with the context of the entry it came from.
+    Act { action: Action, ctx: Ctx },
+}
+
 /// Why a packet is on its way to the controller.
 #[derive(Clone, Copy, Debug)]
-struct Ctx {
+pub(crate) struct Ctx {
     table_id: u8,
     cookie: u64,
     reason: u8,
@@ -527,27 +559,41 @@ impl Pipeline {
             pkts.push(p);
         }
         let mode = self.cfg.cache;
+        // The cache is set apart for the burst, so a hit's program can be
+        // run straight from it while the worker is borrowed mutably.
+        let mut cache = std::mem::take(&mut w.cache);
         let mut hashes = [0u64; BURST];
         if mode == CacheMode::On {
             for ((p, ok), h) in pkts.iter().zip(&loaded).zip(hashes.iter_mut()) {
                 if *ok {
-                    *h = w.cache.exact_hash_prefetch(&p.key);
+                    *h = cache.exact_hash_prefetch(&p.key);
                 }
             }
         }
-        let mut hops: [Option<Chain>; BURST] = [None; BURST];
+        let mut hops: [Option<Resolved>; BURST] = [None; BURST];
         for (((p, ok), h), hop) in pkts.iter().zip(&loaded).zip(&hashes).zip(hops.iter_mut()) {
             if *ok {
-                *hop = self.first_hops(w, &p.key, *h);
-                if let Some(e) = hop.as_ref().and_then(|c| self.first_entry(c)) {
-                    prefetch(e);
+                *hop = self.first_hops(&mut cache, &p.key, *h);
+                match hop.as_ref().map(|r| (r, cache.program(r.prog))) {
+                    Some((_, Some(prog))) => prefetch(prog.as_ptr()),
+                    Some((r, None)) => {
+                        if let Some(e) = self.first_entry(&r.chain) {
+                            prefetch(e);
+                        }
+                    }
+                    None => {}
                 }
             }
         }
-        for hop in hops.iter().take(n) {
-            if let Some(e) = hop.as_ref().and_then(|c| self.first_entry(c)) {
-                e.stats.prefetch(w.shard);
-                prefetch(e.instructions.as_ptr());
+        for hop in hops.iter().take(n).flatten() {
+            match cache.program(hop.prog) {
+                Some(prog) => prefetch_counters(prog, w.shard),
+                None => {
+                    if let Some(e) = self.first_entry(&hop.chain) {
+                        e.stats.prefetch(w.shard);
+                        prefetch(e.instructions.as_ptr());
+                    }
+                }
             }
         }
         for ((p, ok), hop) in pkts.iter_mut().zip(&loaded).zip(&hops) {
@@ -556,10 +602,14 @@ impl Pipeline {
                 continue;
             }
             match hop {
-                Some(chain) => self.walk(w, p, 0, tx, Some(chain), None),
-                None => self.record_walk(w, p, tx),
+                Some(r) => match cache.program(r.prog) {
+                    Some(prog) => self.run_program(w, p, prog, tx),
+                    None => self.walk(w, &mut cache, p, 0, tx, Some(&r.chain), None),
+                },
+                None => self.record_walk(w, &mut cache, p, tx),
             }
         }
+        w.cache = cache;
         w.scratch.pool.append(&mut pkts);
         w.scratch.burst = pkts;
     }
@@ -568,7 +618,7 @@ impl Pipeline {
     /// hit's chain, or with caches off the table-0 lookup as a one-hop
     /// chain (`None`: a cache miss, for the recording slow path).
     #[inline]
-    fn first_hops(&self, w: &mut Worker, key: &FlowKey, exact_hash: u64) -> Option<Chain> {
+    fn first_hops(&self, cache: &mut Caches, key: &FlowKey, exact_hash: u64) -> Option<Resolved> {
         let gen = self.flow_gen;
         match self.cfg.cache {
             CacheMode::Off => {
@@ -580,19 +630,19 @@ impl Pipeline {
                         t.lookup_fast(key, &mut unused_wc)
                     }
                 };
-                let mut c = Chain::default();
-                c.push(Hop { table: 0, entry: i.map_or(Hop::NO_ENTRY, |i| i as u32) });
-                Some(c)
+                let mut chain = Chain::default();
+                chain.push(Hop { table: 0, entry: i.map_or(Hop::NO_ENTRY, |i| i as u32) });
+                Some(Resolved { chain, prog: NO_PROG })
             }
-            CacheMode::On => match w.cache.lookup_exact_hashed(key, exact_hash, gen) {
-                Some(c) => Some(c),
+            CacheMode::On => match cache.lookup_exact_hashed(key, exact_hash, gen) {
+                Some(r) => Some(r),
                 None => {
-                    let c = w.cache.lookup_megaflow(key, gen)?;
-                    w.cache.install_exact(key, c, gen);
-                    Some(c)
+                    let r = cache.lookup_megaflow(key, gen)?;
+                    cache.promote(key, &r, gen);
+                    Some(r)
                 }
             },
-            CacheMode::Megaflow => w.cache.lookup_megaflow(key, gen),
+            CacheMode::Megaflow => cache.lookup_megaflow(key, gen),
         }
     }
 
@@ -637,54 +687,182 @@ impl Pipeline {
     /// Run the tables from `first_table`: through the caches when they are
     /// on (see `cache.rs`), else straight through the lookups.
     fn run_tables(&self, w: &mut Worker, pkt: &mut Pkt, first_table: u8, tx: &mut dyn Tx) {
+        // Set apart while the packet runs (see `stage_burst`).
+        let mut cache = std::mem::take(&mut w.cache);
+        self.run_tables_with(w, &mut cache, pkt, first_table, tx);
+        w.cache = cache;
+    }
+
+    fn run_tables_with(
+        &self,
+        w: &mut Worker,
+        cache: &mut Caches,
+        pkt: &mut Pkt,
+        first_table: u8,
+        tx: &mut dyn Tx,
+    ) {
         let mode = self.cfg.cache;
         if mode == CacheMode::Off || first_table != 0 || w.scratch.trace.is_some() {
-            self.walk(w, pkt, first_table, tx, None, None);
+            self.walk(w, cache, pkt, first_table, tx, None, None);
             return;
         }
         let gen = self.flow_gen;
         let mut hit = None;
         if mode == CacheMode::On {
-            hit = w.cache.lookup_exact(&pkt.key, gen);
+            hit = cache.lookup_exact(&pkt.key, gen);
         }
         if hit.is_none() {
-            hit = w.cache.lookup_megaflow(&pkt.key, gen);
-            if let (Some(chain), CacheMode::On) = (hit, mode) {
-                w.cache.install_exact(&pkt.key, chain, gen);
+            hit = cache.lookup_megaflow(&pkt.key, gen);
+            if let (Some(r), CacheMode::On) = (&hit, mode) {
+                cache.promote(&pkt.key, r, gen);
             }
         }
-        if let Some(chain) = hit {
-            self.walk(w, pkt, 0, tx, Some(&chain), None);
-            return;
+        match hit {
+            Some(r) => match cache.program(r.prog) {
+                Some(prog) => self.run_program(w, pkt, prog, tx),
+                None => self.walk(w, cache, pkt, 0, tx, Some(&r.chain), None),
+            },
+            None => self.record_walk(w, cache, pkt, tx),
         }
-        self.record_walk(w, pkt, tx);
     }
 
     /// The slow path of a cache miss: walk the tables recording the
     /// lookups, then install the entry (see `cache.rs`).
-    fn record_walk(&self, w: &mut Worker, pkt: &mut Pkt, tx: &mut dyn Tx) {
+    fn record_walk(&self, w: &mut Worker, cache: &mut Caches, pkt: &mut Pkt, tx: &mut dyn Tx) {
         let (mode, gen) = (self.cfg.cache, self.flow_gen);
         // The walk may rewrite the packet's key: the recorder keeps the
         // one the cache entry is for.
         let mut rec = Recorder::new(pkt.key);
-        self.walk(w, pkt, 0, tx, None, Some(&mut rec));
+        self.walk(w, cache, pkt, 0, tx, None, Some(&mut rec));
         if rec.chain.is_empty() {
-            w.cache.stats.uncacheable += 1;
+            cache.stats.uncacheable += 1;
             return;
         }
-        w.cache.stats.installs += 1;
-        w.cache.install_megaflow(&rec.key, &rec.wc, rec.chain, gen);
+        cache.stats.installs += 1;
+        let prog = match self.compose(&rec.chain) {
+            Some(p) => {
+                cache.stats.composed += 1;
+                cache.add_program(p)
+            }
+            None => NO_PROG,
+        };
+        let res = Resolved { chain: rec.chain, prog };
         if mode == CacheMode::On {
-            w.cache.install_exact(&rec.key, rec.chain, gen);
+            cache.install_exact(&rec.key, res, gen);
+        }
+        cache.install_megaflow(&rec.key, &rec.wc, res, gen);
+        if prog != NO_PROG {
+            cache.drop_if_unused(prog);
+        }
+    }
+
+    /// The program that replays a packet's whole way through the tables
+    /// along `chain`, or `None` when the chain does not cover it (recording
+    /// stopped before the last lookup) or a meter instruction is on the
+    /// way (a meter may drop or remark depending on time, and the walk
+    /// keeps that live). Built from the entries as they are now; the cache
+    /// entry holding it is dropped with the flow generation.
+    fn compose(&self, chain: &Chain) -> Option<Box<Program>> {
+        let mut steps = Vec::new();
+        let mut set = ActionSet::default();
+        let mut table = 0u8;
+        for (k, h) in chain.hops().iter().enumerate() {
+            if h.table != table {
+                return None;
+            }
+            let t = self.tables.get(usize::from(table))?;
+            if h.entry == Hop::NO_ENTRY {
+                steps.push(Step::Miss { table: t.stats.clone() });
+                return Some(steps.into());
+            }
+            let e = t.entries().get(h.entry as usize)?;
+            steps.push(Step::Hit {
+                table: t.stats.clone(),
+                entry: e.stats.clone(),
+                flags: e.flags,
+            });
+            let ctx = Ctx {
+                table_id: table,
+                cookie: e.cookie,
+                reason: if e.is_table_miss() {
+                    packet_in_reason::NO_MATCH
+                } else {
+                    packet_in_reason::ACTION
+                },
+                depth: self.cfg.max_group_depth,
+            };
+            let mut goto = None;
+            for &ins in ExecOrder::of(&e.instructions).as_slice() {
+                match ins {
+                    Instruction::Meter(_) => return None,
+                    Instruction::ApplyActions(list) => {
+                        steps.extend(list.iter().map(|a| Step::Act { action: a.clone(), ctx }))
+                    }
+                    Instruction::ClearActions => set.clear(),
+                    Instruction::WriteActions(list) => set.write(list),
+                    Instruction::WriteMetadata { metadata, mask } => {
+                        steps.push(Step::Metadata { value: *metadata, mask: *mask })
+                    }
+                    Instruction::GotoTable(t) => goto = Some(*t),
+                    Instruction::Experimenter { .. } => {}
+                }
+            }
+            match goto {
+                Some(next) if next > table => {
+                    // The next lookup must be the chain's next hop.
+                    if k + 1 == chain.hops().len() {
+                        return None;
+                    }
+                    table = next;
+                }
+                _ => {
+                    let ordered = set.ordered();
+                    steps.extend(ordered.into_iter().map(|action| Step::Act { action, ctx }));
+                    return (k + 1 == chain.hops().len()).then(|| steps.into());
+                }
+            }
+        }
+        None
+    }
+
+    /// Run a composed program: what [`Pipeline::walk`] does along the
+    /// program's chain (counters of every table and entry, metadata,
+    /// every action in order with its entry's context), without reading
+    /// the entries.
+    fn run_program(&self, w: &mut Worker, pkt: &mut Pkt, prog: &Program, tx: &mut dyn Tx) {
+        let (shard, now) = (w.shard, w.now_ns);
+        for step in prog {
+            match step {
+                Step::Hit { table, entry, flags } => {
+                    table.add(shard, FlowTable::LOOKUPS, 1);
+                    table.add(shard, FlowTable::MATCHED, 1);
+                    FlowEntry::count(entry, *flags, shard, pkt.data().len(), now);
+                }
+                Step::Miss { table } => {
+                    table.add(shard, FlowTable::LOOKUPS, 1);
+                    return;
+                }
+                Step::Metadata { value, mask } => {
+                    pkt.meta.metadata = (pkt.meta.metadata & !mask) | (value & mask);
+                    refresh_metadata(&mut pkt.key, &pkt.meta);
+                }
+                Step::Act { action, ctx } => {
+                    if let Flow::Stop = self.action(w, action, pkt, *ctx, tx) {
+                        return;
+                    }
+                }
+            }
         }
     }
 
     /// The table walk proper. With `chain`, the hops it names replace the
     /// lookups (further lookups are live); with `rec`, lookups are recorded
     /// for a cache entry while the packet's key stays predictable.
+    #[allow(clippy::too_many_arguments)]
     fn walk(
         &self,
         w: &mut Worker,
+        cache: &mut Caches,
         pkt: &mut Pkt,
         first_table: u8,
         tx: &mut dyn Tx,
@@ -714,11 +892,11 @@ impl Pipeline {
                 }
                 other => {
                     if other.is_some() {
-                        w.cache.stats.chain_mismatches += 1;
+                        cache.stats.chain_mismatches += 1;
                     }
                     match rec.as_deref_mut() {
                         Some(r) if r.open => {
-                            w.cache.settle(r);
+                            cache.settle(r);
                             let i = if indexed {
                                 t.lookup_fast(&pkt.key, &mut r.wc)
                             } else {

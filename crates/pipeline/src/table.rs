@@ -139,14 +139,21 @@ impl FlowEntry {
     /// and `NO_BYT_COUNTS`).
     #[inline]
     pub(crate) fn hit(&self, s: Shard, bytes: usize, now_ns: u64) {
+        Self::count(&self.stats, self.flags, s, bytes, now_ns);
+    }
+
+    /// [`FlowEntry::hit`] on an entry's counters and flags held apart from
+    /// the entry (a cache's composed program).
+    #[inline]
+    pub(crate) fn count(stats: &Tally, flags: u16, s: Shard, bytes: usize, now_ns: u64) {
         use sluice_ofp::message::flow_mod_flags as ff;
-        if self.flags & ff::NO_PKT_COUNTS == 0 {
-            self.stats.add(s, Self::PACKETS, 1);
+        if flags & ff::NO_PKT_COUNTS == 0 {
+            stats.add(s, Self::PACKETS, 1);
         }
-        if self.flags & ff::NO_BYT_COUNTS == 0 {
-            self.stats.add(s, Self::BYTES, bytes as u64);
+        if flags & ff::NO_BYT_COUNTS == 0 {
+            stats.add(s, Self::BYTES, bytes as u64);
         }
-        self.stats.raise(s, Self::USED, now_ns);
+        stats.raise(s, Self::USED, now_ns);
     }
 }
 

@@ -5,7 +5,9 @@
 //! thread through its [`Inbox`]). One round of the loop:
 //! 1. pick up newly assigned ports and forget ports marked gone;
 //! 2. `poll(2)` the ports' descriptors for at most `poll_timeout` (ports
-//!    without a descriptor, e.g. pcap, make the timeout 1 ms);
+//!    without a descriptor, e.g. pcap, make the timeout 1 ms) — skipped
+//!    while busy: a round that received frames is followed at once by the
+//!    next, without a syscall (NAPI-style; an empty round polls again);
 //! 3. for every port, up to [`MAX_BURSTS_PER_ROUND`] bursts of up to
 //!    [`BURST`] frames: complete partial checksums, then load the current
 //!    published pipeline version **once per burst** (an `arc-swap` load:
@@ -13,7 +15,8 @@
 //!    process every frame with this worker's own context (caches, scratch
 //!    buffers, counter shard — see `sluice_pipeline::Worker`), or hand it
 //!    to the MAC-learning table in standalone mode, then let go of the
-//!    version;
+//!    version (frames go through `process_burst_with`, staged so the
+//!    burst's cache misses overlap);
 //! 4. transmit the burst's output, grouped per output port (`tx_burst` in
 //!    chunks of up to 32), and hand the asynchronous messages to the agent.
 //!
@@ -211,6 +214,7 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
     let mut batch = TxBatch::new();
     let mut flood: Vec<u32> = Vec::new();
     let timeout_ms = shared.poll_timeout.as_millis().clamp(1, 1000) as i32;
+    let mut busy = false;
     debug!(worker = id, "worker started");
     while !shared.stop.load(Acquire) {
         let mut rebuild = false;
@@ -228,7 +232,12 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
             inbox.load.store(ports.len(), Relaxed);
         }
         let timeout = if fdless { 1 } else { timeout_ms };
-        let ready = if set.is_empty() {
+        // Busy: the last round received frames, so look again at once
+        // instead of asking the kernel first (a poll syscall per round);
+        // an empty round goes back to sleeping in poll.
+        let ready = if busy {
+            0
+        } else if set.is_empty() {
             std::thread::sleep(Duration::from_millis(timeout as u64));
             0
         } else {
@@ -276,6 +285,7 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
             // A descriptor in an error state: do not spin on it.
             std::thread::sleep(Duration::from_millis(1));
         }
+        busy = got > 0;
     }
     debug!(worker = id, "worker stopped");
 }

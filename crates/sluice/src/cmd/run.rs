@@ -42,13 +42,13 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
     /// Flow-table lookup: `reference` (linear scan, the oracle),
-    /// `classifier` (tuple-space search) or `compiled` (default: small
-    /// tables compiled to native code with Cranelift, the rest by
-    /// tuple-space search).
+    /// `classifier` (tuple-space search) or `compiled` (default: tables
+    /// compiled to native code with Cranelift on a compiler thread, the
+    /// tuple-space index meanwhile).
     #[arg(long, value_name = "KIND")]
     pub datapath: Option<String>,
-    /// Caches in front of the tables: `off` (default), `megaflow` or `on`
-    /// (exact-match + megaflow).
+    /// Caches in front of the tables: `on` (default: exact-match +
+    /// megaflow), `megaflow` or `off`.
     #[arg(long, value_name = "MODE")]
     pub cache: Option<String>,
     /// Check the configuration, print it and exit.

@@ -39,7 +39,7 @@ use tracing::{debug, info, warn};
 
 use crate::config::{AgentConfig, Target};
 use crate::roles::{default_async_config, slave_forbidden, wants, ConnId, Roles, TokenBucket};
-use crate::switch::Switch;
+use crate::switch::{Switch, IDLE_BATCH};
 use crate::{AgentEvent, ConnCounters, ConnStatus, Shared};
 
 /// What connection tasks tell the core.
@@ -105,7 +105,9 @@ impl<S: Switch> Core<S> {
         }
     }
 
-    /// Run until shutdown or until every sender of `rx` is gone.
+    /// Run until shutdown or until every sender of `rx` is gone. After
+    /// each batch of inputs (what is queued, at most [`IDLE_BATCH`]) the
+    /// switch's [`Switch::idle`] runs.
     pub(crate) async fn run(
         mut self,
         mut rx: mpsc::Receiver<CoreIn>,
@@ -124,7 +126,18 @@ impl<S: Switch> Core<S> {
                     }
                 }
                 m = rx.recv() => match m {
-                    Some(m) => self.input(m),
+                    Some(m) => {
+                        self.input(m);
+                        // Whatever else is queued, up to a bound, then
+                        // tell the switch the batch is done.
+                        let mut n = 1;
+                        while n < IDLE_BATCH {
+                            let Ok(m) = rx.try_recv() else { break };
+                            self.input(m);
+                            n += 1;
+                        }
+                        self.switch.idle();
+                    }
                     None => break,
                 },
                 _ = shared.wake.notified() => self.flush_async(),

@@ -26,6 +26,10 @@ use sluice_pipeline::{Outgoing, Pipeline, Tx};
 
 use crate::roles::ConnId;
 
+/// Most controller messages the agent applies before calling
+/// [`Switch::idle`].
+pub const IDLE_BATCH: usize = 256;
+
 /// The switch as the agent sees it.
 pub trait Switch: Send + 'static {
     /// Apply one controller message from `conn` and return the replies in
@@ -39,6 +43,11 @@ pub trait Switch: Send + 'static {
 
     /// `conn` is gone (for per-connection state such as bundles).
     fn conn_closed(&mut self, _conn: ConnId) {}
+
+    /// Every controller message available right now has been handled
+    /// (called after each batch, at most [`IDLE_BATCH`] messages apart): a switch may make a batch of changes visible at
+    /// once here instead of after every message.
+    fn idle(&mut self) {}
 }
 
 impl<S: Switch + ?Sized> Switch for Box<S> {
@@ -50,6 +59,9 @@ impl<S: Switch + ?Sized> Switch for Box<S> {
     }
     fn conn_closed(&mut self, conn: ConnId) {
         (**self).conn_closed(conn)
+    }
+    fn idle(&mut self) {
+        (**self).idle()
     }
 }
 

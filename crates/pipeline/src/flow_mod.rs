@@ -276,8 +276,8 @@ impl Pipeline {
     /// now be run through the tables (`OFP_NO_BUFFER` if none).
     pub fn flow_mod(&mut self, fm: &FlowMod) -> Result<()> {
         // Conservatively, every flow-mod (even a rejected one) invalidates
-        // the caches.
-        self.tables_changed();
+        // the caches; only its table (or all, for OFPTT_ALL) is settled.
+        self.table_changed(fm.table_id);
         if fm.command > cmd::DELETE_STRICT {
             return Err(ErrorCode::FMFC_BAD_COMMAND);
         }
@@ -423,7 +423,7 @@ impl Pipeline {
         for t in 0..self.tables.len() {
             let removed = self.tables[t].remove_where(|e| uses(&e.instructions));
             if !removed.is_empty() {
-                self.tables_changed();
+                self.table_changed(t as u8);
             }
             self.flows_removed(t as u8, removed, reason);
         }
@@ -453,7 +453,7 @@ impl Pipeline {
                 hard || idle
             });
             if !removed.is_empty() {
-                self.tables_changed();
+                self.table_changed(t as u8);
             }
             for (e, r) in removed.into_iter().zip(reasons) {
                 self.flows_removed(t as u8, vec![e], r);

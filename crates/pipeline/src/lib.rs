@@ -210,10 +210,15 @@ pub struct Pipeline {
     /// Next worker shard to hand out.
     next_shard: usize,
     /// Some table's `seq → position` map is stale (see `table.rs`).
-    unsettled: bool,
-    /// Some table's compiled code is being built or is due (see
-    /// `codegen.rs`): settle the tables even without a change.
-    jit_waiting: bool,
+    unsettled: TableSet,
+    /// Tables whose compiled code is being built or is due (see
+    /// `codegen.rs`): settled even without a change.
+    jit_waiting: TableSet,
+    /// Tables whose code changed since the last publication (`cur`) and
+    /// in the one before (`prev`, which the other copy has not seen): the
+    /// copies take their code even when no entry changed.
+    code_cur: TableSet,
+    code_prev: TableSet,
     /// Flow generation: bumped by every flow-table change; cache entries
     /// of another generation are misses (see `cache.rs`).
     flow_gen: u64,
@@ -244,8 +249,10 @@ impl Pipeline {
             async_out: Vec::new(),
             local: Some(Box::new(Worker::new(Shard::OWNER))),
             next_shard: 1,
-            unsettled: false,
-            jit_waiting: false,
+            unsettled: TableSet::default(),
+            jit_waiting: TableSet::default(),
+            code_cur: TableSet::default(),
+            code_prev: TableSet::default(),
             flow_gen: 1,
             cfg,
         }
@@ -285,8 +292,10 @@ impl Pipeline {
             async_out: Vec::new(),
             local: None,
             next_shard: self.cfg.shards(),
-            unsettled: false,
-            jit_waiting: false,
+            unsettled: TableSet::default(),
+            jit_waiting: TableSet::default(),
+            code_cur: TableSet::default(),
+            code_prev: TableSet::default(),
             flow_gen: self.flow_gen,
         }
     }
@@ -295,9 +304,11 @@ impl Pipeline {
     /// was made, see [`publish`]) up to date: table changes are replayed
     /// from the tables' logs, everything else is copied.
     pub(crate) fn sync_copy(&mut self, copy: &mut Pipeline) {
-        for (t, c) in self.tables.iter_mut().zip(copy.tables.iter_mut()) {
-            t.sync_copy(c);
+        let code = self.code_cur.union(&self.code_prev);
+        for (i, (t, c)) in self.tables.iter_mut().zip(copy.tables.iter_mut()).enumerate() {
+            t.sync_copy(c, code.contains(i));
         }
+        self.code_prev = std::mem::take(&mut self.code_cur);
         copy.cfg = self.cfg.clone();
         copy.groups = self.groups.clone();
         copy.meters = self.meters.clone();
@@ -319,6 +330,7 @@ impl Pipeline {
     /// changes since the last publication are now owed to the other copy
     /// only.
     pub(crate) fn logs_skip_copy(&mut self) {
+        self.code_prev = std::mem::take(&mut self.code_cur);
         for t in &mut self.tables {
             t.skip_copy();
         }
@@ -326,11 +338,16 @@ impl Pipeline {
 
     /// Rebuild stale position maps (cheap when nothing changed).
     pub(crate) fn settle(&mut self) {
-        if std::mem::take(&mut self.unsettled) || self.jit_waiting {
-            self.jit_waiting = false;
-            for t in &mut self.tables {
-                t.settle();
-                self.jit_waiting |= t.jit_waiting();
+        let todo = std::mem::take(&mut self.unsettled).union(&self.jit_waiting);
+        for id in todo.iter() {
+            let Some(t) = self.tables.get_mut(id) else { continue };
+            if t.settle() {
+                self.code_cur.insert(id);
+            }
+            if t.jit_waiting() {
+                self.jit_waiting.insert(id);
+            } else {
+                self.jit_waiting.remove(id);
             }
         }
     }
@@ -338,7 +355,7 @@ impl Pipeline {
     /// Whether some table's compiled code is being built or waits to be
     /// installed (the daemon's clock tick settles and publishes it).
     pub fn jit_waiting(&self) -> bool {
-        self.jit_waiting
+        !self.jit_waiting.is_empty()
     }
 
     /// Settle until no table waits for compiled code (background builds
@@ -347,10 +364,10 @@ impl Pipeline {
     /// never waits.
     pub fn wait_for_code(&mut self, limit: std::time::Duration) -> bool {
         let start = std::time::Instant::now();
-        self.unsettled = true;
+        self.unsettled = TableSet::all();
         loop {
             self.settle();
-            if !self.jit_waiting {
+            if self.jit_waiting.is_empty() {
                 return true;
             }
             if start.elapsed() >= limit {
@@ -398,7 +415,18 @@ impl Pipeline {
     /// position maps may need rebuilding.
     pub(crate) fn tables_changed(&mut self) {
         self.flow_gen = self.flow_gen.wrapping_add(1).max(1);
-        self.unsettled = true;
+        self.unsettled = TableSet::all();
+    }
+
+    /// [`Pipeline::tables_changed`] when only table `id` changed (`ALL`,
+    /// 0xff: every table): only it needs settling.
+    pub(crate) fn table_changed(&mut self, id: u8) {
+        self.flow_gen = self.flow_gen.wrapping_add(1).max(1);
+        if id == sluice_ofp::consts::table_id::ALL {
+            self.unsettled = TableSet::all();
+        } else {
+            self.unsettled.insert(usize::from(id));
+        }
     }
 
     /// The flow generation (changes with every flow-table change).
@@ -434,5 +462,81 @@ impl Pipeline {
     /// PORT_STATUS), oldest first.
     pub fn take_async(&mut self) -> Vec<Message> {
         std::mem::take(&mut self.async_out)
+    }
+}
+
+/// A set of table ids (0..=255) as a bitmap: which tables need settling,
+/// without visiting all 255 per flow-mod.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct TableSet([u64; 4]);
+
+impl TableSet {
+    fn all() -> TableSet {
+        TableSet([u64::MAX; 4])
+    }
+
+    fn insert(&mut self, id: usize) {
+        if let Some(w) = self.0.get_mut(id / 64) {
+            *w |= 1 << (id % 64);
+        }
+    }
+
+    fn remove(&mut self, id: usize) {
+        if let Some(w) = self.0.get_mut(id / 64) {
+            *w &= !(1 << (id % 64));
+        }
+    }
+
+    fn contains(&self, id: usize) -> bool {
+        self.0.get(id / 64).is_some_and(|w| w & (1 << (id % 64)) != 0)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
+
+    fn union(&self, o: &TableSet) -> TableSet {
+        let mut u = *self;
+        for (a, b) in u.0.iter_mut().zip(o.0.iter()) {
+            *a |= b;
+        }
+        u
+    }
+
+    /// The ids in the set, ascending.
+    fn iter(self) -> impl Iterator<Item = usize> {
+        (0..4usize).flat_map(move |k| {
+            let mut w = self.0[k];
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let b = w.trailing_zeros() as usize;
+                w &= w - 1;
+                Some(k * 64 + b)
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod table_set_tests {
+    use super::TableSet;
+
+    #[test]
+    fn insert_remove_iterate() {
+        let mut s = TableSet::default();
+        assert!(s.is_empty());
+        for id in [0, 63, 64, 200, 255] {
+            s.insert(id);
+        }
+        s.insert(300); // out of range: ignored
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0, 63, 64, 200, 255]);
+        s.remove(64);
+        assert!(!s.contains(64) && s.contains(63));
+        assert_eq!(TableSet::all().iter().count(), 256);
+        let mut t = TableSet::default();
+        t.insert(7);
+        assert_eq!(s.union(&t).iter().collect::<Vec<_>>(), vec![0, 7, 63, 200, 255]);
     }
 }

@@ -78,7 +78,7 @@ use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Match;
 use sluice_packet::key::{FlowKey, FlowMask};
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -245,10 +245,17 @@ fn has_timeout(e: &FlowEntry) -> bool {
     e.idle_timeout != 0 || e.hard_timeout != 0
 }
 
+/// Hash of (priority, rule) for the strict index: a folded multiply per
+/// word (the rules are the controller's, trusted; collisions only cost a
+/// comparison). SipHash over the 48 words was a visible part of a bulk
+/// flow-mod load.
 fn strict_hash(priority: u16, rule: &Rule) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (priority, rule).hash(&mut h);
-    h.finish()
+    let fold = |h: u64, w: u64| {
+        let r = u128::from(h ^ w) * 0x9e37_79b9_7f4a_7c15;
+        (r as u64) ^ ((r >> 64) as u64)
+    };
+    let words = rule.mask.words.iter().chain(rule.value.words.iter());
+    words.fold(fold(0x243f_6a88_85a3_08d3, u64::from(priority)), |h, &w| fold(h, w))
 }
 
 /// The tuple-space index of a table's entries.
@@ -348,18 +355,25 @@ impl FlowTable {
     /// Bring `copy` (which has seen everything up to the publication
     /// before the last one) up to date with this table, and remember the
     /// changes since the last publication for the other copy.
-    pub(crate) fn sync_copy(&mut self, copy: &mut FlowTable) {
+    pub(crate) fn sync_copy(&mut self, copy: &mut FlowTable, code_changed: bool) {
         copy.max_entries = self.max_entries;
         copy.config = self.config;
         if self.log.cur.is_empty() && self.log.prev.is_empty() {
             // Nothing changed in this table since either copy was synced:
             // publications touching other tables cost nothing here, but
             // code finished since then is handed over.
-            self.share_code(copy);
+            if code_changed {
+                self.share_code(copy);
+            }
             return;
         }
         let cur = std::mem::take(&mut self.log.cur);
-        for op in self.log.prev.iter().chain(cur.iter()) {
+        // The previous publication's ops are replayed for the last time
+        // (the other copy saw them then): moved, not cloned.
+        for op in std::mem::take(&mut self.log.prev) {
+            copy.apply_owned(op);
+        }
+        for op in &cur {
             copy.apply(op);
         }
         self.log.prev = cur;
@@ -373,6 +387,19 @@ impl FlowTable {
     /// to the other copy only.
     pub(crate) fn skip_copy(&mut self) {
         self.log.prev = std::mem::take(&mut self.log.cur);
+    }
+
+    /// [`FlowTable::apply`] of an op no one needs afterwards.
+    fn apply_owned(&mut self, op: TableOp) {
+        match op {
+            TableOp::Insert(e) => self.insert(e),
+            TableOp::Replace(priority, seq, e) => {
+                if let Some(i) = self.position(priority, seq) {
+                    self.replace(i, e);
+                }
+            }
+            other => self.apply(&other),
+        }
     }
 
     fn apply(&mut self, op: &TableOp) {
@@ -457,35 +484,42 @@ impl FlowTable {
     }
 
     /// Install finished code, or build / submit code for stale entries.
-    fn settle_jit(&mut self) {
+    /// Returns whether lookups now run other code than before.
+    fn settle_jit(&mut self) -> bool {
         let jit = &mut self.jit;
         if !jit.on || jit.follower {
-            return;
+            return false;
         }
+        let mut changed = false;
         if jit.job.as_ref().is_some_and(|j| j.is_done()) {
             jit.code = jit.job.take().and_then(|j| j.take());
+            changed = true;
         }
         if !jit.stale {
-            return;
+            return changed;
         }
         let large = self.entries.len() > jit.opts.straight_max;
         if large && jit.opts.background && jit.changed_at.is_some_and(|t| t.elapsed() < QUIET) {
-            return;
+            return changed;
         }
         jit.stale = false;
         let rules = codegen::rules_of(self.entries.iter());
         if jit.opts.background {
             jit.job = Some(codegen::submit(rules, jit.opts));
+            changed
         } else {
             // On a compiler error (or a table left to the index) the index
             // serves the table.
             jit.code = codegen::build(&rules, &jit.opts).map(Arc::new);
+            true
         }
     }
 
     /// Rebuild the stale part of the `seq → position` map, so lookups
     /// need no binary search.
-    pub(crate) fn settle(&mut self) {
+    /// Returns whether the table's compiled code changed (installed or
+    /// built), which the published copies must then take.
+    pub(crate) fn settle(&mut self) -> bool {
         if let Some(ix) = self.index.as_deref_mut() {
             if ix.stale_from < self.entries.len() {
                 for (i, e) in self.entries.iter().enumerate().skip(ix.stale_from) {
@@ -494,7 +528,7 @@ impl FlowTable {
             }
             ix.stale_from = self.entries.len();
         }
-        self.settle_jit();
+        self.settle_jit()
     }
 
     /// The fastest lookup the table has: compiled code, else the
@@ -646,9 +680,14 @@ impl FlowTable {
 
     /// Insert keeping the order invariant.
     pub fn insert(&mut self, e: FlowEntry) {
-        let at = self
-            .entries
-            .partition_point(|x| (x.priority, u64::MAX - x.seq) > (e.priority, u64::MAX - e.seq));
+        let before =
+            |x: &FlowEntry| (x.priority, u64::MAX - x.seq) > (e.priority, u64::MAX - e.seq);
+        // Bulk loads append (same or falling priority, rising seq): check
+        // the end before a binary search over the whole vector.
+        let at = match self.entries.last() {
+            Some(last) if !before(last) => self.entries.partition_point(before),
+            _ => self.entries.len(),
+        };
         if let Some(ix) = self.index.as_deref_mut() {
             let r = ix.cls.insert(RuleId(e.seq), spec_of(&e));
             debug_assert!(r.is_ok(), "index insert: {r:?}");

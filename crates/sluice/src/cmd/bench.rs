@@ -672,6 +672,23 @@ fn run_case(
     verify(name, "the timed run", &timed, &tx)?;
     std::hint::black_box(tx.bytes);
     let mut notes = Vec::new();
+    if cache != CacheMode::Off {
+        // Warm-up and timed run together: where the packets went.
+        let c = p.cache_stats();
+        let all = (warm.packets + timed.packets).max(1) as f64;
+        let pct = |n: u64| 100.0 * n as f64 / all;
+        notes.push(format!(
+            "{name}: exact hits {:.1}%, megaflow hits {:.1}%, slow path {:.1}% ({} installs, \
+             {} with a composed program), {} megaflows under {} masks",
+            pct(c.exact_hits),
+            pct(c.megaflow_hits),
+            pct(c.installs + c.uncacheable),
+            c.installs,
+            c.composed,
+            c.megaflow_entries,
+            c.megaflow_masks
+        ));
+    }
     if install >= Duration::from_secs(1) {
         notes.push(format!(
             "{name}: installing {} flows took {:.1}s",

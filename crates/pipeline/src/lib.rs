@@ -38,13 +38,19 @@
 //!   linearly (the oracle). `Datapath::Classifier`: each table
 //!   also keeps a `sluice-classifier` tuple-space index of its entries
 //!   (see `table.rs` for the cost of flow-mods). `Datapath::Compiled`
-//!   (default): small tables are also compiled to native code with
-//!   Cranelift (`sluice-tablejit`), the index serving the rest.
+//!   (default): every table also gets native code from Cranelift
+//!   (`codegen.rs`, `sluice-tablejit`: straight-line tests, per-port
+//!   variants, hash probes), the index serving it while code is built
+//!   (`Config::jit`: at settle time, or on a compiler thread).
 //! - `CacheMode::On`: an exact-match cache, then a megaflow cache, in
 //!   front of the lookups; `Megaflow`: only the megaflow cache; `Off`
-//!   (default, measured fastest so far): none. A cache hit skips only the lookups; instructions,
-//!   counters, meters, groups and packet-ins run as on the slow path (see
-//!   `cache.rs`). [`Pipeline::trace`] always takes the slow path.
+//!   (the library's default; the daemon runs `On`): none. A hit runs the
+//!   entry's composed program (the counters and actions of the packet's
+//!   whole way) or replays its chain of entries; either way counters,
+//!   idle times, groups, meters and packet-ins happen per packet as on the
+//!   slow path (see `cache.rs`). [`Pipeline::process_burst_with`] stages a
+//!   burst so its cache misses overlap. [`Pipeline::trace`] always takes
+//!   the slow path.
 //!   [`Pipeline::set_datapath`], [`Pipeline::set_cache`] switch at run
 //!   time; [`Pipeline::cache_stats`] and [`Worker::cache_stats`] report
 //!   hits and misses. Caches belong to a [`Worker`], never to the shared

@@ -36,18 +36,19 @@
 //!   do not touch the index.
 //!
 //! ## Compiled tables (`Datapath::Compiled`)
-//! A table of at most [`COMPILE_MAX`] entries is also compiled to
-//! straight-line native code (`sluice-tablejit`, Cranelift): one test per
-//! rule in table order, the same answer and the same consulted bits as
-//! [`FlowTable::lookup_scan_wc`]. Compilation happens when the table is
-//! settled after a change (on the control side: a publication, or the
-//! owner's `process`), never per packet; until then, and for larger
-//! tables or when Cranelift fails, lookups use the tuple-space index.
-//! Published copies share the master's compiled code (same entries, same
-//! order), so a publication compiles each changed small table once.
-//! Cost: about 75 µs for one rule to 1.6 ms for 64 (measured in
-//! `sluice-tablejit`), paid by the control thread per publication that
-//! changed the table; background compilation is not done yet.
+//! Every table also gets native code (`codegen.rs`, `sluice-tablejit`):
+//! straight-line tests for at most [`COMPILE_MAX`] entries (per-port
+//! variants when entries match on `in_port`), Cranelift hash probes with
+//! constant masks above. The code gives the same entry as
+//! [`FlowTable::lookup`]; built when the table is settled after a change
+//! (on the control side, never per packet) — on the compiler thread when
+//! [`JitOptions::background`] is set, large tables only after
+//! [`QUIET`] without changes. Until code is installed, when a table has
+//! too many masks for probes, or when Cranelift fails, lookups use the
+//! tuple-space index. A change drops the code and cancels a pending
+//! build, so installed code always matches the entries. Published copies
+//! never compile: they take the master's code (same entries, same order)
+//! at the publication after it was installed.
 //!
 //! ## Publishing (two copies, one log)
 //! The daemon's workers read published copies of the tables (see

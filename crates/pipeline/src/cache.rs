@@ -4,12 +4,19 @@
 //! A cache entry remembers, for a class of packets, the *resolved chain*
 //! of a packet's way through the tables: which entry (by table id and
 //! position in the table's vector) each table lookup hit, or that the
-//! lookup missed. On a hit the pipeline skips the lookups and runs exactly
-//! the same instruction and action code as on the slow path (table and
-//! entry counters, `last_used` for idle timeouts, meters, select-group
-//! hashing, packet-ins, TTL checks all happen per packet), so a cache can
-//! only change speed, never a result. Two caches, as in Open vSwitch's
-//! userspace datapath:
+//! lookup missed. When the chain covers the packet's whole way and no
+//! meter is on it, the entry also holds a *composed program* (built by
+//! `exec.rs` at install time): the table and entry counter cells to bump
+//! and the actions to run, in the walk's order, each with its entry's
+//! context — Open vSwitch's megaflow actions, plus the counters OpenFlow
+//! needs. On a hit the pipeline runs the program, or skips only the
+//! lookups and runs the same instruction and action code as on the slow
+//! path; either way table and entry counters, `last_used` for idle
+//! timeouts, meters, select-group hashing, packet-ins and TTL checks
+//! happen per packet, so a cache can only change speed, never a result.
+//! Programs live in a per-cache slab, referenced by id and counted by the
+//! entries holding them (no atomic reference count on a hit). Two caches,
+//! as in Open vSwitch's userspace datapath:
 //!
 //! - the **exact-match cache** (OVS's EMC) is keyed by the whole
 //!   [`FlowKey`]: a direct-mapped array of [`EXACT_SLOTS`] slots indexed by
@@ -52,14 +59,19 @@
 //!   prefix is used up. "When in doubt, do not cache" applies per lookup.
 //!
 //! ## Cost
-//! - Exact cache: one hash of the 24 key words, one 192-byte compare; a
-//!   slot is ~280 bytes, so the array is ~2.3 MB, allocated on first use.
+//! - Exact cache: one hash of the 24 key words (independent multiplies),
+//!   one 192-byte compare; a slot is ~280 bytes, so the array is ~2.3 MB,
+//!   allocated on first use. A megaflow hit replaces a live slot only one
+//!   time in [`EXACT_REPLACE_EVERY`], so more live flows than slots do not
+//!   evict each other on every packet.
 //! - Megaflow cache: per distinct `wc`, one masked hash of the key and a
 //!   hash-map probe; entries are bounded by [`MEGAFLOW_MAX`] and distinct
 //!   masks by [`MEGAFLOW_MAX_MASKS`]; when either bound is reached the
 //!   whole cache is emptied (simple, and keeps the probe count bounded).
 //! - Slow path while recording: the masks OR-ed per lookup (the reference
-//!   scan ORs every scanned entry's mask) and one install per cache.
+//!   scan ORs every scanned entry's mask), composing the program (one
+//!   allocation, a reference count per counter cell) and one install per
+//!   cache.
 //!
 //! ## Invalidation (versioning)
 //! The pipeline keeps a flow generation, bumped by every flow-table change

@@ -756,6 +756,21 @@ impl Pipeline {
         }
     }
 
+    /// The context actions of entry `e` of `table` run in (packet-in
+    /// reason and cookie, group depth).
+    fn entry_ctx(&self, table: u8, e: &FlowEntry) -> Ctx {
+        Ctx {
+            table_id: table,
+            cookie: e.cookie,
+            reason: if e.is_table_miss() {
+                packet_in_reason::NO_MATCH
+            } else {
+                packet_in_reason::ACTION
+            },
+            depth: self.cfg.max_group_depth,
+        }
+    }
+
     /// The program that replays a packet's whole way through the tables
     /// along `chain`, or `None` when the chain does not cover it (recording
     /// stopped before the last lookup) or a meter instruction is on the
@@ -781,16 +796,7 @@ impl Pipeline {
                 entry: e.stats.clone(),
                 flags: e.flags,
             });
-            let ctx = Ctx {
-                table_id: table,
-                cookie: e.cookie,
-                reason: if e.is_table_miss() {
-                    packet_in_reason::NO_MATCH
-                } else {
-                    packet_in_reason::ACTION
-                },
-                depth: self.cfg.max_group_depth,
-            };
+            let ctx = self.entry_ctx(table, e);
             let mut goto = None;
             for &ins in ExecOrder::of(&e.instructions).as_slice() {
                 match ins {
@@ -930,16 +936,7 @@ impl Pipeline {
                 });
             }
             e.hit(shard, pkt.data().len(), now);
-            let ctx = Ctx {
-                table_id: table,
-                cookie: e.cookie,
-                reason: if e.is_table_miss() {
-                    packet_in_reason::NO_MATCH
-                } else {
-                    packet_in_reason::ACTION
-                },
-                depth: self.cfg.max_group_depth,
-            };
+            let ctx = self.entry_ctx(table, e);
             let mut goto = None;
             let order = ExecOrder::of(&e.instructions);
             for &ins in order.as_slice() {

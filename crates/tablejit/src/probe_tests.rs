@@ -6,23 +6,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::cell::Cell;
 
-fn key(pairs: &[(usize, u64)]) -> FlowKey {
-    let mut k = FlowKey::ZERO;
-    for &(w, v) in pairs {
-        k.words[w] = v;
-    }
-    k
-}
-
-fn rule(pairs: &[(usize, u64, u64)]) -> Rule {
-    let mut m = [0u64; KEY_WORDS];
-    let mut v = [0u64; KEY_WORDS];
-    for &(w, mw, vw) in pairs {
-        m[w] = mw;
-        v[w] = vw;
-    }
-    (m, v)
-}
+use crate::tests::{key, rule};
 
 /// The wildcard bits a probe lookup must add for answer `hit`,
 /// recomputed from the rules: the OR of the distinct masks (of satisfiable

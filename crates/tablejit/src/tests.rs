@@ -5,7 +5,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::cell::Cell;
 
-fn key(pairs: &[(usize, u64)]) -> FlowKey {
+/// A key with the given (word, value) pairs set (shared with `probe_tests`).
+pub(crate) fn key(pairs: &[(usize, u64)]) -> FlowKey {
     let mut k = FlowKey::ZERO;
     for &(w, v) in pairs {
         k.words[w] = v;
@@ -13,7 +14,8 @@ fn key(pairs: &[(usize, u64)]) -> FlowKey {
     k
 }
 
-fn rule(pairs: &[(usize, u64, u64)]) -> Rule {
+/// A rule from (word, mask, value) triples (shared with `probe_tests`).
+pub(crate) fn rule(pairs: &[(usize, u64, u64)]) -> Rule {
     let mut m = [0u64; KEY_WORDS];
     let mut v = [0u64; KEY_WORDS];
     for &(w, mw, vw) in pairs {

@@ -41,10 +41,16 @@
 //!   control thread publishes what port changes and the clock tick
 //!   changed.
 //! - **Barrier ordering**: before answering a BARRIER_REQUEST the switch
-//!   publishes and waits until no worker still reads an older version, so
-//!   every packet processed after the BARRIER_REPLY sees every earlier
-//!   flow-mod. PACKET_OUT runs on the master directly (its frames are
-//!   handed to the ports before the call returns).
+//!   publishes and waits until no worker holds an older version. A worker
+//!   holds its burst's version from the lookups until the burst's output
+//!   was handed to the ports, so after the BARRIER_REPLY every packet is
+//!   processed with every earlier flow-mod and no frame decided without
+//!   them is still to be sent. The wait has no time limit (a warning is
+//!   logged every 250 ms while it lasts); it cannot be held up by an idle
+//!   worker (no version outside a burst) or by a worker thread that has
+//!   ended (its version was dropped on return or unwinding). PACKET_OUT
+//!   runs on the master directly (its frames are handed to the ports
+//!   before the call returns).
 //! - **Transmit** happens after the burst: its output is grouped per port
 //!   and sent with `tx_burst`. Each port sits behind its own mutex because
 //!   any worker (and PACKET_OUT) may send on it; the owner takes it for
@@ -81,6 +87,9 @@ pub mod learn;
 mod shared;
 mod sys;
 pub mod worker;
+
+#[cfg(test)]
+mod barrier_tests;
 
 pub use sluice_agent as agent;
 pub use sluice_ports as ports;
@@ -362,8 +371,8 @@ impl DatapathSwitch {
     fn apply_raw(&self, xid: u32, msg: &Message, raw: &[u8], publish: bool) -> Vec<Outgoing> {
         let mut tx = PortTx { shared: &self.shared };
         let mut pb = lock(&self.shared.publisher);
-        if matches!(msg, Message::BarrierRequest) && !pb.publish_and_wait() {
-            tracing::warn!("barrier: a worker still reads an old pipeline version after 250 ms");
+        if matches!(msg, Message::BarrierRequest) {
+            barrier(&mut pb);
         }
         let p = pb.master_mut();
         p.advance(self.shared.now_ns());
@@ -375,6 +384,44 @@ impl DatapathSwitch {
             pb.publish();
         }
         out
+    }
+}
+
+/// How often a barrier that is still waiting for a worker says so.
+const BARRIER_WARN_EVERY: Duration = Duration::from_millis(250);
+
+/// Publishes everything applied so far and returns only when no worker can
+/// still forward with an older version (see "Barrier ordering" in the
+/// module docs). It never gives up: replying early would break the
+/// guarantee, so a worker stuck inside a burst is reported (every
+/// [`BARRIER_WARN_EVERY`]) and waited for.
+///
+/// - What a worker holds: its burst's version, from the load before the
+///   lookups until its output was handed to the ports (`worker.rs`). A
+///   worker between bursts (in `poll(2)`, sleeping, receiving) holds
+///   nothing and cannot delay a barrier.
+/// - A worker thread that ends: the version is a reference on the
+///   worker's stack, so returning or unwinding from a panic inside the
+///   burst gives it back; a dead worker never holds a barrier up. (With
+///   `panic = "abort"` the whole process ends instead.)
+/// - Copies given up on by an earlier publication (a worker held one past
+///   `WAIT_LIMIT`) are still waited for: the publisher keeps track of them
+///   (`Publisher::old_readers`).
+/// - No deadlock: the publisher lock is held throughout (so the copies
+///   waited for cannot be republished meanwhile; port changes and clock
+///   ticks wait), and workers never take it; the locks a worker takes in
+///   a burst (learning table, port table, one port) are never held by the
+///   control side while it waits for the publisher lock.
+fn barrier(pb: &mut Publisher) {
+    pb.publish();
+    let start = Instant::now();
+    while !pb.wait_readers(BARRIER_WARN_EVERY) {
+        tracing::warn!(
+            waited_ms = start.elapsed().as_millis() as u64,
+            old_readers = pb.old_readers(),
+            "barrier: a worker is still in a burst on an older pipeline version; \
+             BARRIER_REPLY waits for it"
+        );
     }
 }
 

@@ -14,11 +14,15 @@
 //!    no lock; versions change only between bursts), read the clock once,
 //!    process every frame with this worker's own context (caches, scratch
 //!    buffers, counter shard — see `sluice_pipeline::Worker`), or hand it
-//!    to the MAC-learning table in standalone mode, then let go of the
-//!    version (frames go through `process_burst_with`, staged so the
-//!    burst's cache misses overlap);
-//! 4. transmit the burst's output, grouped per output port (`tx_burst` in
-//!    chunks of up to 32), and hand the asynchronous messages to the agent.
+//!    to the MAC-learning table in standalone mode (frames go through
+//!    `process_burst_with`, staged so the burst's cache misses overlap);
+//! 4. hand the asynchronous messages to the agent and transmit the burst's
+//!    output, grouped per output port (`tx_burst` in chunks of up to 32),
+//!    then let go of the version. Holding it through transmit is what lets
+//!    a barrier promise that no frame decided by an older version leaves
+//!    after the BARRIER_REPLY (`tx_burst` never blocks and retries are
+//!    capped, so this is short); the version is never held across
+//!    `poll(2)` or `rx_burst`.
 //!
 //! Frames leaving the pipeline are copied into one reusable per-worker
 //! arena ([`TxBatch`]) because the pipeline lends them only for the
@@ -302,24 +306,30 @@ fn process_burst(
     let now = shared.now_ns();
     ctx.set_now(now);
     let standalone = shared.standalone.load(Relaxed);
-    {
-        let p = shared.published.load();
-        if standalone {
-            flood.clear();
-            flood.extend(p.ports().numbers().filter(|&n| n <= sluice_ports::spec::OFPP_MAX));
-            let mut t = lock(&shared.learn);
-            for b in bufs {
-                learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, batch);
+    // This burst's version: the worker's read marker (see
+    // `sluice_pipeline::publish`). It is held until the burst's output has
+    // been handed to the ports, not just until the lookups are done: a
+    // frame decided by a version is forwarded *with* that version, so a
+    // BARRIER_REPLY, which waits until no worker holds an older version,
+    // cannot go out while such a frame is still waiting to be sent. It is
+    // let go before the next round's `poll(2)`, so an idle worker never
+    // holds one, and on unwinding if the burst panics.
+    let p = shared.published.load();
+    if standalone {
+        flood.clear();
+        flood.extend(p.ports().numbers().filter(|&n| n <= sluice_ports::spec::OFPP_MAX));
+        let mut t = lock(&shared.learn);
+        for b in bufs {
+            learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, batch);
+        }
+    } else {
+        // Staged: the burst's lookups overlap their cache misses.
+        for part in bufs.chunks(BURST) {
+            let mut frames: [&[u8]; BURST] = [&[]; BURST];
+            for (f, b) in frames.iter_mut().zip(part) {
+                *f = b.frame();
             }
-        } else {
-            // Staged: the burst's lookups overlap their cache misses.
-            for part in bufs.chunks(BURST) {
-                let mut frames: [&[u8]; BURST] = [&[]; BURST];
-                for (f, b) in frames.iter_mut().zip(part) {
-                    *f = b.frame();
-                }
-                p.process_burst_with(ctx, in_port, &frames[..part.len()], batch);
-            }
+            p.process_burst_with(ctx, in_port, &frames[..part.len()], batch);
         }
     }
     if ctx.has_async() {
@@ -330,6 +340,7 @@ fn process_burst(
     shared.note_burst(bufs.len() as u64);
     let overflow = std::mem::take(&mut batch.overflow);
     shared.note_dropped(batch.flush(shared) + overflow);
+    drop(p);
 }
 
 #[cfg(test)]

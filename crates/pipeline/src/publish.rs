@@ -8,9 +8,10 @@
 //! ([`Published::load`]: an `arc-swap` load, no lock, no refcount traffic in
 //! the common case) and forward through it with
 //! [`Pipeline::process_with`]. [`Publisher::publish`] brings the other copy
-//! up to date and swaps it in; [`Publisher::publish_and_wait`] also waits
-//! until no worker still reads the copy it replaced, which is what a
-//! BARRIER_REPLY needs: every packet after it sees every earlier change.
+//! up to date and swaps it in; [`Publisher::wait_readers`] waits until no
+//! worker still reads an older version, which is what a BARRIER_REPLY
+//! needs: every packet after it sees every earlier change
+//! ([`Publisher::publish_and_wait`] does both, with a bounded wait).
 //!
 //! ## Design (left-right)
 //! Copying a 100k-entry table for every publication would make flow-mods
@@ -29,20 +30,38 @@
 //! are shared cells (`tally.rs`, `Arc<Mutex<…>>`) that every copy and the
 //! master point to, so nothing is counted twice or lost across versions.
 //!
+//! ## Readers of old versions
+//! A reader's marker is its reference to the copy it loaded (an
+//! `arc-swap` guard, made a real `Arc` count by the swap that retires the
+//! copy). The publisher can name every copy that may still have readers
+//! of an older version: the back copy (the version before the current
+//! one; the publisher holds one reference itself) and the copies it gave
+//! up on in a fallback (*retired*: kept as `Weak` only, freed when their
+//! last reader lets go). [`Publisher::old_readers`] adds up those counts;
+//! zero means no thread reads anything but the current version. Because
+//! the marker is a reference owned by the reader's own stack frame, a
+//! reader that leaves its burst in any way — returns, or panics and
+//! unwinds — gives it back; a thread that is blocked elsewhere (e.g. in
+//! `poll(2)` between bursts) holds none. Only a reader that stays inside
+//! its burst keeps an old version alive, and waiting for it is exactly
+//! the point.
+//!
 //! ## Invariants
 //! - Each copy, once synced, equals the master as it was at that
 //!   publication (same entries in the same order, same indexes): the
 //!   replay is deterministic because ops name entries by (priority, seq).
 //! - Workers switch versions only between bursts (they load once per
 //!   burst).
-//! - `version()` grows by one per publication; a publication whose wait
-//!   completed guarantees no reader of an older version remains.
+//! - `version()` grows by one per publication; when
+//!   [`Publisher::wait_readers`] returns true no reader of an older
+//!   version remains (including readers of a retired copy), until the
+//!   next publication.
 
 use crate::Pipeline;
 use arc_swap::ArcSwap;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Release};
-use std::sync::Arc;
+use std::sync::atomic::{fence, AtomicU64};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 /// Longest wait for the readers of a copy before publishing a fresh
@@ -79,6 +98,10 @@ pub struct Publisher {
     dirty: bool,
     /// Publications that had to fall back to a full replica.
     fallbacks: u64,
+    /// Copies given up on by a fallback while a reader still held them
+    /// (no longer ours; alive until their last reader lets go). Pruned at
+    /// every publication, so it holds at most one entry per stuck reader.
+    retired: Vec<Weak<Pipeline>>,
 }
 
 impl Publisher {
@@ -97,6 +120,7 @@ impl Publisher {
             back,
             dirty: false,
             fallbacks: 0,
+            retired: Vec::new(),
         }
     }
 
@@ -137,6 +161,7 @@ impl Publisher {
             return self.published.version();
         }
         self.dirty = false;
+        self.retired.retain(|w| w.strong_count() > 0);
         self.master.settle();
         let mut copy = self.back.take().unwrap_or_else(|| Arc::new(self.master.replica()));
         let synced = match wait_exclusive(&mut copy, WAIT_LIMIT) {
@@ -148,6 +173,10 @@ impl Publisher {
         };
         if !synced {
             self.fallbacks += 1;
+            // A reader still forwards with this copy: remember it, so a
+            // barrier waits for that reader too (it is not the back copy
+            // any more).
+            self.retired.push(Arc::downgrade(&copy));
             copy = Arc::new(self.master.replica());
             self.master.logs_skip_copy();
         }
@@ -160,9 +189,43 @@ impl Publisher {
     /// version (bounded by [`WAIT_LIMIT`]; returns whether that held).
     pub fn publish_and_wait(&mut self) -> bool {
         self.publish();
-        match self.back.as_mut() {
-            Some(b) => wait_exclusive(b, WAIT_LIMIT).is_some(),
-            None => true,
+        self.wait_readers(WAIT_LIMIT)
+    }
+
+    /// References readers still hold to versions older than the current
+    /// one: to the back copy and to retired copies (see the module docs).
+    pub fn old_readers(&self) -> usize {
+        let back = self.back.as_ref().map_or(0, |b| Arc::strong_count(b).saturating_sub(1));
+        back + self.retired.iter().map(Weak::strong_count).sum::<usize>()
+    }
+
+    /// Waits until no reader holds a version older than the current one
+    /// ([`Publisher::old_readers`] is zero), for at most `limit`; returns
+    /// whether that holds. A caller that must not give up (a barrier)
+    /// calls it again; nothing is lost between calls. While the caller
+    /// holds `&mut self` no publication can happen, so the copies waited
+    /// for cannot become current again meanwhile.
+    pub fn wait_readers(&mut self, limit: Duration) -> bool {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            if self.old_readers() == 0 {
+                // Pairs with the `Release` decrement of each reader's
+                // drop: everything a reader did inside its burst (e.g.
+                // transmitting) happens before what the caller does next.
+                fence(Acquire);
+                self.retired.clear();
+                return true;
+            }
+            if start.elapsed() >= limit {
+                return false;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
         }
     }
 }
@@ -208,6 +271,68 @@ mod tests {
         p.master_mut();
         assert!(p.publish_and_wait());
         assert_eq!(p.fallbacks(), 1);
+    }
+
+    #[test]
+    fn waiting_covers_a_reader_of_the_back_copy() {
+        let mut p = Publisher::new(Pipeline::new(Config::default()));
+        let pubd = p.published();
+        assert_eq!(p.old_readers(), 0);
+        let v0 = pubd.load_full_for_test();
+        // Still current: not an old reader.
+        assert_eq!(p.old_readers(), 0);
+        p.master_mut();
+        p.publish();
+        assert_eq!(p.old_readers(), 1);
+        assert!(!p.wait_readers(Duration::from_millis(20)));
+        drop(v0);
+        assert!(p.wait_readers(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn waiting_covers_a_reader_of_a_copy_given_up_on() {
+        // The reader's copy is neither current nor back after a fallback;
+        // a barrier must still wait for it.
+        let mut p = Publisher::new(Pipeline::new(Config::default()));
+        let pubd = p.published();
+        let v0 = pubd.load_full_for_test();
+        p.master_mut();
+        p.publish();
+        p.master_mut();
+        p.publish();
+        assert_eq!(p.fallbacks(), 1);
+        assert_eq!(p.old_readers(), 1);
+        assert!(!p.publish_and_wait());
+        // Later publications keep remembering it.
+        p.master_mut();
+        p.publish();
+        assert_eq!(p.old_readers(), 1);
+        drop(v0);
+        assert_eq!(p.old_readers(), 0);
+        assert!(p.wait_readers(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn a_reader_that_panicked_holds_nothing() {
+        let mut p = Publisher::new(Pipeline::new(Config::default()));
+        let pubd = p.published();
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let reader = std::thread::spawn(move || {
+            let _v = pubd.load();
+            held_tx.send(()).unwrap();
+            let _ = go_rx.recv();
+            panic!("reader panics inside its burst (expected by this test)");
+        });
+        held_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        p.master_mut();
+        p.publish();
+        assert_eq!(p.old_readers(), 1, "the swap made the reader's guard a counted reference");
+        go_tx.send(()).unwrap();
+        assert!(reader.join().is_err());
+        // Unwinding dropped the guard: nothing left to wait for.
+        assert_eq!(p.old_readers(), 0);
+        assert!(p.wait_readers(Duration::from_secs(30)));
     }
 
     impl Published {

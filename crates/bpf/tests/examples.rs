@@ -1,7 +1,8 @@
 //! The example C programs (`examples/bpf/*.c`), compiled with clang by the
 //! test itself: loaded, verified, run by the interpreter and the JIT on a
 //! TCP trace, and compared with the Linux kernel (verdict, return values,
-//! map contents). Skips loudly without clang or without `bpf()`.
+//! map contents). Fails, never skips, without clang (`scripts/install-deps`
+//! installs it) or without a usable `bpf()` syscall (run as root).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -19,8 +20,9 @@ fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/bpf")
 }
 
-/// Compiles an example (panics if clang is missing: the test must not pass without it).
-pub fn compile(name: &str) -> Option<Vec<u8>> {
+/// Compiles an example (panics if clang is missing or fails: the test must
+/// not pass without it).
+pub fn compile(name: &str) -> Vec<u8> {
     let out = std::env::temp_dir().join(format!("sluice-bpf-{}-{name}.o", std::process::id()));
     let st = Command::new("clang")
         .args(["-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-c"])
@@ -33,9 +35,19 @@ pub fn compile(name: &str) -> Option<Vec<u8>> {
         Ok(s) => panic!("clang failed on {name}: {s}"),
         Err(e) => panic!("clang not available (scripts/install-deps installs it): {e}"),
     }
-    let bytes = std::fs::read(&out).ok();
+    let bytes = std::fs::read(&out)
+        .unwrap_or_else(|e| panic!("clang wrote no object for {name} ({}): {e}", out.display()));
     let _ = std::fs::remove_file(&out);
     bytes
+}
+
+/// Panics unless the kernel oracle can be used.
+fn need_kernel() {
+    assert!(
+        kernel::available(),
+        "the bpf() syscall is not usable here: run the tests as root (CAP_BPF/CAP_SYS_ADMIN) \
+         on a kernel with bpf() enabled"
+    );
 }
 
 fn env_for(p: &Program) -> Env {
@@ -47,10 +59,9 @@ fn env_for(p: &Program) -> Env {
 
 #[test]
 fn examples_load_verify_and_agree_with_kernel() {
-    let have_kernel = kernel::available();
-    assert!(have_kernel, "the bpf() syscall is not usable here (needs root)");
+    need_kernel();
     for name in EXAMPLES {
-        let Some(obj) = compile(name) else { return };
+        let obj = compile(name);
         let progs = elf::load(&obj).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(progs.len(), 1, "{name}");
         let p = &progs[0];
@@ -74,9 +85,6 @@ fn examples_load_verify_and_agree_with_kernel() {
             assert_eq!(a.entries(), b.entries(), "{name}: maps interpreter vs JIT");
         }
         println!("{name}: returns {rets:?}");
-        if !have_kernel {
-            continue;
-        }
         let kp =
             kernel::load(p, Mode::Root).unwrap_or_else(|e| panic!("{name}: kernel rejects:\n{e}"));
         if name == "rate_limiter" {
@@ -123,7 +131,7 @@ fn examples_load_verify_and_agree_with_kernel() {
 
 #[test]
 fn rate_limiter_limits() {
-    let Some(obj) = compile("rate_limiter") else { return };
+    let obj = compile("rate_limiter");
     let p = &elf::load(&obj).unwrap()[0];
     verifier::verify(p).unwrap();
     let mut env = env_for(p);
@@ -142,7 +150,9 @@ fn rate_limiter_limits() {
     assert_eq!(more, 5);
 }
 
-fn compile_src(tag: &str, src: &str, extra: &[&str]) -> Option<Result<Vec<u8>, String>> {
+/// Compiles `src` with clang (panics if clang is missing); `Err` if clang
+/// refuses it or writes nothing.
+fn compile_src(tag: &str, src: &str, extra: &[&str]) -> Result<Vec<u8>, String> {
     let dir = std::env::temp_dir();
     let c = dir.join(format!("sluice-bpf-{}-{tag}.c", std::process::id()));
     let o = dir.join(format!("sluice-bpf-{}-{tag}.o", std::process::id()));
@@ -159,11 +169,11 @@ fn compile_src(tag: &str, src: &str, extra: &[&str]) -> Option<Result<Vec<u8>, S
     let _ = std::fs::remove_file(&c);
     match st {
         Err(e) => panic!("clang not available (scripts/install-deps installs it): {e}"),
-        Ok(s) if !s.success() => Some(Err(format!("clang failed: {s}"))),
+        Ok(s) if !s.success() => Err(format!("clang failed: {s}")),
         Ok(_) => {
             let b = std::fs::read(&o).map_err(|e| e.to_string());
             let _ = std::fs::remove_file(&o);
-            Some(b)
+            b
         }
     }
 }
@@ -187,7 +197,7 @@ int sock(struct __sk_buff *skb) {
     return (s ? 2 : 0) + k;
 }
 "#;
-    let Some(obj) = compile_src("legacy", src, &["-g"]) else { return };
+    let obj = compile_src("legacy", src, &["-g"]);
     let progs = elf::load(&obj.unwrap()).unwrap();
     let p = &progs[0];
     assert_eq!(p.name, "socket");
@@ -208,10 +218,9 @@ int sock(struct __sk_buff *skb) {
     let r = interp::run(&p.insns, p.prog_type, &mut env, Input::packet(&frame[14..])).unwrap();
     assert_eq!(r, 1);
     assert_eq!(env.maps[0].entries()[1].1, 1u64.to_le_bytes().to_vec());
-    if kernel::available() {
-        let kp = kernel::load(p, Mode::Root).unwrap();
-        assert_eq!(kp.test_run(&frame).unwrap(), 1);
-    }
+    need_kernel();
+    let kp = kernel::load(p, Mode::Root).unwrap();
+    assert_eq!(kp.test_run(&frame).unwrap(), 1);
 }
 
 #[test]
@@ -221,7 +230,7 @@ fn loader_refuses_global_data_and_btf_maps_without_debug_info() {
 int counter;
 SEC("xdp") int g(struct xdp_md *ctx) { counter++; return counter; }
 "#;
-    let Some(obj) = compile_src("global", src, &["-g"]) else { return };
+    let obj = compile_src("global", src, &["-g"]);
     let e = elf::load(&obj.unwrap()).unwrap_err();
     assert!(e.0.contains("global data"), "{e}");
 
@@ -230,10 +239,10 @@ SEC("xdp") int g(struct xdp_md *ctx) { counter++; return counter; }
 struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32); __type(value, __u64); } m SEC(".maps");
 SEC("xdp") int g(struct xdp_md *ctx) { __u32 k = 0; return bpf_map_lookup_elem(&m, &k) != 0; }
 "#;
-    let Some(obj) = compile_src("nobtf", src, &[]) else { return };
+    let obj = compile_src("nobtf", src, &[]);
     let e = elf::load(&obj.unwrap()).unwrap_err();
     assert!(e.0.contains("-g"), "{e}");
-    let Some(obj) = compile_src("btf", src, &["-g"]) else { return };
+    let obj = compile_src("btf", src, &["-g"]);
     let p = &elf::load(&obj.unwrap()).unwrap()[0];
     assert_eq!((p.maps[0].key_size, p.maps[0].value_size, p.maps[0].max_entries), (4, 8, 1));
     verifier::verify(p).unwrap();

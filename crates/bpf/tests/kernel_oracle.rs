@@ -18,7 +18,8 @@
 //! Ethernet header, IPv6 frames with fewer than 40); those packets are
 //! skipped for socket filters only, and listed in the summary line.
 //!
-//! Needs root and a usable `bpf()` syscall; skips loudly otherwise.
+//! Needs root and a usable `bpf()` syscall; every test that uses the kernel
+//! fails (never skips) without them.
 
 use sluice_bpf::asm::{alu64_reg, exit, mov64_imm, mov64_reg, op};
 use sluice_bpf::corpus::{self, tcp_flags, Case, Tcp};

@@ -2,8 +2,10 @@
 //! PORT_STATUS messages the agent would forward (ADD, MODIFY on link
 //! down/up, DELETE when the interface goes, ADD when it comes back),
 //! PACKET_IN for a table miss, PACKET_OUT to a port, and forwarding by
-//! flows. Needs root; skips loudly without. Namespaces are removed by
-//! Drop guards (with the veths inside them); every wait is bounded.
+//! flows. Needs root (network namespaces) and `ip` (iproute2,
+//! `scripts/install-deps`): without them the tests fail, they do not skip.
+//! Namespaces are removed by Drop guards (with the veths inside them);
+//! every wait is bounded.
 
 use std::time::{Duration, Instant};
 

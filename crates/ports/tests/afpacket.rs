@@ -1,6 +1,7 @@
 //! Real AF_PACKET tests: two network namespaces joined by a veth pair; the sluice
 //! port sits on one end, a plain packet socket (the test's generator and capture
-//! point) on the other. Needs root; skips loudly otherwise.
+//! point) on the other. Needs root (network namespaces): without it every
+//! test fails, none skips.
 
 use std::time::{Duration, Instant};
 
@@ -19,12 +20,12 @@ struct Topo {
     b: NetNs,
 }
 
-fn topo() -> Option<Topo> {
+fn topo() -> Topo {
     assert!(testutil::is_root(), "afpacket tests need root (network namespaces)");
     let a = NetNs::new("a").expect("netns a");
     let b = NetNs::new("b").expect("netns b");
     let veth = Veth::new(&a, &b).expect("veth");
-    Some(Topo { veth, a, b })
+    Topo { veth, a, b }
 }
 
 fn open_port(t: &Topo) -> AfPacket {
@@ -82,7 +83,7 @@ fn capture(peer: &RawSocket, want: usize, timeout: Duration) -> Vec<Vec<u8>> {
 
 #[test]
 fn receives_exact_frames_in_bursts_of_32() {
-    let Some(t) = topo() else { return };
+    let t = topo();
     let mut port = open_port(&t);
     let peer = open_peer(&t);
     assert_eq!(port.name(), t.veth.a);
@@ -132,7 +133,7 @@ fn receives_exact_frames_in_bursts_of_32() {
 
 #[test]
 fn transmits_exact_frames_including_bursts_over_32() {
-    let Some(t) = topo() else { return };
+    let t = topo();
     let mut port = open_port(&t);
     let peer = open_peer(&t);
 
@@ -165,7 +166,7 @@ fn transmits_exact_frames_including_bursts_over_32() {
 #[test]
 fn round_trip_through_a_second_port() {
     // Port A transmits, port B (on the peer end) receives: both sides are sluice.
-    let Some(t) = topo() else { return };
+    let t = topo();
     let mut pa = open_port(&t);
     let name_b = t.veth.b.clone();
     let mut pb = t.b.enter(move || AfPacket::open(&name_b, &Config::default())).expect("port b");
@@ -203,7 +204,7 @@ fn wait_event(mon: &mut LinkMonitor, name: &str, change: LinkChange) -> bool {
 
 #[test]
 fn link_down_and_up_is_seen_and_tx_recovers() {
-    let Some(t) = topo() else { return };
+    let t = topo();
     let mut port = open_port(&t);
     let peer = open_peer(&t);
     let a = t.veth.a.clone();
@@ -273,7 +274,7 @@ fn expect_removed(port: &mut AfPacket) {
 
 #[test]
 fn deleted_interface_is_reported_cleanly() {
-    let Some(t) = topo() else { return };
+    let t = topo();
     let mut port = open_port(&t);
     let a = t.veth.a.clone();
     let mut mon = t.a.enter(LinkMonitor::new).expect("monitor");
@@ -288,7 +289,7 @@ fn deleted_interface_is_reported_cleanly() {
 fn deleted_while_down_is_reported_too() {
     // The ENETDOWN socket error is consumed while the link is down, so removal
     // must be noticed some other way (the socket's binding).
-    let Some(t) = topo() else { return };
+    let t = topo();
     let mut port = open_port(&t);
     let a = t.veth.a.clone();
     t.a.exec(&["ip", "link", "set", &a, "down"]).unwrap();
@@ -304,7 +305,7 @@ fn deleted_while_down_is_reported_too() {
 fn small_rings_wrap_around_many_times() {
     // 4 RX blocks of 16 KiB (≈ 15 frames of 1000 bytes each) and 64 TX slots:
     // 2000 frames each way go around both rings dozens of times.
-    let Some(t) = topo() else { return };
+    let t = topo();
     let cfg = Config { blocks: 4, block_size: 16384, tov_ms: 1, tx_frames: 64 };
     let na = t.veth.a.clone();
     let mut port = t.a.enter(move || AfPacket::open(&na, &cfg)).expect("open");

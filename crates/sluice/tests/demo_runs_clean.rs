@@ -1,11 +1,13 @@
 //! `sluice demo` runs to completion with working forwarding (its exit
 //! status says so) and leaves no namespace behind — also when interrupted
-//! with SIGINT halfway. Needs root, `ip` and `ping`; skips loudly without.
+//! with SIGINT halfway. Needs root, `ip` and `ping` (`scripts/install-deps`);
+//! without them the tests fail, they do not skip.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn can_run() -> bool {
+/// Panics (naming what is missing) unless the demo can run here.
+fn need_root_and_tools() {
     assert!(sluice_datapath::ports::testutil::is_root(), "the demo needs root");
     for t in ["ip", "ping"] {
         let ok = Command::new("sh")
@@ -15,7 +17,6 @@ fn can_run() -> bool {
             .is_ok_and(|s| s.success());
         assert!(ok, "`{t}` is not installed (scripts/install-deps installs it)");
     }
-    true
 }
 
 /// Namespaces whose name carries `pid` the way the demo names them.
@@ -46,9 +47,7 @@ fn wait_bounded(child: &mut std::process::Child, secs: u64) -> Option<std::proce
 
 #[test]
 fn demo_runs_to_completion_and_cleans_up() {
-    if !can_run() {
-        return;
-    }
+    need_root_and_tools();
     for extra in [&[][..], &["--standalone"][..]] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["demo", "--hosts", "3", "--seconds", "1"])
@@ -79,9 +78,7 @@ fn demo_runs_to_completion_and_cleans_up() {
 
 #[test]
 fn demo_interrupted_cleans_up() {
-    if !can_run() {
-        return;
-    }
+    need_root_and_tools();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["demo", "--hosts", "2", "--seconds", "30"])
         .stdout(Stdio::null())

@@ -27,10 +27,9 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AbiParam, Block, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
 };
-use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{Linkage, Module};
+use cranelift_module::{FuncId, Linkage, Module};
+use sluice_jit::{Code, JITModule};
 
 use crate::helpers::{self, Env};
 use crate::insn::{alu, class, jmp, mode, size, size_bytes, LDDW, PSEUDO_MAP_FD};
@@ -56,10 +55,13 @@ const OFF_LEN: i32 = 16;
 const OFF_IFINDEX: i32 = 24;
 const OFF_RXQ: i32 = 32;
 
-/// A compiled program.
+/// A compiled program. Its code memory is freed when it drops. `Send +
+/// Sync`: the code is immutable, and a run touches only the stack, the
+/// packet and the [`Env`] it is given.
 pub struct Jitted {
-    _module: JITModule,
+    /// Points into `_code`'s memory, freed when `self` drops.
     func: extern "C" fn(*const JitCtx) -> u64,
+    _code: Code,
     maps: Vec<MapDef>,
 }
 
@@ -166,16 +168,20 @@ pub fn compile(prog: &Program, verified: &Verified) -> Result<Jitted, String> {
     if !verified.is_for(prog) {
         return Err("the verification result does not belong to this program".into());
     }
-    let mut flags = settings::builder();
-    flags.set("opt_level", "speed").map_err(|e| e.to_string())?;
-    flags.set("is_pic", "false").map_err(|e| e.to_string())?;
-    let isa = cranelift_native::builder()
-        .map_err(|e| e.to_string())?
-        .finish(settings::Flags::new(flags))
-        .map_err(|e| e.to_string())?;
-    let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
-    jb.symbol("sluice_bpf_helper", helper_trampoline as *const u8);
-    let mut module = JITModule::new(jb);
+    let symbols = [("sluice_bpf_helper", helper_trampoline as *const u8)];
+    let (mut code, func_id) = sluice_jit::build(&symbols, |module| define(module, prog, verified))?;
+    let address = code.function(func_id);
+    // SAFETY: `address` is the finalized machine code of `bpf_prog`, whose
+    // signature is `(i64) -> i64` in the platform's default calling
+    // convention, which is `extern "C" fn(*const JitCtx) -> u64`. The code
+    // owning it is stored next to the pointer in `Jitted`.
+    let func =
+        unsafe { std::mem::transmute::<*const u8, extern "C" fn(*const JitCtx) -> u64>(address) };
+    Ok(Jitted { func, _code: code, maps: prog.maps.clone() })
+}
+
+/// Declares the helper trampoline and defines `bpf_prog` in `module`.
+fn define(module: &mut JITModule, prog: &Program, verified: &Verified) -> Result<FuncId, String> {
     let ptr = types::I64;
 
     let mut hsig = module.make_signature();
@@ -514,15 +520,7 @@ pub fn compile(prog: &Program, verified: &Verified) -> Result<Jitted, String> {
     }
     module.define_function(func_id, &mut ctx).map_err(|e| format!("cranelift: {e:?}"))?;
     module.clear_context(&mut ctx);
-    module.finalize_definitions().map_err(|e| e.to_string())?;
-    let code = module.get_finalized_function(func_id);
-    // SAFETY: `code` is the finalized machine code of `bpf_prog`, whose
-    // signature is `(i64) -> i64` in the platform's default calling
-    // convention, which is `extern "C" fn(*const JitCtx) -> u64`. The module
-    // owning the code is stored next to the pointer in `Jitted`.
-    let func =
-        unsafe { std::mem::transmute::<*const u8, extern "C" fn(*const JitCtx) -> u64>(code) };
-    Ok(Jitted { _module: module, func, maps: prog.maps.clone() })
+    Ok(func_id)
 }
 
 fn load_sized(

@@ -23,18 +23,19 @@
 //! dead in practice, but correctness of the native code never depends on the
 //! optimiser. Shifts by 32 or more give 0 as in `bpf_filter`.
 //!
-//! This is the only module with `unsafe`: calling the generated code, and
-//! the protochain helper that rebuilds a slice from the pointer it is given.
+//! This is the only module with `unsafe`: turning the finalized code into
+//! function pointers, and the protochain helper that rebuilds a slice from
+//! the pointer it is given. The module setup and the code memory (freed
+//! when the [`Compiled`] drops) are `sluice-jit`'s.
 #![allow(unsafe_code)]
 
 use crate::ir::{chain_eval, Chain, CmpOp, Node, NodeId, Program, Test, Val, ValId, REJECT};
 use crate::parse::ArOp;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, FuncRef, InstBuilder, MemFlagsData, Value};
-use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
+use cranelift_module::{FuncId, Linkage, Module};
+use sluice_jit::{Code, JITModule};
 use std::collections::{BTreeSet, HashMap};
 
 type Entry = extern "C" fn(*const u8, u32, u32) -> u32;
@@ -45,34 +46,20 @@ type BatchEntry = extern "C" fn(*const *const u8, *const u32, *const u32, u32, *
 /// Packets per call of the batch entry (the size of the on-stack arrays).
 const BATCH: usize = 64;
 
-/// Native code for one program.
+/// Native code for one program. `Send + Sync` as its [`Code`] is:
+/// concurrent calls only read packet memory.
 pub struct Compiled {
+    /// `entry` and `batch` point into `_code`'s memory, freed when `self`
+    /// drops.
     entry: Entry,
     batch: Option<BatchEntry>,
-    module: Option<JITModule>,
+    _code: Code,
     /// Cranelift IR before compilation.
     pub clif: String,
     /// Cranelift's machine-code listing (VCode).
     pub asm: String,
     /// Number of packet reads that needed an inline bounds check.
     pub checked_loads: usize,
-}
-
-// SAFETY: after `finalize_definitions` the code memory is immutable and the
-// entry point is a plain function without shared mutable state; the module
-// is only touched again in `drop`, which has exclusive access.
-unsafe impl Send for Compiled {}
-// SAFETY: as above: concurrent calls only read packet memory.
-unsafe impl Sync for Compiled {}
-
-impl Drop for Compiled {
-    fn drop(&mut self) {
-        if let Some(m) = self.module.take() {
-            // SAFETY: `entry` points into this module's memory and is never
-            // called again once `self` is being dropped.
-            unsafe { m.free_memory() };
-        }
-    }
 }
 
 /// `sluice_chain(pkt, caplen, v6, nh, proto)`: 0 false, 1 true, 2 fail.
@@ -522,45 +509,41 @@ impl Compiled {
 
     fn build(p: &Program, fail_ret: u32, batch: bool) -> Result<Compiled, String> {
         let e = |x: &dyn std::fmt::Display| x.to_string();
-        let mut fb = settings::builder();
-        fb.set("opt_level", "speed").map_err(|x| e(&x))?;
-        fb.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
-        fb.set("is_pic", "false").map_err(|x| e(&x))?;
-        let isa = cranelift_native::builder()
-            .map_err(|x| e(&x))?
-            .finish(settings::Flags::new(fb))
-            .map_err(|x| e(&x))?;
-        let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
-        jb.symbol("sluice_chain", sluice_chain as *const u8);
-        let mut module = JITModule::new(jb);
-        let ptr = module.target_config().pointer_type();
-        let mut csig = module.make_signature();
-        csig.params.push(AbiParam::new(ptr));
-        for _ in 0..4 {
-            csig.params.push(AbiParam::new(types::I32));
-        }
-        csig.returns.push(AbiParam::new(types::I32));
-        let chain_id =
-            module.declare_function("sluice_chain", Linkage::Import, &csig).map_err(|x| e(&x))?;
-        let order = p.reachable();
-        let facts = dataflow(p, &order);
-        let cx = Ctx { p, order: &order, facts: &facts, chain_id, fail_ret };
-        let (id, clif, asm, checked) = define(&mut module, &cx, false)?;
-        let batch_id = if batch { Some(define(&mut module, &cx, true)?.0) } else { None };
-        module.finalize_definitions().map_err(|x| e(&x))?;
-        let code = module.get_finalized_function(id);
-        // SAFETY: `code` is the finalized entry of a function whose Cranelift
-        // signature is exactly (pointer, i32, i32) -> i32 with the default
-        // (C) calling convention of this host.
-        let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
+        let symbols = [("sluice_chain", sluice_chain as *const u8)];
+        let (mut code, (id, batch_id, clif, asm, checked)) =
+            sluice_jit::build(&symbols, |module| {
+                let ptr = module.target_config().pointer_type();
+                let mut csig = module.make_signature();
+                csig.params.push(AbiParam::new(ptr));
+                for _ in 0..4 {
+                    csig.params.push(AbiParam::new(types::I32));
+                }
+                csig.returns.push(AbiParam::new(types::I32));
+                let chain_id = module
+                    .declare_function("sluice_chain", Linkage::Import, &csig)
+                    .map_err(|x| e(&x))?;
+                let order = p.reachable();
+                let facts = dataflow(p, &order);
+                let cx = Ctx { p, order: &order, facts: &facts, chain_id, fail_ret };
+                let (id, clif, asm, checked) = define(module, &cx, false)?;
+                let batch_id = if batch { Some(define(module, &cx, true)?.0) } else { None };
+                Ok((id, batch_id, clif, asm, checked))
+            })?;
+        let address = code.function(id);
+        // SAFETY: `address` is the finalized entry of a function whose
+        // Cranelift signature is exactly (pointer, i32, i32) -> i32 with the
+        // default (C) calling convention of this host; it is stored next to
+        // `code`, which keeps it valid.
+        let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(address) };
         let batch = batch_id.map(|b| {
-            let code = module.get_finalized_function(b);
-            // SAFETY: `code` is the finalized entry of a function whose
+            let address = code.function(b);
+            // SAFETY: `address` is the finalized entry of a function whose
             // Cranelift signature is exactly (pointer, pointer, pointer, i32,
-            // pointer) -> () with the default (C) calling convention.
-            unsafe { std::mem::transmute::<*const u8, BatchEntry>(code) }
+            // pointer) -> () with the default (C) calling convention; it is
+            // stored next to `code`, as above.
+            unsafe { std::mem::transmute::<*const u8, BatchEntry>(address) }
         });
-        Ok(Compiled { entry, batch, module: Some(module), clif, asm, checked_loads: checked })
+        Ok(Compiled { entry, batch, _code: code, clif, asm, checked_loads: checked })
     }
 
     /// Runs the native code on a captured packet.

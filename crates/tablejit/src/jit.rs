@@ -15,20 +15,20 @@
 //! known-bits variant (`CompiledTable::compile_known`) can hand over a
 //! reduced list and still return the original indices.
 //!
-//! [`new_module`] and [`Native::build`] are shared with the probe compiler
-//! (`probe_jit.rs`): one ISA setup, one way to finalize a function of
-//! signature `(pointer) -> i32` and free its memory.
+//! [`Native::build`] is shared with the probe compiler (`probe_jit.rs`):
+//! one way to finalize a function of signature `(pointer) -> i32`. The
+//! module setup and the code memory (freed when the [`Code`] drops) are
+//! `sluice-jit`'s.
 //!
-//! This module's `unsafe`: turning the finalized code pointer into a
-//! function pointer, and freeing the code memory.
+//! This module's `unsafe`: turning the finalized code address into a
+//! function pointer.
 #![allow(unsafe_code)]
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Signature, Value};
-use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
+use cranelift_module::{FuncId, Linkage, Module};
+use sluice_jit::{Code, JITModule};
 use sluice_packet::key::{FlowKey, KEY_WORDS};
 
 /// What the generated code returns when no rule matches.
@@ -36,27 +36,12 @@ pub(crate) const MISS: u32 = u32::MAX;
 
 type Entry = extern "C" fn(*const u64) -> u32;
 
-/// The native code of one table.
+/// The native code of one table. `Send + Sync` as [`Code`] is: the code
+/// is immutable and only reads the key it is given.
 pub(crate) struct Native {
+    /// Points into `_code`'s memory, which is freed when `self` drops.
     entry: Entry,
-    module: Option<JITModule>,
-}
-
-// SAFETY: after `finalize_definitions` the code memory is immutable and the
-// entry point only reads the key it is given; the module is only touched
-// again in `drop`, which has exclusive access.
-unsafe impl Send for Native {}
-// SAFETY: as above: concurrent calls share nothing mutable.
-unsafe impl Sync for Native {}
-
-impl Drop for Native {
-    fn drop(&mut self) {
-        if let Some(m) = self.module.take() {
-            // SAFETY: `entry` points into this module's memory and is never
-            // called again once `self` is being dropped.
-            unsafe { m.free_memory() };
-        }
-    }
+    _code: Code,
 }
 
 impl Native {
@@ -94,16 +79,20 @@ impl Native {
     pub(crate) unsafe fn build(
         define: impl FnOnce(&mut JITModule) -> Result<FuncId, String>,
     ) -> Result<Native, String> {
-        let mut module = new_module()?;
-        // From here on an error must free the module's memory.
-        match finish(&mut module, define) {
-            Ok(entry) => Ok(Native { entry, module: Some(module) }),
-            Err(err) => {
-                // SAFETY: no code of this module was handed out.
-                unsafe { module.free_memory() };
-                Err(err)
+        let (mut code, id) = sluice_jit::build(&[], |module| {
+            let id = define(module)?;
+            if module.declarations().get_function_decl(id).signature != entry_signature(module) {
+                return Err("internal: generated function has the wrong signature".into());
             }
-        }
+            Ok(id)
+        })?;
+        let address = code.function(id);
+        // SAFETY: `address` is the finalized entry of a function whose
+        // Cranelift signature was just checked to be exactly
+        // (pointer) -> i32 with the default (C) calling convention of this
+        // host; it is stored next to `code`, which keeps it valid.
+        let entry = unsafe { std::mem::transmute::<*const u8, Entry>(address) };
+        Ok(Native { entry, _code: code })
     }
 }
 
@@ -111,45 +100,12 @@ impl Native {
 /// mask, value)`.
 pub(crate) type IndexedRule = (usize, [u64; KEY_WORDS], [u64; KEY_WORDS]);
 
-/// The one place the host ISA and JIT module are set up, for both the
-/// straight-line and the probe compilers: optimise for speed, absolute
-/// (non-PIC) addresses, which the probe code relies on to embed its hash
-/// arrays' addresses.
-pub(crate) fn new_module() -> Result<JITModule, String> {
-    let e = |x: &dyn std::fmt::Display| x.to_string();
-    let mut fb = settings::builder();
-    fb.set("opt_level", "speed").map_err(|x| e(&x))?;
-    fb.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
-    fb.set("is_pic", "false").map_err(|x| e(&x))?;
-    let isa = cranelift_native::builder()
-        .map_err(|x| e(&x))?
-        .finish(settings::Flags::new(fb))
-        .map_err(|x| e(&x))?;
-    Ok(JITModule::new(JITBuilder::with_isa(isa, default_libcall_names())))
-}
-
 /// The signature of every generated entry point: `(key: *const u64) -> u32`.
 pub(crate) fn entry_signature(module: &JITModule) -> Signature {
     let mut sig = module.make_signature();
     sig.params.push(AbiParam::new(module.target_config().pointer_type()));
     sig.returns.push(AbiParam::new(types::I32));
     sig
-}
-
-fn finish(
-    module: &mut JITModule,
-    define: impl FnOnce(&mut JITModule) -> Result<FuncId, String>,
-) -> Result<Entry, String> {
-    let id = define(module)?;
-    if module.declarations().get_function_decl(id).signature != entry_signature(module) {
-        return Err("internal: generated function has the wrong signature".into());
-    }
-    module.finalize_definitions().map_err(|x| x.to_string())?;
-    let code = module.get_finalized_function(id);
-    // SAFETY: `code` is the finalized entry of a function whose Cranelift
-    // signature was just checked to be exactly (pointer) -> i32 with the
-    // default (C) calling convention of this host.
-    Ok(unsafe { std::mem::transmute::<*const u8, Entry>(code) })
 }
 
 /// Whether rule `(mask, value)` can match at all: a value bit outside its

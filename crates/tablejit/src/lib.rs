@@ -170,12 +170,13 @@
 //! # Safety
 //!
 //! Only `jit.rs` and `probe_jit.rs` have `unsafe`: turning the finalized
-//! code into a function pointer, freeing the code memory in `Drop`, and
-//! the contract of `Native::build` (generated code reads only the key and
-//! memory that outlives it). The straight-line code only loads words at
-//! constant offsets `< KEY_WORDS` from the `&FlowKey` it is given; the
-//! probe code also reads its own hash arrays, in bounds (above); neither
-//! writes anything, so calling them is memory-safe for any rule set.
+//! code into a function pointer, and the contract of `Native::build`
+//! (generated code reads only the key and memory that outlives it). The
+//! code memory is a `sluice_jit::Code`'s, freed when the table drops. The
+//! straight-line code only loads words at constant offsets `< KEY_WORDS`
+//! from the `&FlowKey` it is given; the probe code also reads its own
+//! hash arrays, in bounds (above); neither writes anything, so calling
+//! them is memory-safe for any rule set.
 //! [`CompiledTable`] and [`ProbeTable`] are `Send + Sync`: the code and
 //! the arrays are immutable once built.
 

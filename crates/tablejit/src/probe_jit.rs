@@ -41,8 +41,8 @@ use crate::probe::{Subtable, EMPTY, HASH_MUL, HASH_SEED, IDX_BITS, IDX_MISS};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
+use sluice_jit::JITModule;
 use sluice_packet::key::{FlowKey, KEY_WORDS};
 
 /// Subtables with at most this many stored values are compared as

@@ -247,7 +247,7 @@ fn matches_linear_scan() {
 
 // ---- Known-bits (per-port) variants ----
 
-/// In-port rules: word 0, low 32 bits (as in `OXM_LAYOUT`).
+/// In-port rules: word 0, low 32 bits (as in `FIXED_LAYOUT`).
 const PORT: u64 = 0xffff_ffff;
 
 fn port_known(port: u64) -> (FlowMask, FlowKey) {

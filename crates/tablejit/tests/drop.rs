@@ -8,11 +8,11 @@
 use sluice_packet::key::{FlowKey, FlowMask, KEY_WORDS};
 use sluice_tablejit::{linear_scan, CompiledTable, Rule};
 
-/// `VmSize` of this process in KiB, from `/proc/self/status`.
-fn vm_size_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmSize:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+/// `VmSize` of this process in KiB. Without `/proc/self/status` the test
+/// fails: it must not pass without measuring.
+fn vm_size_kib() -> u64 {
+    let bytes = sluice_jit::testutil::mapped_bytes();
+    bytes.expect("no VmSize in /proc/self/status: cannot measure the address space") / 1024
 }
 
 fn rules(n: u64) -> Vec<Rule> {
@@ -49,13 +49,9 @@ fn compile_drop_1000_tables_frees_memory() {
     };
     // Warm up allocator arenas and Cranelift's lazily built state.
     round(50);
-    let Some(before) = vm_size_kib() else {
-        eprintln!("SKIP: no /proc/self/status; only checked that 1000 tables compile");
-        round(1000);
-        return;
-    };
+    let before = vm_size_kib();
     round(1000);
-    let after = vm_size_kib().unwrap_or(u64::MAX);
+    let after = vm_size_kib();
     let grown = after.saturating_sub(before);
     eprintln!("VmSize {before} KiB -> {after} KiB over 1000 tables (+{grown} KiB)");
     assert!(grown < 2048, "address space grew by {grown} KiB over 1000 tables");

@@ -2,16 +2,18 @@
 //!
 //! Its own test binary (see `drop.rs`): no other test thread moves the
 //! address-space size while it is measured. Each table's hash arrays are
-//! ordinary heap memory; the code is in mmap'd pages freed by `Native`'s
-//! `Drop`, at least one page per table if leaked (4 MiB over 1000).
+//! ordinary heap memory; the code is in mmap'd pages freed by
+//! `sluice_jit::Code`'s `Drop`, at least one page per table if leaked
+//! (4 MiB over 1000).
 
 use sluice_packet::key::{FlowKey, FlowMask, KEY_WORDS};
 use sluice_tablejit::{linear_scan, ProbeTable, Rule};
 
-fn vm_size_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmSize:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+/// `VmSize` of this process in KiB. Without `/proc/self/status` the test
+/// fails: it must not pass without measuring.
+fn vm_size_kib() -> u64 {
+    let bytes = sluice_jit::testutil::mapped_bytes();
+    bytes.expect("no VmSize in /proc/self/status: cannot measure the address space") / 1024
 }
 
 /// 200 rules over three masks, so both hashed and straight subtables occur.
@@ -44,13 +46,9 @@ fn build_drop_1000_probe_tables_frees_memory() {
         }
     };
     round(50);
-    let Some(before) = vm_size_kib() else {
-        eprintln!("SKIP: no /proc/self/status; only checked that 1000 tables build");
-        round(1000);
-        return;
-    };
+    let before = vm_size_kib();
     round(1000);
-    let after = vm_size_kib().unwrap_or(u64::MAX);
+    let after = vm_size_kib();
     let grown = after.saturating_sub(before);
     eprintln!("VmSize {before} KiB -> {after} KiB over 1000 probe tables (+{grown} KiB)");
     assert!(grown < 2048, "address space grew by {grown} KiB over 1000 tables");

@@ -14,8 +14,9 @@
 
 use sluice_classifier::{Classifier, RuleId, RuleSpec, Snapshot};
 use sluice_ofp::instruction::Instruction;
-use sluice_ofp::oxm::{FieldId, Match};
-use sluice_packet::key::{FlowKey, FlowMask, OXM_LAYOUT};
+use sluice_ofp::oxm::Match;
+use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT};
+use sluice_packet::Field as FieldId;
 use sluice_pipeline::rule::Rule;
 use sluice_pipeline::table::{FlowEntry, FlowTable};
 use std::collections::HashSet;
@@ -43,7 +44,7 @@ struct Case {
 fn base_key(rng: &mut Rng) -> FlowKey {
     let mut k = FlowKey::ZERO;
     let r = rng.next();
-    let l = &OXM_LAYOUT;
+    let l = &FIXED_LAYOUT;
     l.put(&mut k, FieldId::InPort, &(1 + (r as u32 & 7)).to_be_bytes()).ok();
     l.put(&mut k, FieldId::EthSrc, &r.to_be_bytes()[2..]).ok();
     l.put(&mut k, FieldId::EthDst, &rng.next().to_be_bytes()[2..]).ok();
@@ -68,8 +69,8 @@ fn l3(n: usize, rng: &mut Rng) -> Case {
             continue;
         }
         let (mut v, mut m) = (FlowKey::ZERO, FlowMask::ZERO);
-        OXM_LAYOUT.add_match(&mut v, &mut m, FieldId::EthType, &[8, 0], None).ok();
-        OXM_LAYOUT
+        FIXED_LAYOUT.add_match(&mut v, &mut m, FieldId::EthType, &[8, 0], None).ok();
+        FIXED_LAYOUT
             .add_match(
                 &mut v,
                 &mut m,
@@ -81,7 +82,7 @@ fn l3(n: usize, rng: &mut Rng) -> Case {
         rules.push((Rule { mask: m, value: v }, plen as u16));
         let mut k = base_key(rng);
         let host = rng.next() as u32 & !pmask;
-        OXM_LAYOUT.put(&mut k, FieldId::Ipv4Dst, &(addr | host).to_be_bytes()).ok();
+        FIXED_LAYOUT.put(&mut k, FieldId::Ipv4Dst, &(addr | host).to_be_bytes()).ok();
         keys.push(k);
     }
     Case { rules, keys }
@@ -98,10 +99,10 @@ fn l2(n: usize, rng: &mut Rng) -> Case {
         }
         let bytes = &mac.to_be_bytes()[2..];
         let (mut v, mut m) = (FlowKey::ZERO, FlowMask::ZERO);
-        OXM_LAYOUT.add_match(&mut v, &mut m, FieldId::EthDst, bytes, None).ok();
+        FIXED_LAYOUT.add_match(&mut v, &mut m, FieldId::EthDst, bytes, None).ok();
         rules.push((Rule { mask: m, value: v }, 100));
         let mut k = base_key(rng);
-        OXM_LAYOUT.put(&mut k, FieldId::EthDst, bytes).ok();
+        FIXED_LAYOUT.put(&mut k, FieldId::EthDst, bytes).ok();
         keys.push(k);
     }
     Case { rules, keys }

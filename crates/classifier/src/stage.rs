@@ -45,7 +45,7 @@ impl core::fmt::Display for PlanError {
 impl std::error::Error for PlanError {}
 
 impl StagePlan {
-    /// The plan for `sluice_packet::key::OXM_LAYOUT`:
+    /// The plan for `sluice_packet::key::FIXED_LAYOUT`:
     ///
     /// | stage | words | fields |
     /// |---|---|---|

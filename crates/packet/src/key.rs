@@ -1,5 +1,10 @@
 //! The flow key: a fixed array of `u64` words, and the layout table that
-//! says which OXM field sits in which bits.
+//! says which field of the fixed parser ([`Field`]) sits in which bits.
+//!
+//! This crate knows no control protocol. Field values and widths are those
+//! of the corresponding OpenFlow 1.3.5 OXM fields, which is why the docs
+//! below argue in OXM terms: the OpenFlow front end maps OXM fields onto
+//! [`Field`] one to one, and its matches must mean exactly what OXM says.
 //!
 //! # What
 //! A [`FlowKey`] is what the parser extracts from one packet; a
@@ -10,9 +15,9 @@
 //! to know what a field means. Only the parser and the actions do.
 //!
 //! # Basic design
-//! The [`Layout`] is data: for each of the 40 OXM basic fields a [`Slot`]
+//! The [`Layout`] is data: for each of the 40 [`Field`]s a [`Slot`]
 //! (word index, bit offset from the least significant bit, bit width, and
-//! the presence bit it depends on). [`OXM_LAYOUT`] is the layout the parser
+//! the presence bit it depends on). [`FIXED_LAYOUT`] is the layout the parser
 //! fills. The last [`POF_WORDS`] words are reserved for protocol-oblivious
 //! `{offset, length}` windows captured later; no OXM field lives there.
 //!
@@ -69,12 +74,12 @@
 //!
 //! # Invariants
 //! - Slots never overlap each other, the presence bits or the POF words
-//!   (checked by [`Layout::validate`] and a unit test for [`OXM_LAYOUT`]).
+//!   (checked by [`Layout::validate`] and a unit test for [`FIXED_LAYOUT`]).
 //! - A key produced by the parser has no bit set outside some slot or
 //!   presence bit, and no field bit set without its presence bit.
 //! - Keys are plain data (`Copy`), compared and hashed word-wise.
 
-use sluice_ofp::oxm::FieldId;
+use crate::field::Field;
 
 /// Words in a key.
 pub const KEY_WORDS: usize = 24;
@@ -82,7 +87,7 @@ pub const KEY_WORDS: usize = 24;
 pub const POF_WORDS: usize = 3;
 /// First reserved POF word.
 pub const POF_FIRST_WORD: usize = KEY_WORDS - POF_WORDS;
-/// Word holding the presence bits in [`OXM_LAYOUT`].
+/// Word holding the presence bits in [`FIXED_LAYOUT`].
 pub const PRESENCE_WORD: usize = 7;
 
 /// `OFPVID_PRESENT`: set in `vlan_vid` when the frame has a VLAN tag.
@@ -235,9 +240,9 @@ impl FlowMask {
     pub fn is_zero(&self) -> bool {
         self.words.iter().all(|&w| w == 0)
     }
-    /// [`Layout::set_field_mask`] in [`OXM_LAYOUT`].
-    pub fn set_field_mask(&mut self, field: FieldId, mask_bytes: &[u8]) -> Result<(), KeyError> {
-        OXM_LAYOUT.set_field_mask(self, field, mask_bytes)
+    /// [`Layout::set_field_mask`] in [`FIXED_LAYOUT`].
+    pub fn set_field_mask(&mut self, field: Field, mask_bytes: &[u8]) -> Result<(), KeyError> {
+        FIXED_LAYOUT.set_field_mask(self, field, mask_bytes)
     }
 }
 
@@ -335,16 +340,16 @@ impl std::error::Error for KeyError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LayoutError {
     /// A slot does not fit its word(s) or runs into the reserved words.
-    OutOfRange(FieldId),
+    OutOfRange(Field),
     /// Two slots (or a slot and the presence bits) share a bit.
-    Overlap(FieldId),
+    Overlap(Field),
 }
 
 /// Field positions in the key: data, not code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
-    /// Indexed by `FieldId as usize`.
-    fields: [Slot; 40],
+    /// Indexed by `Field as usize`.
+    fields: [Slot; Field::COUNT],
     /// Word of the presence bits.
     presence_word: u8,
     /// First word reserved for POF windows (they run to the end of the key).
@@ -353,7 +358,7 @@ pub struct Layout {
 
 use presence as p;
 
-/// The OpenFlow basic-field layout the parser fills.
+/// The layout the fixed parser fills (every [`Field`]).
 ///
 /// Words 0–7 (one cache line) hold what an L2/L3/L4 5-tuple rule looks at.
 ///
@@ -378,61 +383,61 @@ use presence as p;
 /// | 19 | ipv6_nd_tll 48 · (16 free) |
 /// | 20 | tunnel_id 64 |
 /// | 21–23 | reserved for POF windows |
-pub const OXM_LAYOUT: Layout = {
+pub const FIXED_LAYOUT: Layout = {
     let none = p::NONE;
-    let mut f = [Slot::new(0, 0, 0, p::NONE); 40];
-    f[FieldId::InPort as usize] = Slot::new(0, 0, 32, none);
-    f[FieldId::InPhyPort as usize] = Slot::new(0, 32, 32, none);
-    f[FieldId::EthDst as usize] = Slot::new(1, 16, 48, p::ETH);
-    f[FieldId::EthType as usize] = Slot::new(1, 0, 16, p::ETH);
-    f[FieldId::EthSrc as usize] = Slot::new(2, 16, 48, p::ETH);
-    f[FieldId::VlanVid as usize] = Slot::new(2, 3, 13, none);
-    f[FieldId::VlanPcp as usize] = Slot::new(2, 0, 3, p::VLAN);
-    f[FieldId::Ipv4Src as usize] = Slot::new(3, 32, 32, p::IPV4);
-    f[FieldId::Ipv4Dst as usize] = Slot::new(3, 0, 32, p::IPV4);
-    f[FieldId::TcpSrc as usize] = Slot::new(4, 48, 16, p::TCP);
-    f[FieldId::TcpDst as usize] = Slot::new(4, 32, 16, p::TCP);
-    f[FieldId::UdpSrc as usize] = Slot::new(4, 16, 16, p::UDP);
-    f[FieldId::UdpDst as usize] = Slot::new(4, 0, 16, p::UDP);
-    f[FieldId::SctpSrc as usize] = Slot::new(5, 48, 16, p::SCTP);
-    f[FieldId::SctpDst as usize] = Slot::new(5, 32, 16, p::SCTP);
-    f[FieldId::IpProto as usize] = Slot::new(5, 24, 8, p::IP);
-    f[FieldId::IpDscp as usize] = Slot::new(5, 18, 6, p::IP);
-    f[FieldId::IpEcn as usize] = Slot::new(5, 16, 2, p::IP);
-    f[FieldId::Icmpv4Type as usize] = Slot::new(5, 8, 8, p::ICMPV4);
-    f[FieldId::Icmpv4Code as usize] = Slot::new(5, 0, 8, p::ICMPV4);
-    f[FieldId::Metadata as usize] = Slot::new(6, 0, 64, none);
-    f[FieldId::MplsLabel as usize] = Slot::new(7, 44, 20, p::MPLS);
-    f[FieldId::MplsTc as usize] = Slot::new(7, 41, 3, p::MPLS);
-    f[FieldId::MplsBos as usize] = Slot::new(7, 40, 1, p::MPLS);
-    f[FieldId::PbbIsid as usize] = Slot::new(7, 16, 24, p::PBB);
-    f[FieldId::Ipv6Src as usize] = Slot::new(8, 0, 128, p::IPV6);
-    f[FieldId::Ipv6Dst as usize] = Slot::new(10, 0, 128, p::IPV6);
-    f[FieldId::Ipv6Flabel as usize] = Slot::new(12, 44, 20, p::IPV6);
-    f[FieldId::Ipv6Exthdr as usize] = Slot::new(12, 32, 9, p::IPV6);
-    f[FieldId::Icmpv6Type as usize] = Slot::new(12, 24, 8, p::ICMPV6);
-    f[FieldId::Icmpv6Code as usize] = Slot::new(12, 16, 8, p::ICMPV6);
-    f[FieldId::ArpOp as usize] = Slot::new(12, 0, 16, p::ARP);
-    f[FieldId::ArpSpa as usize] = Slot::new(13, 32, 32, p::ARP);
-    f[FieldId::ArpTpa as usize] = Slot::new(13, 0, 32, p::ARP);
-    f[FieldId::ArpSha as usize] = Slot::new(14, 16, 48, p::ARP);
-    f[FieldId::ArpTha as usize] = Slot::new(15, 16, 48, p::ARP);
-    f[FieldId::Ipv6NdTarget as usize] = Slot::new(16, 0, 128, p::ND_TARGET);
-    f[FieldId::Ipv6NdSll as usize] = Slot::new(18, 16, 48, p::ND_SLL);
-    f[FieldId::Ipv6NdTll as usize] = Slot::new(19, 16, 48, p::ND_TLL);
-    f[FieldId::TunnelId as usize] = Slot::new(20, 0, 64, none);
+    let mut f = [Slot::new(0, 0, 0, p::NONE); Field::COUNT];
+    f[Field::InPort as usize] = Slot::new(0, 0, 32, none);
+    f[Field::InPhyPort as usize] = Slot::new(0, 32, 32, none);
+    f[Field::EthDst as usize] = Slot::new(1, 16, 48, p::ETH);
+    f[Field::EthType as usize] = Slot::new(1, 0, 16, p::ETH);
+    f[Field::EthSrc as usize] = Slot::new(2, 16, 48, p::ETH);
+    f[Field::VlanVid as usize] = Slot::new(2, 3, 13, none);
+    f[Field::VlanPcp as usize] = Slot::new(2, 0, 3, p::VLAN);
+    f[Field::Ipv4Src as usize] = Slot::new(3, 32, 32, p::IPV4);
+    f[Field::Ipv4Dst as usize] = Slot::new(3, 0, 32, p::IPV4);
+    f[Field::TcpSrc as usize] = Slot::new(4, 48, 16, p::TCP);
+    f[Field::TcpDst as usize] = Slot::new(4, 32, 16, p::TCP);
+    f[Field::UdpSrc as usize] = Slot::new(4, 16, 16, p::UDP);
+    f[Field::UdpDst as usize] = Slot::new(4, 0, 16, p::UDP);
+    f[Field::SctpSrc as usize] = Slot::new(5, 48, 16, p::SCTP);
+    f[Field::SctpDst as usize] = Slot::new(5, 32, 16, p::SCTP);
+    f[Field::IpProto as usize] = Slot::new(5, 24, 8, p::IP);
+    f[Field::IpDscp as usize] = Slot::new(5, 18, 6, p::IP);
+    f[Field::IpEcn as usize] = Slot::new(5, 16, 2, p::IP);
+    f[Field::Icmpv4Type as usize] = Slot::new(5, 8, 8, p::ICMPV4);
+    f[Field::Icmpv4Code as usize] = Slot::new(5, 0, 8, p::ICMPV4);
+    f[Field::Metadata as usize] = Slot::new(6, 0, 64, none);
+    f[Field::MplsLabel as usize] = Slot::new(7, 44, 20, p::MPLS);
+    f[Field::MplsTc as usize] = Slot::new(7, 41, 3, p::MPLS);
+    f[Field::MplsBos as usize] = Slot::new(7, 40, 1, p::MPLS);
+    f[Field::PbbIsid as usize] = Slot::new(7, 16, 24, p::PBB);
+    f[Field::Ipv6Src as usize] = Slot::new(8, 0, 128, p::IPV6);
+    f[Field::Ipv6Dst as usize] = Slot::new(10, 0, 128, p::IPV6);
+    f[Field::Ipv6Flabel as usize] = Slot::new(12, 44, 20, p::IPV6);
+    f[Field::Ipv6Exthdr as usize] = Slot::new(12, 32, 9, p::IPV6);
+    f[Field::Icmpv6Type as usize] = Slot::new(12, 24, 8, p::ICMPV6);
+    f[Field::Icmpv6Code as usize] = Slot::new(12, 16, 8, p::ICMPV6);
+    f[Field::ArpOp as usize] = Slot::new(12, 0, 16, p::ARP);
+    f[Field::ArpSpa as usize] = Slot::new(13, 32, 32, p::ARP);
+    f[Field::ArpTpa as usize] = Slot::new(13, 0, 32, p::ARP);
+    f[Field::ArpSha as usize] = Slot::new(14, 16, 48, p::ARP);
+    f[Field::ArpTha as usize] = Slot::new(15, 16, 48, p::ARP);
+    f[Field::Ipv6NdTarget as usize] = Slot::new(16, 0, 128, p::ND_TARGET);
+    f[Field::Ipv6NdSll as usize] = Slot::new(18, 16, 48, p::ND_SLL);
+    f[Field::Ipv6NdTll as usize] = Slot::new(19, 16, 48, p::ND_TLL);
+    f[Field::TunnelId as usize] = Slot::new(20, 0, 64, none);
     Layout { fields: f, presence_word: PRESENCE_WORD as u8, reserved_from: POF_FIRST_WORD as u8 }
 };
 
-/// `FieldId` for an index into the field table (`ALL` is in wire order).
-fn field_at(i: usize) -> FieldId {
-    FieldId::ALL.get(i).copied().unwrap_or(FieldId::InPort)
+/// `Field` for an index into the field table (`ALL` is in wire order).
+fn field_at(i: usize) -> Field {
+    Field::ALL.get(i).copied().unwrap_or(Field::InPort)
 }
 
 impl Layout {
     /// Build a layout from a slot table; checks it with [`Layout::validate`].
     pub fn new(
-        fields: [Slot; 40],
+        fields: [Slot; Field::COUNT],
         presence_word: u8,
         reserved_from: u8,
     ) -> Result<Layout, LayoutError> {
@@ -443,7 +448,7 @@ impl Layout {
 
     /// The slot of `field`.
     #[inline]
-    pub const fn slot(&self, field: FieldId) -> Slot {
+    pub const fn slot(&self, field: Field) -> Slot {
         self.fields[field as usize]
     }
 
@@ -463,7 +468,7 @@ impl Layout {
         let mut used = [0u64; KEY_WORDS];
         let pw = usize::from(self.presence_word);
         if pw >= usize::from(self.reserved_from) || usize::from(self.reserved_from) > KEY_WORDS {
-            return Err(LayoutError::OutOfRange(FieldId::InPort));
+            return Err(LayoutError::OutOfRange(Field::InPort));
         }
         used[pw] = (1u64 << p::COUNT) - 1;
         for (i, s) in self.fields.iter().enumerate() {
@@ -520,7 +525,7 @@ impl Layout {
         }
     }
 
-    fn to_int(field: FieldId, bytes: &[u8]) -> Result<u128, KeyError> {
+    fn to_int(field: Field, bytes: &[u8]) -> Result<u128, KeyError> {
         if bytes.len() != field.len() {
             return Err(KeyError::BadLength);
         }
@@ -537,12 +542,7 @@ impl Layout {
 
     /// Store `value_bytes` (the field's OXM bytes, network order) into
     /// `key`, and set the field's presence bit.
-    pub fn put(
-        &self,
-        key: &mut FlowKey,
-        field: FieldId,
-        value_bytes: &[u8],
-    ) -> Result<(), KeyError> {
+    pub fn put(&self, key: &mut FlowKey, field: Field, value_bytes: &[u8]) -> Result<(), KeyError> {
         let s = self.slot(field);
         let v = Self::to_int(field, value_bytes)?;
         if v & !Self::width_mask(s) != 0 {
@@ -556,13 +556,13 @@ impl Layout {
     }
 
     /// Read `field` back from `key` as OXM bytes (zero if absent).
-    pub fn get(&self, key: &FlowKey, field: FieldId) -> FieldValue {
+    pub fn get(&self, key: &FlowKey, field: Field) -> FieldValue {
         FieldValue::from_u128(Self::read(&key.words, self.slot(field)), field.len())
     }
 
     /// Whether `field` was present in the packet `key` came from (always
     /// true for fields without a presence bit).
-    pub fn present(&self, key: &FlowKey, field: FieldId) -> bool {
+    pub fn present(&self, key: &FlowKey, field: Field) -> bool {
         let s = self.slot(field);
         s.presence == p::NONE || key.words[self.presence_word()] >> s.presence & 1 != 0
     }
@@ -574,7 +574,7 @@ impl Layout {
     pub fn set_field_mask(
         &self,
         mask: &mut FlowMask,
-        field: FieldId,
+        field: Field,
         mask_bytes: &[u8],
     ) -> Result<(), KeyError> {
         let s = self.slot(field);
@@ -592,7 +592,7 @@ impl Layout {
         &self,
         value: &mut FlowKey,
         mask: &mut FlowMask,
-        field: FieldId,
+        field: Field,
         value_bytes: &[u8],
         mask_bytes: Option<&[u8]>,
     ) -> Result<(), KeyError> {
@@ -624,45 +624,45 @@ mod tests {
 
     #[test]
     fn oxm_layout_is_valid() {
-        OXM_LAYOUT.validate().unwrap();
+        FIXED_LAYOUT.validate().unwrap();
         // every field's width covers its meaningful bits and no more than
         // its OXM length
-        for &f in FieldId::ALL {
-            let s = OXM_LAYOUT.slot(f);
+        for &f in Field::ALL {
+            let s = FIXED_LAYOUT.slot(f);
             assert!(usize::from(s.width) <= f.len() * 8, "{f:?}");
             assert!(s.width > 0, "{f:?}");
         }
-        assert_eq!(OXM_LAYOUT.reserved_words(), 21..24);
+        assert_eq!(FIXED_LAYOUT.reserved_words(), 21..24);
     }
 
     #[test]
     fn validate_catches_overlap_and_range() {
-        let mut f = OXM_LAYOUT.fields;
-        f[FieldId::TcpSrc as usize] = f[FieldId::TcpDst as usize];
-        assert_eq!(Layout::new(f, 7, 21), Err(LayoutError::Overlap(FieldId::TcpDst)));
-        let mut f = OXM_LAYOUT.fields;
-        f[FieldId::TunnelId as usize].word = 21;
-        assert_eq!(Layout::new(f, 7, 21), Err(LayoutError::OutOfRange(FieldId::TunnelId)));
-        let mut f = OXM_LAYOUT.fields;
-        f[FieldId::PbbIsid as usize].shift = 0;
+        let mut f = FIXED_LAYOUT.fields;
+        f[Field::TcpSrc as usize] = f[Field::TcpDst as usize];
+        assert_eq!(Layout::new(f, 7, 21), Err(LayoutError::Overlap(Field::TcpDst)));
+        let mut f = FIXED_LAYOUT.fields;
+        f[Field::TunnelId as usize].word = 21;
+        assert_eq!(Layout::new(f, 7, 21), Err(LayoutError::OutOfRange(Field::TunnelId)));
+        let mut f = FIXED_LAYOUT.fields;
+        f[Field::PbbIsid as usize].shift = 0;
         assert!(matches!(Layout::new(f, 7, 21), Err(LayoutError::Overlap(_))));
     }
 
     #[test]
     fn put_get_roundtrip_every_field() {
-        for &f in FieldId::ALL {
-            let s = OXM_LAYOUT.slot(f);
+        for &f in Field::ALL {
+            let s = FIXED_LAYOUT.slot(f);
             // all-ones within the meaningful width
             let v: u128 = if s.width == 128 { u128::MAX } else { (1u128 << s.width) - 1 };
             let bytes = FieldValue::from_u128(v, f.len());
             let mut k = FlowKey::ZERO;
-            OXM_LAYOUT.put(&mut k, f, bytes.as_slice()).unwrap();
-            assert_eq!(OXM_LAYOUT.get(&k, f), bytes, "{f:?}");
-            assert!(OXM_LAYOUT.present(&k, f));
+            FIXED_LAYOUT.put(&mut k, f, bytes.as_slice()).unwrap();
+            assert_eq!(FIXED_LAYOUT.get(&k, f), bytes, "{f:?}");
+            assert!(FIXED_LAYOUT.present(&k, f));
             // no other field is disturbed
-            for &g in FieldId::ALL {
+            for &g in Field::ALL {
                 if g != f {
-                    assert_eq!(OXM_LAYOUT.get(&k, g).to_u128(), 0, "{f:?} leaked into {g:?}");
+                    assert_eq!(FIXED_LAYOUT.get(&k, g).to_u128(), 0, "{f:?} leaked into {g:?}");
                 }
             }
         }
@@ -671,16 +671,16 @@ mod tests {
     #[test]
     fn put_rejects_bad_values() {
         let mut k = FlowKey::ZERO;
-        assert_eq!(OXM_LAYOUT.put(&mut k, FieldId::VlanVid, &[0x20, 0]), Err(KeyError::BadValue));
-        assert_eq!(OXM_LAYOUT.put(&mut k, FieldId::IpDscp, &[64]), Err(KeyError::BadValue));
-        assert_eq!(OXM_LAYOUT.put(&mut k, FieldId::EthType, &[8]), Err(KeyError::BadLength));
+        assert_eq!(FIXED_LAYOUT.put(&mut k, Field::VlanVid, &[0x20, 0]), Err(KeyError::BadValue));
+        assert_eq!(FIXED_LAYOUT.put(&mut k, Field::IpDscp, &[64]), Err(KeyError::BadValue));
+        assert_eq!(FIXED_LAYOUT.put(&mut k, Field::EthType, &[8]), Err(KeyError::BadLength));
         assert_eq!(k, FlowKey::ZERO);
         let mut m = FlowMask::ZERO;
         assert_eq!(
-            OXM_LAYOUT.add_match(
+            FIXED_LAYOUT.add_match(
                 &mut k,
                 &mut m,
-                FieldId::Ipv4Src,
+                Field::Ipv4Src,
                 &[10, 0, 0, 1],
                 Some(&[255, 0, 0, 0])
             ),
@@ -691,11 +691,11 @@ mod tests {
     #[test]
     fn literal_positions() {
         let mut k = FlowKey::ZERO;
-        OXM_LAYOUT.put(&mut k, FieldId::EthType, &[0x08, 0x00]).unwrap();
-        OXM_LAYOUT.put(&mut k, FieldId::VlanVid, &[0x10, 0x64]).unwrap();
-        OXM_LAYOUT.put(&mut k, FieldId::Ipv4Src, &[192, 168, 0, 1]).unwrap();
-        OXM_LAYOUT
-            .put(&mut k, FieldId::Ipv6Src, &[0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])
+        FIXED_LAYOUT.put(&mut k, Field::EthType, &[0x08, 0x00]).unwrap();
+        FIXED_LAYOUT.put(&mut k, Field::VlanVid, &[0x10, 0x64]).unwrap();
+        FIXED_LAYOUT.put(&mut k, Field::Ipv4Src, &[192, 168, 0, 1]).unwrap();
+        FIXED_LAYOUT
+            .put(&mut k, Field::Ipv6Src, &[0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])
             .unwrap();
         assert_eq!(k.words[1], 0x0800);
         assert_eq!(k.words[2], 0x1064 << 3);
@@ -712,33 +712,33 @@ mod tests {
     fn masked_compare_and_presence() {
         // rule: eth_type=0x0800, ipv4_src=10.0.0.0/8
         let (mut v, mut m) = (FlowKey::ZERO, FlowMask::ZERO);
-        OXM_LAYOUT.add_match(&mut v, &mut m, FieldId::EthType, &[8, 0], None).unwrap();
-        OXM_LAYOUT
-            .add_match(&mut v, &mut m, FieldId::Ipv4Src, &[10, 0, 0, 0], Some(&[255, 0, 0, 0]))
+        FIXED_LAYOUT.add_match(&mut v, &mut m, Field::EthType, &[8, 0], None).unwrap();
+        FIXED_LAYOUT
+            .add_match(&mut v, &mut m, Field::Ipv4Src, &[10, 0, 0, 0], Some(&[255, 0, 0, 0]))
             .unwrap();
         let mut pkt = FlowKey::ZERO;
-        OXM_LAYOUT.put(&mut pkt, FieldId::EthType, &[8, 0]).unwrap();
-        OXM_LAYOUT.put(&mut pkt, FieldId::Ipv4Src, &[10, 9, 8, 7]).unwrap();
+        FIXED_LAYOUT.put(&mut pkt, Field::EthType, &[8, 0]).unwrap();
+        FIXED_LAYOUT.put(&mut pkt, Field::Ipv4Src, &[10, 9, 8, 7]).unwrap();
         assert!(pkt.matches(&m, &v));
         let mut other = pkt;
-        OXM_LAYOUT.put(&mut other, FieldId::Ipv4Src, &[11, 9, 8, 7]).unwrap();
+        FIXED_LAYOUT.put(&mut other, Field::Ipv4Src, &[11, 9, 8, 7]).unwrap();
         assert!(!other.matches(&m, &v));
         // an IPv4 frame whose header was truncated: eth_type says IPv4,
         // address zero, IPV4 presence clear -> a rule on 0.0.0.0/8 misses it
         let (mut v0, mut m0) = (FlowKey::ZERO, FlowMask::ZERO);
-        OXM_LAYOUT.add_match(&mut v0, &mut m0, FieldId::EthType, &[8, 0], None).unwrap();
-        OXM_LAYOUT
-            .add_match(&mut v0, &mut m0, FieldId::Ipv4Src, &[0, 0, 0, 0], Some(&[255, 0, 0, 0]))
+        FIXED_LAYOUT.add_match(&mut v0, &mut m0, Field::EthType, &[8, 0], None).unwrap();
+        FIXED_LAYOUT
+            .add_match(&mut v0, &mut m0, Field::Ipv4Src, &[0, 0, 0, 0], Some(&[255, 0, 0, 0]))
             .unwrap();
         let mut trunc = FlowKey::ZERO;
-        OXM_LAYOUT.put(&mut trunc, FieldId::EthType, &[8, 0]).unwrap();
+        FIXED_LAYOUT.put(&mut trunc, Field::EthType, &[8, 0]).unwrap();
         assert!(!trunc.matches(&m0, &v0));
         // a fully wildcarded field requires nothing
         let (mut v1, mut m1) = (FlowKey::ZERO, FlowMask::ZERO);
-        OXM_LAYOUT.add_match(&mut v1, &mut m1, FieldId::Ipv4Src, &[0; 4], Some(&[0; 4])).unwrap();
+        FIXED_LAYOUT.add_match(&mut v1, &mut m1, Field::Ipv4Src, &[0; 4], Some(&[0; 4])).unwrap();
         assert!(m1.is_zero());
         let mut m2 = FlowMask::ZERO;
-        m2.set_field_mask(FieldId::VlanVid, &[0xff, 0xff]).unwrap();
+        m2.set_field_mask(Field::VlanVid, &[0xff, 0xff]).unwrap();
         assert_eq!(m2.words[2], 0x1fff << 3);
         assert!(trunc.matches(&m1, &v1));
     }
@@ -746,15 +746,15 @@ mod tests {
     #[test]
     fn vlan_none_matches_untagged() {
         let (mut v, mut m) = (FlowKey::ZERO, FlowMask::ZERO);
-        OXM_LAYOUT.add_match(&mut v, &mut m, FieldId::VlanVid, &[0, 0], None).unwrap();
+        FIXED_LAYOUT.add_match(&mut v, &mut m, Field::VlanVid, &[0, 0], None).unwrap();
         assert!(FlowKey::ZERO.matches(&m, &v));
         let mut tagged = FlowKey::ZERO;
-        OXM_LAYOUT.put(&mut tagged, FieldId::VlanVid, &[0x10, 0]).unwrap();
+        FIXED_LAYOUT.put(&mut tagged, Field::VlanVid, &[0x10, 0]).unwrap();
         assert!(!tagged.matches(&m, &v));
         // OFPVID_PRESENT/OFPVID_PRESENT: any tagged frame
         let (mut v, mut m) = (FlowKey::ZERO, FlowMask::ZERO);
-        OXM_LAYOUT
-            .add_match(&mut v, &mut m, FieldId::VlanVid, &[0x10, 0], Some(&[0x10, 0]))
+        FIXED_LAYOUT
+            .add_match(&mut v, &mut m, Field::VlanVid, &[0x10, 0], Some(&[0x10, 0]))
             .unwrap();
         assert!(tagged.matches(&m, &v));
         assert!(!FlowKey::ZERO.matches(&m, &v));

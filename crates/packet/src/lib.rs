@@ -13,7 +13,7 @@
 //!   the words. Matching is `(key & mask) == value` word by word, which is
 //!   exactly OXM's masked compare (proof sketch in the module docs).
 //!   Presence bits make absent fields unmatchable.
-//! - [`parse`](mod@parse): [`parse()`] fills a key in [`OXM_LAYOUT`] and
+//! - [`parse`](mod@parse): [`parse()`] fills a key in [`FIXED_LAYOUT`] and
 //!   returns a [`ParseInfo`] with header offsets.
 //! - [`buf`]: [`PacketBuf`], a fixed-capacity buffer with head- and
 //!   tailroom so headers can be pushed and popped without reallocating.
@@ -36,13 +36,15 @@
 
 pub mod buf;
 pub mod checksum;
+pub mod field;
 pub mod key;
 pub mod parse;
 pub mod rewrite;
 pub mod wire;
 
 pub use buf::{BufError, PacketBuf};
-pub use key::{FieldValue, FlowKey, FlowMask, KeyError, Layout, Slot, KEY_WORDS, OXM_LAYOUT};
+pub use field::Field;
+pub use key::{FieldValue, FlowKey, FlowMask, KeyError, Layout, Slot, FIXED_LAYOUT, KEY_WORDS};
 pub use parse::{parse, Frag, Meta, ParseInfo, L2_5, L3, L4};
 pub use rewrite::{apply_set_field, RewriteError, SetFieldError};
 

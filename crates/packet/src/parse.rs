@@ -1,4 +1,4 @@
-//! The packet parser: bytes in, [`FlowKey`] (in [`OXM_LAYOUT`]) and
+//! The packet parser: bytes in, [`FlowKey`] (in [`FIXED_LAYOUT`]) and
 //! [`ParseInfo`] (header offsets) out.
 //!
 //! # What it extracts
@@ -49,11 +49,11 @@
 //! (both bounded and making progress every step), no allocation; fields
 //! are OR-ed into a zeroed key at constant slot positions.
 
-use crate::key::{exthdr, presence, FlowKey, OFPVID_PRESENT, OXM_LAYOUT, PRESENCE_WORD};
+use crate::field::Field;
+use crate::key::{exthdr, presence, FlowKey, FIXED_LAYOUT, OFPVID_PRESENT, PRESENCE_WORD};
 use crate::wire::{
     arp, ethernet, ethertype, icmpv4, icmpv6, ipproto, ipv4, ipv6, mpls, pbb, sctp, tcp, udp, vlan,
 };
-use sluice_ofp::oxm::FieldId;
 
 /// Most IPv6 extension headers the parser walks.
 pub const MAX_EXT_HEADERS: usize = 16;
@@ -159,7 +159,7 @@ pub struct ParseInfo {
 // Slot constants, folded at compile time.
 macro_rules! slot {
     ($f:ident) => {{
-        const S: crate::key::Slot = OXM_LAYOUT.slot(FieldId::$f);
+        const S: crate::key::Slot = FIXED_LAYOUT.slot(Field::$f);
         S
     }};
 }
@@ -191,7 +191,7 @@ fn mark(key: &mut FlowKey, bit: u8) {
 /// key, so it needs no re-parse.
 #[inline]
 pub fn refresh_metadata(key: &mut FlowKey, meta: &Meta) {
-    const S: crate::key::Slot = OXM_LAYOUT.slot(FieldId::Metadata);
+    const S: crate::key::Slot = FIXED_LAYOUT.slot(Field::Metadata);
     // `metadata` is 64 bits wide: it fills its word.
     const _: () = assert!(S.shift == 0);
     if let Some(w) = key.words.get_mut(S.word as usize) {
@@ -577,12 +577,12 @@ mod tests {
         ];
         let mut k = FlowKey::ZERO;
         let i = parse(&p, &Meta { in_port: 3, ..Meta::default() }, &mut k);
-        let g = |f| OXM_LAYOUT.get(&k, f).to_u128();
-        assert_eq!(g(FieldId::InPort), 3);
-        assert_eq!(g(FieldId::EthDst), 0x0001_0203_0405);
-        assert_eq!(g(FieldId::EthSrc), 0x0607_0809_0a0b);
-        assert_eq!(g(FieldId::Ipv4Dst), 0x0a00_0002);
-        assert_eq!((g(FieldId::UdpSrc), g(FieldId::UdpDst)), (53, 5353));
+        let g = |f| FIXED_LAYOUT.get(&k, f).to_u128();
+        assert_eq!(g(Field::InPort), 3);
+        assert_eq!(g(Field::EthDst), 0x0001_0203_0405);
+        assert_eq!(g(Field::EthSrc), 0x0607_0809_0a0b);
+        assert_eq!(g(Field::Ipv4Dst), 0x0a00_0002);
+        assert_eq!((g(Field::UdpSrc), g(Field::UdpDst)), (53, 5353));
         assert_eq!((i.l3, i.l4, i.payload, i.l3_end), (Some(14), Some(34), Some(42), 42));
         // words: eth_dst<<16 | eth_type in word 1, udp ports low in word 4
         assert_eq!(k.words[1], 0x0001_0203_0405_0800);
@@ -602,7 +602,7 @@ mod tests {
         p[12] = 0x81;
         let i = parse(&p, &Meta::default(), &mut k);
         assert_eq!(
-            (i.vlan, i.ethertype, OXM_LAYOUT.get(&k, FieldId::VlanVid).to_u128()),
+            (i.vlan, i.ethertype, FIXED_LAYOUT.get(&k, Field::VlanVid).to_u128()),
             (None, 0x8100, 0)
         );
     }

@@ -56,10 +56,10 @@
 
 use crate::buf::{BufError, PacketBuf};
 use crate::checksum;
-use crate::key::{FlowKey, OXM_LAYOUT};
+use crate::field::Field;
+use crate::key::{FlowKey, FIXED_LAYOUT};
 use crate::parse::{parse, Frag, Meta, ParseInfo, L2_5, L3, L4};
 use crate::wire::{ethernet, ethertype, ipv4, ipv6, mpls, pbb, sctp, tcp, udp, vlan};
-use sluice_ofp::oxm::FieldId;
 
 /// Why an action could not be applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -461,15 +461,15 @@ fn int(value: &[u8]) -> u128 {
 pub fn apply_set_field(
     buf: &mut PacketBuf,
     info: &ParseInfo,
-    field: FieldId,
+    field: Field,
     value: &[u8],
 ) -> Result<(), SetFieldError> {
-    use FieldId as F;
+    use Field as F;
     if value.len() != field.len() {
         return Err(RewriteError::BadLength);
     }
     let v = int(value);
-    let width = u32::from(OXM_LAYOUT.slot(field).width);
+    let width = u32::from(FIXED_LAYOUT.slot(field).width);
     if width < 128 && v >> width != 0 {
         return Err(RewriteError::BadValue);
     }
@@ -676,14 +676,10 @@ pub fn apply_set_field(
 }
 
 /// Whether `set_field` can write `field` into packet bytes.
-pub fn settable(field: FieldId) -> bool {
+pub fn settable(field: Field) -> bool {
     !matches!(
         field,
-        FieldId::InPort
-            | FieldId::InPhyPort
-            | FieldId::Metadata
-            | FieldId::Ipv6Exthdr
-            | FieldId::TunnelId
+        Field::InPort | Field::InPhyPort | Field::Metadata | Field::Ipv6Exthdr | Field::TunnelId
     )
 }
 
@@ -693,9 +689,9 @@ pub(crate) fn fuzz_check(data: &[u8]) {
     let mut key = FlowKey::ZERO;
     let info = parse(data, &meta, &mut key);
     // absent fields read as zero
-    for &f in FieldId::ALL {
-        if !OXM_LAYOUT.present(&key, f) {
-            assert_eq!(OXM_LAYOUT.get(&key, f).to_u128(), 0, "{f:?} absent but non-zero");
+    for &f in Field::ALL {
+        if !FIXED_LAYOUT.present(&key, f) {
+            assert_eq!(FIXED_LAYOUT.get(&key, f).to_u128(), 0, "{f:?} absent but non-zero");
         }
     }
     if data.len() > usize::from(u16::MAX) {
@@ -703,17 +699,17 @@ pub(crate) fn fuzz_check(data: &[u8]) {
     }
     let Ok(mut buf) = PacketBuf::from_slice(data) else { return };
     // Setting every present field to the value it has changes nothing.
-    for &f in FieldId::ALL {
-        if !settable(f) || !OXM_LAYOUT.present(&key, f) {
+    for &f in Field::ALL {
+        if !settable(f) || !FIXED_LAYOUT.present(&key, f) {
             continue;
         }
-        if f == FieldId::EthType && info.ethertype < ethertype::MIN_ETHERTYPE {
+        if f == Field::EthType && info.ethertype < ethertype::MIN_ETHERTYPE {
             continue; // 802.3 length reads as 0x05ff
         }
-        if f == FieldId::VlanVid && info.vlan.is_none() {
+        if f == Field::VlanVid && info.vlan.is_none() {
             continue;
         }
-        let v = OXM_LAYOUT.get(&key, f);
+        let v = FIXED_LAYOUT.get(&key, f);
         let r = apply_set_field(&mut buf, &info, f, v.as_slice());
         assert_eq!(r, Ok(()), "{f:?}");
         assert_eq!(buf.data(), data, "set_field {f:?} to its own value changed the packet");
@@ -804,7 +800,7 @@ mod tests {
     #[test]
     fn udp_zero_checksum_stays_zero() {
         let mut b = PacketBuf::from_slice(&frame()).unwrap();
-        act!(b, apply_set_field(FieldId::Ipv4Src, &[192, 168, 1, 1])).unwrap();
+        act!(b, apply_set_field(Field::Ipv4Src, &[192, 168, 1, 1])).unwrap();
         assert_eq!(&b.data()[40..42], &[0, 0]);
         assert_eq!(&b.data()[26..30], &[192, 168, 1, 1]);
     }

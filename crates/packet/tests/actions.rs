@@ -5,12 +5,12 @@
 #[path = "data/vectors.rs"]
 mod vectors;
 
-use sluice_ofp::oxm::FieldId;
+use sluice_packet::field::Field;
 use sluice_packet::rewrite::{self, RewriteError};
 use sluice_packet::{parse, FlowKey, Meta, PacketBuf, ParseInfo};
 
-fn field(name: &str) -> FieldId {
-    *FieldId::ALL
+fn field(name: &str) -> Field {
+    *Field::ALL
         .iter()
         .find(|f| format!("{f:?}") == name)
         .unwrap_or_else(|| panic!("unknown field {name}"))
@@ -75,7 +75,7 @@ fn every_action_vector() {
 
 #[test]
 fn vectors_cover_every_settable_field() {
-    for &f in FieldId::ALL {
+    for &f in Field::ALL {
         let tag = format!("set_field:{f:?}:");
         let covered = vectors::ACTIONS.iter().any(|(op, _, _)| op.starts_with(&tag));
         assert_eq!(covered, rewrite::settable(f), "{f:?}");
@@ -88,16 +88,16 @@ fn non_settable_fields() {
     let mut buf = PacketBuf::from_slice(&input).unwrap();
     let mut key = FlowKey::ZERO;
     let info = parse(&input, &Meta::default(), &mut key);
-    let e = |f: FieldId, v: &[u8], buf: &mut PacketBuf| rewrite::apply_set_field(buf, &info, f, v);
-    assert_eq!(e(FieldId::InPort, &[0, 0, 0, 1], &mut buf), Err(RewriteError::NotSettable));
-    assert_eq!(e(FieldId::Metadata, &[0; 8], &mut buf), Err(RewriteError::NotSettable));
-    assert_eq!(e(FieldId::Ipv6Exthdr, &[0; 2], &mut buf), Err(RewriteError::NotSettable));
-    assert_eq!(e(FieldId::TunnelId, &[0; 8], &mut buf), Err(RewriteError::Metadata));
-    assert_eq!(e(FieldId::TcpSrc, &[0; 3], &mut buf), Err(RewriteError::BadLength));
-    assert_eq!(e(FieldId::IpDscp, &[64], &mut buf), Err(RewriteError::BadValue));
-    assert_eq!(e(FieldId::VlanVid, &[0x10, 1], &mut buf), Err(RewriteError::Absent));
-    assert_eq!(e(FieldId::UdpSrc, &[0, 1], &mut buf), Err(RewriteError::Absent));
-    assert_eq!(e(FieldId::Ipv6Src, &[0; 16], &mut buf), Err(RewriteError::Absent));
+    let e = |f: Field, v: &[u8], buf: &mut PacketBuf| rewrite::apply_set_field(buf, &info, f, v);
+    assert_eq!(e(Field::InPort, &[0, 0, 0, 1], &mut buf), Err(RewriteError::NotSettable));
+    assert_eq!(e(Field::Metadata, &[0; 8], &mut buf), Err(RewriteError::NotSettable));
+    assert_eq!(e(Field::Ipv6Exthdr, &[0; 2], &mut buf), Err(RewriteError::NotSettable));
+    assert_eq!(e(Field::TunnelId, &[0; 8], &mut buf), Err(RewriteError::Metadata));
+    assert_eq!(e(Field::TcpSrc, &[0; 3], &mut buf), Err(RewriteError::BadLength));
+    assert_eq!(e(Field::IpDscp, &[64], &mut buf), Err(RewriteError::BadValue));
+    assert_eq!(e(Field::VlanVid, &[0x10, 1], &mut buf), Err(RewriteError::Absent));
+    assert_eq!(e(Field::UdpSrc, &[0, 1], &mut buf), Err(RewriteError::Absent));
+    assert_eq!(e(Field::Ipv6Src, &[0; 16], &mut buf), Err(RewriteError::Absent));
     assert_eq!(buf.data(), input.as_slice());
     assert_eq!(rewrite::push_vlan(&mut buf, &info, 0x0800), Err(RewriteError::BadEthertype));
     assert_eq!(rewrite::push_mpls(&mut buf, &info, 0x8100), Err(RewriteError::BadEthertype));
@@ -129,7 +129,7 @@ fn stale_parse_info_never_panics() {
     let info = parse(&long, &Meta::default(), &mut key);
     for n in 0..long.len() {
         let mut buf = PacketBuf::from_slice(&long[..n]).unwrap();
-        for &f in FieldId::ALL {
+        for &f in Field::ALL {
             let v = vec![0u8; f.len()];
             let _ = rewrite::apply_set_field(&mut buf, &info, f, &v);
         }

@@ -5,9 +5,9 @@
 #[path = "data/vectors.rs"]
 mod vectors;
 
-use sluice_ofp::oxm::FieldId as F;
+use sluice_packet::field::Field as F;
 use sluice_packet::key::{exthdr, presence};
-use sluice_packet::{parse, FlowKey, Frag, Meta, ParseInfo, L2_5, L3, L4, OXM_LAYOUT};
+use sluice_packet::{parse, FlowKey, Frag, Meta, ParseInfo, FIXED_LAYOUT, L2_5, L3, L4};
 
 fn pkt(name: &str) -> Vec<u8> {
     let (_, h) = vectors::PARSE.iter().find(|(n, _)| *n == name).unwrap();
@@ -23,14 +23,14 @@ fn run(name: &str) -> (FlowKey, ParseInfo) {
 }
 
 fn get(k: &FlowKey, f: F) -> u128 {
-    OXM_LAYOUT.get(k, f).to_u128()
+    FIXED_LAYOUT.get(k, f).to_u128()
 }
 
 /// Every listed field has its value and is present; every field not listed
 /// (except the always-present pipeline fields and vlan_vid) is absent and 0.
 fn expect(k: &FlowKey, fields: &[(F, u128)]) {
     for &(f, v) in fields {
-        assert!(OXM_LAYOUT.present(k, f), "{f:?} should be present");
+        assert!(FIXED_LAYOUT.present(k, f), "{f:?} should be present");
         assert_eq!(get(k, f), v, "{f:?}");
     }
     for &f in F::ALL {
@@ -41,7 +41,7 @@ fn expect(k: &FlowKey, fields: &[(F, u128)]) {
             F::InPort | F::InPhyPort | F::Metadata | F::TunnelId => {}
             F::VlanVid => assert_eq!(get(k, f), 0, "vlan_vid"),
             _ => {
-                assert!(!OXM_LAYOUT.present(k, f), "{f:?} should be absent");
+                assert!(!FIXED_LAYOUT.present(k, f), "{f:?} should be absent");
                 assert_eq!(get(k, f), 0, "{f:?} absent but non-zero");
             }
         }
@@ -303,7 +303,7 @@ fn ipv4_fragments() {
     let (k, i) = run("ipv4_frag_later");
     assert_eq!((i.frag, i.l4), (Frag::Later, None));
     assert_eq!(get(&k, F::IpProto), 6);
-    assert!(!OXM_LAYOUT.present(&k, F::TcpSrc));
+    assert!(!FIXED_LAYOUT.present(&k, F::TcpSrc));
     assert!(!k.has(presence::TCP));
 }
 
@@ -353,15 +353,15 @@ fn every_truncation() {
             assert_eq!(pres & !prev_presence & !(full.words[7] & 0xffff), 0, "{name}[..{n}]");
             prev_presence = pres;
             for &f in F::ALL {
-                if k.has(OXM_LAYOUT.slot(f).presence)
+                if k.has(FIXED_LAYOUT.slot(f).presence)
                     && f != F::Ipv6Exthdr
                     && f != F::IpProto
                     && f != F::EthType
                 {
                     // a field read from a prefix equals the full packet's
                     assert_eq!(
-                        OXM_LAYOUT.get(&k, f),
-                        OXM_LAYOUT.get(&full, f),
+                        FIXED_LAYOUT.get(&k, f),
+                        FIXED_LAYOUT.get(&full, f),
                         "{name}[..{n}] {f:?}"
                     );
                 }

@@ -10,10 +10,10 @@ mod vectors;
 
 use etherparse::{EtherType, PacketBuilder, SingleVlanHeader, VlanHeader, VlanId, VlanPcp};
 use proptest::prelude::*;
-use sluice_ofp::oxm::FieldId;
+use sluice_packet::field::Field;
 use sluice_packet::rewrite::{self, settable};
 use sluice_packet::{
-    fuzz_parse, parse, FlowKey, FlowMask, Frag, Meta, PacketBuf, L3, L4, OXM_LAYOUT,
+    fuzz_parse, parse, FlowKey, FlowMask, Frag, Meta, PacketBuf, FIXED_LAYOUT, L3, L4,
 };
 
 // ---------------------------------------------------------------- helpers
@@ -199,12 +199,12 @@ fn checksums_ok(p: &[u8]) -> Result<(), String> {
     }
 }
 
-fn random_value(f: FieldId, bits: u128) -> Vec<u8> {
-    let w = u32::from(OXM_LAYOUT.slot(f).width);
+fn random_value(f: Field, bits: u128) -> Vec<u8> {
+    let w = u32::from(FIXED_LAYOUT.slot(f).width);
     let mut v = if w >= 128 { bits } else { bits & ((1u128 << w) - 1) };
     match f {
-        FieldId::VlanVid => v |= 0x1000,
-        FieldId::EthType => {
+        Field::VlanVid => v |= 0x1000,
+        Field::EthType => {
             v |= 0x0600;
             if v == 0x8100 || v == 0x88a8 {
                 v = 0x0800;
@@ -240,11 +240,11 @@ proptest! {
         let i = parse(&p, &Meta::default(), &mut k);
         prop_assert_eq!(&p, &copy);
         let mut buf = PacketBuf::from_slice(&p).unwrap();
-        for &f in FieldId::ALL {
-            if settable(f) && OXM_LAYOUT.present(&k, f) && !(f == FieldId::VlanVid && i.vlan.is_none())
-                && !(f == FieldId::EthType && i.ethertype < 0x600)
+        for &f in Field::ALL {
+            if settable(f) && FIXED_LAYOUT.present(&k, f) && !(f == Field::VlanVid && i.vlan.is_none())
+                && !(f == Field::EthType && i.ethertype < 0x600)
             {
-                rewrite::apply_set_field(&mut buf, &i, f, OXM_LAYOUT.get(&k, f).as_slice()).unwrap();
+                rewrite::apply_set_field(&mut buf, &i, f, FIXED_LAYOUT.get(&k, f).as_slice()).unwrap();
             }
         }
         prop_assert_eq!(buf.data(), &p[..]);
@@ -256,52 +256,52 @@ proptest! {
     fn agrees_with_etherparse(p in built()) {
         let mut k = FlowKey::ZERO;
         parse(&p, &Meta::default(), &mut k);
-        let g = |f| OXM_LAYOUT.get(&k, f).to_u128();
+        let g = |f| FIXED_LAYOUT.get(&k, f).to_u128();
         let s = etherparse::SlicedPacket::from_ethernet(&p).unwrap();
         if let Some(etherparse::LinkSlice::Ethernet2(e)) = &s.link {
-            prop_assert_eq!(g(FieldId::EthSrc), u128::from_be_bytes({ let mut a = [0u8; 16]; a[10..].copy_from_slice(&e.source()); a }));
-            prop_assert_eq!(g(FieldId::EthDst), u128::from_be_bytes({ let mut a = [0u8; 16]; a[10..].copy_from_slice(&e.destination()); a }));
+            prop_assert_eq!(g(Field::EthSrc), u128::from_be_bytes({ let mut a = [0u8; 16]; a[10..].copy_from_slice(&e.source()); a }));
+            prop_assert_eq!(g(Field::EthDst), u128::from_be_bytes({ let mut a = [0u8; 16]; a[10..].copy_from_slice(&e.destination()); a }));
         }
         match &s.vlan {
             Some(etherparse::VlanSlice::SingleVlan(v)) => {
-                prop_assert_eq!(g(FieldId::VlanVid), 0x1000 | u128::from(v.vlan_identifier().value()));
-                prop_assert_eq!(g(FieldId::VlanPcp), u128::from(v.priority_code_point().value()));
+                prop_assert_eq!(g(Field::VlanVid), 0x1000 | u128::from(v.vlan_identifier().value()));
+                prop_assert_eq!(g(Field::VlanPcp), u128::from(v.priority_code_point().value()));
             }
-            _ => prop_assert_eq!(g(FieldId::VlanVid), 0),
+            _ => prop_assert_eq!(g(Field::VlanVid), 0),
         }
         match &s.net {
             Some(etherparse::NetSlice::Ipv4(ip)) => {
                 let h = ip.header();
-                prop_assert_eq!(g(FieldId::Ipv4Src), u128::from(u32::from_be_bytes(h.source())));
-                prop_assert_eq!(g(FieldId::Ipv4Dst), u128::from(u32::from_be_bytes(h.destination())));
-                prop_assert_eq!(g(FieldId::IpProto), u128::from(h.protocol().0));
-                prop_assert_eq!(g(FieldId::EthType), 0x0800);
+                prop_assert_eq!(g(Field::Ipv4Src), u128::from(u32::from_be_bytes(h.source())));
+                prop_assert_eq!(g(Field::Ipv4Dst), u128::from(u32::from_be_bytes(h.destination())));
+                prop_assert_eq!(g(Field::IpProto), u128::from(h.protocol().0));
+                prop_assert_eq!(g(Field::EthType), 0x0800);
             }
             Some(etherparse::NetSlice::Ipv6(ip)) => {
                 let h = ip.header();
-                prop_assert_eq!(g(FieldId::Ipv6Src), u128::from_be_bytes(h.source()));
-                prop_assert_eq!(g(FieldId::Ipv6Dst), u128::from_be_bytes(h.destination()));
-                prop_assert_eq!(g(FieldId::IpProto), u128::from(h.next_header().0));
-                prop_assert_eq!(g(FieldId::EthType), 0x86dd);
+                prop_assert_eq!(g(Field::Ipv6Src), u128::from_be_bytes(h.source()));
+                prop_assert_eq!(g(Field::Ipv6Dst), u128::from_be_bytes(h.destination()));
+                prop_assert_eq!(g(Field::IpProto), u128::from(h.next_header().0));
+                prop_assert_eq!(g(Field::EthType), 0x86dd);
             }
             _ => prop_assert!(false, "etherparse found no IP"),
         }
         match &s.transport {
             Some(etherparse::TransportSlice::Tcp(t)) => {
-                prop_assert_eq!(g(FieldId::TcpSrc), u128::from(t.source_port()));
-                prop_assert_eq!(g(FieldId::TcpDst), u128::from(t.destination_port()));
+                prop_assert_eq!(g(Field::TcpSrc), u128::from(t.source_port()));
+                prop_assert_eq!(g(Field::TcpDst), u128::from(t.destination_port()));
             }
             Some(etherparse::TransportSlice::Udp(u)) => {
-                prop_assert_eq!(g(FieldId::UdpSrc), u128::from(u.source_port()));
-                prop_assert_eq!(g(FieldId::UdpDst), u128::from(u.destination_port()));
+                prop_assert_eq!(g(Field::UdpSrc), u128::from(u.source_port()));
+                prop_assert_eq!(g(Field::UdpDst), u128::from(u.destination_port()));
             }
             Some(etherparse::TransportSlice::Icmpv4(i)) => {
-                prop_assert_eq!(g(FieldId::Icmpv4Type), u128::from(i.type_u8()));
-                prop_assert_eq!(g(FieldId::Icmpv4Code), u128::from(i.code_u8()));
+                prop_assert_eq!(g(Field::Icmpv4Type), u128::from(i.type_u8()));
+                prop_assert_eq!(g(Field::Icmpv4Code), u128::from(i.code_u8()));
             }
             Some(etherparse::TransportSlice::Icmpv6(i)) => {
-                prop_assert_eq!(g(FieldId::Icmpv6Type), u128::from(i.type_u8()));
-                prop_assert_eq!(g(FieldId::Icmpv6Code), u128::from(i.code_u8()));
+                prop_assert_eq!(g(Field::Icmpv6Type), u128::from(i.type_u8()));
+                prop_assert_eq!(g(Field::Icmpv6Code), u128::from(i.code_u8()));
             }
             None => prop_assert!(false, "etherparse found no transport"),
         }
@@ -316,25 +316,25 @@ proptest! {
         prop_assert_eq!(checksums_ok(&p), Ok(()));
         let mut k = FlowKey::ZERO;
         let info = parse(&p, &Meta::default(), &mut k);
-        let cands: Vec<FieldId> = FieldId::ALL
+        let cands: Vec<Field> = Field::ALL
             .iter()
             .copied()
-            .filter(|&f| settable(f) && OXM_LAYOUT.present(&k, f) && !(f == FieldId::VlanVid && info.vlan.is_none()))
+            .filter(|&f| settable(f) && FIXED_LAYOUT.present(&k, f) && !(f == Field::VlanVid && info.vlan.is_none()))
             .collect();
         prop_assume!(!cands.is_empty());
         let f = cands[pick.index(cands.len())];
         let v = random_value(f, bits);
         // On IPv6, ip_proto is the *final* protocol: writing a walkable
         // extension-header number makes the next bytes parse as that header.
-        prop_assume!(!(f == FieldId::IpProto && info.l3_kind == L3::Ipv6 && matches!(v[0], 0 | 43 | 44 | 51 | 60)));
+        prop_assume!(!(f == Field::IpProto && info.l3_kind == L3::Ipv6 && matches!(v[0], 0 | 43 | 44 | 51 | 60)));
         let mut buf = PacketBuf::from_slice(&p).unwrap();
         rewrite::apply_set_field(&mut buf, &info, f, &v).unwrap();
         let mut k2 = FlowKey::ZERO;
         parse(buf.data(), &Meta::default(), &mut k2);
-        let got = OXM_LAYOUT.get(&k2, f);
+        let got = FIXED_LAYOUT.get(&k2, f);
         prop_assert_eq!(got.as_slice(), &v[..], "{:?}", f);
         prop_assert_eq!(buf.len(), p.len());
-        if f != FieldId::IpProto && f != FieldId::EthType && f != FieldId::Icmpv6Type && f != FieldId::Icmpv6Code {
+        if f != Field::IpProto && f != Field::EthType && f != Field::Icmpv6Type && f != Field::Icmpv6Code {
             prop_assert_eq!(checksums_ok(buf.data()), Ok(()), "{:?}", f);
         }
     }
@@ -352,26 +352,26 @@ proptest! {
         parse(&b, &Meta::default(), &mut kb);
         // rule: fields of b, random masks
         let (mut rv, mut rm) = (FlowKey::ZERO, FlowMask::ZERO);
-        let mut rule: Vec<(FieldId, Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut rule: Vec<(Field, Vec<u8>, Vec<u8>)> = Vec::new();
         for (i, mbits, exact) in picks {
-            let f = FieldId::ALL[i.index(FieldId::ALL.len())];
-            if rule.iter().any(|r| r.0 == f) || !OXM_LAYOUT.present(&kb, f) {
+            let f = Field::ALL[i.index(Field::ALL.len())];
+            if rule.iter().any(|r| r.0 == f) || !FIXED_LAYOUT.present(&kb, f) {
                 continue;
             }
-            let val = OXM_LAYOUT.get(&kb, f).as_slice().to_vec();
+            let val = FIXED_LAYOUT.get(&kb, f).as_slice().to_vec();
             let m = if exact { vec![0xffu8; f.len()] } else { mbits.to_be_bytes()[16 - f.len()..].to_vec() };
             let mv: Vec<u8> = val.iter().zip(&m).map(|(x, y)| x & y).collect();
-            OXM_LAYOUT.add_match(&mut rv, &mut rm, f, &mv, Some(&m)).unwrap();
+            FIXED_LAYOUT.add_match(&mut rv, &mut rm, f, &mv, Some(&m)).unwrap();
             rule.push((f, mv, m));
         }
         prop_assert!(kb.matches(&rm, &rv));
         let reference = rule.iter().all(|(f, mv, m)| {
-            let width = u32::from(OXM_LAYOUT.slot(*f).width);
+            let width = u32::from(FIXED_LAYOUT.slot(*f).width);
             let wmask: u128 = if width >= 128 { u128::MAX } else { (1 << width) - 1 };
             let m_eff = m.iter().fold(0u128, |x, &y| (x << 8) | u128::from(y)) & wmask;
-            let pv = OXM_LAYOUT.get(&ka, *f).to_u128();
+            let pv = FIXED_LAYOUT.get(&ka, *f).to_u128();
             let vv = mv.iter().fold(0u128, |x, &y| (x << 8) | u128::from(y));
-            (m_eff == 0 || OXM_LAYOUT.present(&ka, *f)) && (pv & m_eff) == (vv & m_eff)
+            (m_eff == 0 || FIXED_LAYOUT.present(&ka, *f)) && (pv & m_eff) == (vv & m_eff)
         });
         prop_assert_eq!(ka.matches(&rm, &rv), reference);
     }

@@ -104,7 +104,7 @@
 
 use crate::exec::Program;
 use sluice_ofp::oxm::FieldId;
-use sluice_packet::key::{FlowKey, FlowMask, KEY_WORDS, OXM_LAYOUT, PRESENCE_WORD};
+use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT, KEY_WORDS, PRESENCE_WORD};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
@@ -387,8 +387,8 @@ fn applies_mask() -> FlowMask {
     if let Some(w) = m.words.get_mut(PRESENCE_WORD) {
         *w = u64::MAX;
     }
-    let _ = OXM_LAYOUT.set_field_mask(&mut m, FieldId::VlanVid, &[0xff, 0xff]);
-    let _ = OXM_LAYOUT.set_field_mask(&mut m, FieldId::EthType, &[0xff, 0xff]);
+    let _ = FIXED_LAYOUT.set_field_mask(&mut m, sluice_packet::Field::VlanVid, &[0xff, 0xff]);
+    let _ = FIXED_LAYOUT.set_field_mask(&mut m, sluice_packet::Field::EthType, &[0xff, 0xff]);
     m
 }
 

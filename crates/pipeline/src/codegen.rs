@@ -48,7 +48,7 @@
 //! - Code is immutable and shared (`Arc`) by the master and its copies.
 #![allow(clippy::type_complexity)]
 
-use sluice_packet::key::{FlowKey, FlowMask, OXM_LAYOUT};
+use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT};
 use sluice_tablejit::{CompiledTable, ProbeTable, Rule};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
@@ -148,7 +148,7 @@ pub fn build(rules: &[Rule], opts: &JitOptions) -> Option<Code> {
 /// Per-port variants, when entries match exactly on `in_port` and every
 /// variant drops at least a quarter of the entries for its port.
 fn per_port(rules: &[Rule]) -> Option<(usize, u32, Vec<(u32, CompiledTable)>)> {
-    let slot = OXM_LAYOUT.slot(sluice_ofp::oxm::FieldId::InPort);
+    let slot = FIXED_LAYOUT.slot(sluice_packet::Field::InPort);
     let word = usize::from(slot.word);
     let full = slot.word_mask();
     let mut ports: Vec<u32> = rules

@@ -50,7 +50,7 @@ pub fn apply(a: &Action, pkt: &mut Pkt) -> Outcome {
         Action::SetNwTtl(t) => rw::set_nw_ttl(buf, info, *t),
         Action::DecNwTtl => rw::dec_nw_ttl(buf, info).map(drop),
         Action::SetField(Oxm::Basic { field, value, .. }) => {
-            rw::apply_set_field(buf, info, *field, value.as_slice())
+            rw::apply_set_field(buf, info, crate::oxm_field::field(*field), value.as_slice())
         }
         // Output, group and set-queue are the pipeline's; experimenter
         // actions are rejected at flow-mod time.
@@ -68,12 +68,15 @@ pub fn apply(a: &Action, pkt: &mut Pkt) -> Outcome {
 
 /// DSCP_REMARK meter band: raise the packet's drop precedence.
 pub fn remark_dscp(pkt: &mut Pkt, levels: u8) {
-    if !sluice_packet::key::OXM_LAYOUT.present(&pkt.key, FieldId::IpDscp) {
+    if !sluice_packet::key::FIXED_LAYOUT.present(&pkt.key, sluice_packet::Field::IpDscp) {
         return;
     }
     let old = pkt.field(FieldId::IpDscp) as u8;
     let new = meter::remark_dscp(old, levels);
-    if new != old && rw::apply_set_field(&mut pkt.buf, &pkt.info, FieldId::IpDscp, &[new]).is_ok() {
+    if new != old
+        && rw::apply_set_field(&mut pkt.buf, &pkt.info, sluice_packet::Field::IpDscp, &[new])
+            .is_ok()
+    {
         pkt.reparse();
     }
 }

@@ -42,7 +42,7 @@ use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{packet_in_reason, Message, PacketIn, PacketOut};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_packet::buf::PacketBuf;
-use sluice_packet::key::{FlowKey, FlowMask, OXM_LAYOUT};
+use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT};
 use sluice_packet::parse::{parse, refresh_metadata, Meta, ParseInfo};
 use std::sync::Arc;
 
@@ -176,7 +176,7 @@ impl Pkt {
     }
 
     pub(crate) fn field(&self, f: FieldId) -> u128 {
-        OXM_LAYOUT.get(&self.key, f).to_u128()
+        FIXED_LAYOUT.get(&self.key, crate::oxm_field::field(f)).to_u128()
     }
 }
 

@@ -74,6 +74,7 @@ pub mod flow_mod;
 mod fuzz;
 pub mod group;
 pub mod meter;
+pub mod oxm_field;
 pub mod ports;
 mod prefetch;
 pub mod publish;
@@ -130,6 +131,20 @@ pub struct Config {
 }
 
 impl Config {
+    /// What the daemon (`sluice run`) forwards with unless told otherwise:
+    /// compiled tables built on the compiler thread (flow-mods and
+    /// forwarding never wait for Cranelift) with the default size
+    /// thresholds, and both caches on. `sluice-datapath` takes its default
+    /// from here, and the differential tests run exactly this setting.
+    pub fn daemon() -> Config {
+        Config {
+            datapath: Datapath::Compiled,
+            cache: CacheMode::On,
+            jit: JitOptions { background: true, ..JitOptions::default() },
+            ..Config::default()
+        }
+    }
+
     /// Counter shards: the owner's, one per worker, one shared.
     pub fn shards(&self) -> usize {
         self.workers.saturating_add(2)

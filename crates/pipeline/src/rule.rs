@@ -18,7 +18,7 @@
 
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::oxm::{Match, Oxm};
-use sluice_packet::key::{FlowKey, FlowMask, KeyError, KEY_WORDS, OXM_LAYOUT};
+use sluice_packet::key::{FlowKey, FlowMask, KeyError, FIXED_LAYOUT, KEY_WORDS};
 
 /// A compiled match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,11 +41,11 @@ impl Rule {
         let mut r = Rule::ANY;
         for oxm in &m.oxms {
             match oxm {
-                Oxm::Basic { field, value, mask } => OXM_LAYOUT
+                Oxm::Basic { field, value, mask } => FIXED_LAYOUT
                     .add_match(
                         &mut r.value,
                         &mut r.mask,
-                        *field,
+                        crate::oxm_field::field(*field),
                         value.as_slice(),
                         mask.as_ref().map(|m| m.as_slice()),
                     )

@@ -31,9 +31,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use sluice_ofp::error::ErrorCode;
+use sluice_ofp::message::Outgoing;
 use sluice_ofp::message::{error_reply, AsyncConfig, Message};
 use sluice_ofp::multipart::{MultipartReply, MultipartRequest, Reassembler, DEFAULT_MAX_LEN};
-use sluice_pipeline::Outgoing;
 use tokio::sync::{mpsc, watch, Notify};
 use tracing::{debug, info, warn};
 

@@ -67,7 +67,7 @@ use tracing::{debug, info, warn};
 
 pub use config::{AgentConfig, FailMode, RateLimit, Target, TlsFiles, Transport};
 pub use roles::ConnId;
-pub use switch::{async_queue, null_tx, AsyncQueue, AsyncSender, PipelineSwitch, SendTx, Switch};
+pub use switch::{async_queue, AsyncQueue, AsyncSender, Switch};
 pub use tls::{TlsContext, TlsError};
 
 /// Something the daemon may want to react to.

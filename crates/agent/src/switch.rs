@@ -1,6 +1,9 @@
-//! How the agent reaches the switch: the [`Switch`] trait, and
-//! [`PipelineSwitch`], an adapter for the reference
-//! [`sluice_pipeline::Pipeline`] shared with the datapath.
+//! How the agent reaches the switch: the [`Switch`] trait.
+//!
+//! The agent knows OpenFlow messages, not the engine behind them: a
+//! `Switch` takes a decoded message and returns the replies
+//! ([`Outgoing`]). The daemon (`sluice-datapath`) implements it over the
+//! published pipeline; tests implement it over a reference pipeline.
 //!
 //! ## Threading
 //! The agent calls a `Switch` from one tokio task (the agent core), one
@@ -19,10 +22,10 @@
 //! daemon's `Switch` drains in `take_async`.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use sluice_ofp::message::Message;
-use sluice_pipeline::{Outgoing, Pipeline, Tx};
+use sluice_ofp::message::Outgoing;
 
 use crate::roles::ConnId;
 
@@ -62,47 +65,6 @@ impl<S: Switch + ?Sized> Switch for Box<S> {
     }
     fn idle(&mut self) {
         (**self).idle()
-    }
-}
-
-/// A [`Tx`] that can move to the agent's task.
-pub type SendTx = Box<dyn Tx + Send>;
-
-/// A transmit sink that discards frames (for a switch without ports).
-pub fn null_tx() -> SendTx {
-    Box::new(|_port: u32, _queue: Option<u32>, _frame: &[u8]| {})
-}
-
-/// The reference pipeline behind a mutex shared with whoever forwards
-/// packets; PACKET_OUT frames go to `tx`.
-pub struct PipelineSwitch {
-    pipeline: Arc<Mutex<Pipeline>>,
-    tx: SendTx,
-}
-
-impl PipelineSwitch {
-    pub fn new(pipeline: Arc<Mutex<Pipeline>>, tx: SendTx) -> Self {
-        PipelineSwitch { pipeline, tx }
-    }
-
-    /// The shared pipeline.
-    pub fn pipeline(&self) -> &Arc<Mutex<Pipeline>> {
-        &self.pipeline
-    }
-}
-
-impl Switch for PipelineSwitch {
-    fn handle(&mut self, _conn: ConnId, xid: u32, msg: &Message, raw: &[u8]) -> Vec<Outgoing> {
-        // A poisoned lock means a datapath thread panicked while holding
-        // it; the pipeline has no invariant a half-finished packet could
-        // break that a controller message would make worse, so carry on.
-        let mut p = self.pipeline.lock().unwrap_or_else(|e| e.into_inner());
-        p.handle(xid, msg, raw, &mut *self.tx)
-    }
-
-    fn take_async(&mut self) -> Vec<Message> {
-        let mut p = self.pipeline.lock().unwrap_or_else(|e| e.into_inner());
-        p.take_async()
     }
 }
 

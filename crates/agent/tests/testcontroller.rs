@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use sluice_agent::{Agent, AgentEvent, PipelineSwitch};
+use sluice_agent::{Agent, AgentEvent};
 
 /// Kills (by PID, through `Child`) and reaps the controller on drop.
 struct Proc(Child, std::path::PathBuf);

@@ -588,6 +588,14 @@ pub struct MeterMod {
     pub bands: Vec<MeterBand>,
 }
 
+/// A reply to a controller: the xid it answers and the message. What a
+/// switch hands back to the agent for one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    pub xid: u32,
+    pub msg: Message,
+}
+
 /// One OpenFlow 1.3.5 message: one variant per `enum ofp_type` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Message {

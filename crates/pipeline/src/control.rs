@@ -20,12 +20,7 @@ use sluice_ofp::message::{
 use sluice_ofp::multipart::{MultipartReply, DEFAULT_MAX_LEN};
 use sluice_ofp::queue::PacketQueue;
 
-/// A reply to the controller: the xid it answers and the message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outgoing {
-    pub xid: u32,
-    pub msg: Message,
-}
+pub use sluice_ofp::message::Outgoing;
 
 impl Pipeline {
     /// Apply one controller message. `raw` is its encoding (the first 64

@@ -6,15 +6,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sluice_agent::{
-    null_tx, Agent, AgentConfig, AgentEvent, ConnId, PipelineSwitch, Switch, Target,
-};
+use sluice_agent::{Agent, AgentConfig, AgentEvent, ConnId, Switch, Target};
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{port_no, OFPCML_NO_BUFFER, OFP_NO_BUFFER};
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{frame, FlowMod, Hello, Message};
 use sluice_ofp::port::Port;
-use sluice_pipeline::{Config, Outgoing, Pipeline};
+use sluice_pipeline::{Config, Outgoing, Pipeline, Tx};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 pub const STEP: Duration = Duration::from_secs(5);
@@ -44,6 +42,40 @@ pub fn port(i: u32) -> Port {
         curr_speed: 10_000_000,
         max_speed: 10_000_000,
         ..Port::default()
+    }
+}
+
+/// The reference pipeline behind a mutex shared with whoever forwards
+/// packets; PACKET_OUT frames go to `tx`. (The agent itself knows no
+/// engine: this adapter is the tests'.)
+pub struct PipelineSwitch {
+    pipeline: Arc<Mutex<Pipeline>>,
+    tx: SendTx,
+}
+
+/// A [`Tx`] that can move to the agent's task.
+pub type SendTx = Box<dyn Tx + Send>;
+
+/// A transmit sink that discards frames.
+pub fn null_tx() -> SendTx {
+    Box::new(|_port: u32, _queue: Option<u32>, _frame: &[u8]| {})
+}
+
+impl PipelineSwitch {
+    pub fn new(pipeline: Arc<Mutex<Pipeline>>, tx: SendTx) -> Self {
+        PipelineSwitch { pipeline, tx }
+    }
+}
+
+impl Switch for PipelineSwitch {
+    fn handle(&mut self, _conn: ConnId, xid: u32, msg: &Message, raw: &[u8]) -> Vec<Outgoing> {
+        let mut p = self.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+        p.handle(xid, msg, raw, &mut *self.tx)
+    }
+
+    fn take_async(&mut self) -> Vec<Message> {
+        let mut p = self.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+        p.take_async()
     }
 }
 

@@ -212,18 +212,10 @@ pub struct DatapathConfig {
 impl Default for DatapathConfig {
     fn default() -> Self {
         DatapathConfig {
-            // The switch never makes forwarding or flow-mods wait for
-            // Cranelift: table code is built on the compiler thread.
-            // Exact-match and megaflow caches on: the fastest in
-            // `sluice bench` since cache entries carry composed programs.
-            pipeline: sluice_pipeline::Config {
-                cache: CacheMode::On,
-                jit: sluice_pipeline::JitOptions {
-                    background: true,
-                    ..sluice_pipeline::JitOptions::default()
-                },
-                ..sluice_pipeline::Config::default()
-            },
+            // Compiled tables built on the compiler thread, both caches
+            // on (what that trades: README, docs/BENCHMARKS.md). The
+            // differential tests run this same setting.
+            pipeline: sluice_pipeline::Config::daemon(),
             ports: Vec::new(),
             workers: default_workers(),
             fail_mode: FailMode::Secure,

@@ -52,6 +52,9 @@ enum Jit {
     /// On the compiler thread, installed whenever it is done (tables above
     /// 2 entries get probes once quiet): results must not depend on when.
     Background,
+    /// Exactly what the daemon runs (`Config::daemon()`: compiled tables
+    /// on the compiler thread with the default thresholds, both caches).
+    Daemon,
 }
 
 impl Jit {
@@ -60,11 +63,12 @@ impl Jit {
             Jit::Straight => JitOptions::default(),
             Jit::Probe => JitOptions { straight_max: 0, ..JitOptions::default() },
             Jit::Background => JitOptions { background: true, straight_max: 2 },
+            Jit::Daemon => Config::daemon().jit,
         }
     }
 }
 
-const CONFIGS: [(Datapath, CacheMode, Jit); 10] = [
+const CONFIGS: [(Datapath, CacheMode, Jit); 11] = [
     (Datapath::Reference, CacheMode::Off, Jit::Straight),
     (Datapath::Classifier, CacheMode::Off, Jit::Straight),
     (Datapath::Classifier, CacheMode::Megaflow, Jit::Straight),
@@ -75,6 +79,7 @@ const CONFIGS: [(Datapath, CacheMode, Jit); 10] = [
     (Datapath::Compiled, CacheMode::Off, Jit::Probe),
     (Datapath::Compiled, CacheMode::On, Jit::Probe),
     (Datapath::Compiled, CacheMode::Off, Jit::Background),
+    (Datapath::Compiled, CacheMode::On, Jit::Daemon),
 ];
 
 // ---------------------------------------------------------------- packets
@@ -559,6 +564,10 @@ fn op() -> impl Strategy<Value = Op> {
 // ---------------------------------------------------------------- harness
 
 fn switch(datapath: Datapath, cache: CacheMode, jit: Jit) -> Pipeline {
+    if let Jit::Daemon = jit {
+        let d = Config::daemon();
+        assert_eq!((d.datapath, d.cache), (datapath, cache), "the daemon's default changed");
+    }
     let mut p = Pipeline::new(Config {
         n_tables: N_TABLES,
         n_buffers: 8,
@@ -804,6 +813,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
         (Datapath::Reference, CacheMode::Off, Jit::Straight),
         (Datapath::Compiled, CacheMode::Off, Jit::Straight),
         (Datapath::Compiled, CacheMode::On, Jit::Background),
+        (Datapath::Compiled, CacheMode::On, Jit::Daemon),
     ] {
         let mut master = switch(d, c, j);
         let mut ws = [master.worker(), master.worker()];
@@ -831,6 +841,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
         (Datapath::Compiled, CacheMode::Off, Jit::Probe),
         (Datapath::Classifier, CacheMode::Megaflow, Jit::Straight),
         (Datapath::Reference, CacheMode::Off, Jit::Straight),
+        (Datapath::Compiled, CacheMode::On, Jit::Daemon),
     ] {
         let mut p = switch(d, c, j);
         let mut seen = Vec::new();

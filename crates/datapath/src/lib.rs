@@ -440,7 +440,7 @@ impl Switch for DatapathSwitch {
     fn take_async(&mut self) -> Vec<Message> {
         // Queued messages are older than anything still in the master.
         let mut out: Vec<Message> = lock(&self.shared.async_q).drain(..).collect();
-        out.extend(lock(&self.shared.publisher).take_async());
+        out.extend(lock(&self.shared.publisher).master_unpublished().take_async());
         out
     }
 }

@@ -495,7 +495,7 @@ impl Caches {
     pub fn exact_hash_prefetch(&self, key: &FlowKey) -> u64 {
         let h = hash_key(key);
         if let Some(s) = self.exact.get(h as usize & (EXACT_SLOTS - 1)) {
-            crate::prefetch::prefetch(s);
+            sluice_core::prefetch(s);
         }
         h
     }

@@ -76,12 +76,13 @@ pub mod group;
 pub mod meter;
 pub mod oxm_field;
 pub mod ports;
-mod prefetch;
 pub mod publish;
 pub mod rule;
 pub mod stats;
 pub mod table;
-pub mod tally;
+/// Counters per worker shard (moved to the core; re-exported for the
+/// OpenFlow front end's users).
+pub use sluice_core::tally;
 
 pub use codegen::JitOptions;
 

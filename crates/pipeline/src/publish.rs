@@ -1,251 +1,36 @@
-//! Publishing the pipeline to forwarding threads: one writer, many readers,
-//! no lock on the read side.
-//!
-//! ## What
-//! A [`Publisher`] owns the *master* [`Pipeline`], the one controller
-//! messages change (`&mut`), and two *copies* of it. One copy is current:
-//! workers get it from a [`Published`] handle once per burst
-//! ([`Published::load`]: an `arc-swap` load, no lock, no refcount traffic in
-//! the common case) and forward through it with
-//! [`Pipeline::process_with`]. [`Publisher::publish`] brings the other copy
-//! up to date and swaps it in; [`Publisher::wait_readers`] waits until no
-//! worker still reads an older version, which is what a BARRIER_REPLY
-//! needs: every packet after it sees every earlier change
-//! ([`Publisher::publish_and_wait`] does both, with a bounded wait).
-//!
-//! ## Design (left-right)
-//! Copying a 100k-entry table for every publication would make flow-mods
-//! O(table size). Instead each master table logs its changes (`table.rs`,
-//! `TableOp`) and a publication replays, on the copy being brought up to
-//! date, the changes it missed: those of this publication and of the one
-//! before (which only the other copy saw). Before replaying, the publisher
-//! waits until no worker holds that copy (`Arc::get_mut` succeeds; after
-//! `ArcSwap::swap` every outstanding reader of the old value holds a real
-//! reference, so the count is exact). Workers hold a copy for one burst
-//! only, so the wait is short; if it is not (a descheduled worker), after
-//! [`WAIT_LIMIT`] the publisher gives up on that copy and publishes a fresh
-//! full replica instead — slower, never wrong. Everything that is not a
-//! flow table (groups, meters, ports, configuration) is small and copied
-//! whole. Counters, meter state and PACKET_IN buffers are not copied: they
-//! are shared cells (`tally.rs`, `Arc<Mutex<…>>`) that every copy and the
-//! master point to, so nothing is counted twice or lost across versions.
-//!
-//! ## Readers of old versions
-//! A reader's marker is its reference to the copy it loaded (an
-//! `arc-swap` guard, made a real `Arc` count by the swap that retires the
-//! copy). The publisher can name every copy that may still have readers
-//! of an older version: the back copy (the version before the current
-//! one; the publisher holds one reference itself) and the copies it gave
-//! up on in a fallback (*retired*: kept as `Weak` only, freed when their
-//! last reader lets go). [`Publisher::old_readers`] adds up those counts;
-//! zero means no thread reads anything but the current version. Because
-//! the marker is a reference owned by the reader's own stack frame, a
-//! reader that leaves its burst in any way — returns, or panics and
-//! unwinds — gives it back; a thread that is blocked elsewhere (e.g. in
-//! `poll(2)` between bursts) holds none. Only a reader that stays inside
-//! its burst keeps an old version alive, and waiting for it is exactly
-//! the point.
-//!
-//! ## Invariants
-//! - Each copy, once synced, equals the master as it was at that
-//!   publication (same entries in the same order, same indexes): the
-//!   replay is deterministic because ops name entries by (priority, seq).
-//! - Workers switch versions only between bursts (they load once per
-//!   burst).
-//! - `version()` grows by one per publication; when
-//!   [`Publisher::wait_readers`] returns true no reader of an older
-//!   version remains (including readers of a retired copy), until the
-//!   next publication.
+//! Publishing the OpenFlow pipeline to forwarding threads: the core's
+//! left-right publisher ([`sluice_core::publish`]) instantiated with
+//! [`Pipeline`], whose flow tables log their changes (`table.rs`,
+//! `TableOp`) so a copy is brought up to date by replay.
 
 use crate::Pipeline;
-use arc_swap::ArcSwap;
-use std::sync::atomic::Ordering::{Acquire, Release};
-use std::sync::atomic::{fence, AtomicU64};
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
-
-/// Longest wait for the readers of a copy before publishing a fresh
-/// replica instead.
-pub const WAIT_LIMIT: Duration = Duration::from_millis(250);
-
-/// The workers' side: the current published copy.
-#[derive(Debug)]
-pub struct Published {
-    current: ArcSwap<Pipeline>,
-    version: AtomicU64,
-}
-
-impl Published {
-    /// The current copy (hold it for one burst, then drop it).
-    #[inline]
-    pub fn load(&self) -> arc_swap::Guard<Arc<Pipeline>> {
-        self.current.load()
-    }
-
-    /// Number of publications so far.
-    pub fn version(&self) -> u64 {
-        self.version.load(Acquire)
-    }
-}
+pub use sluice_core::publish::{Replicated, WAIT_LIMIT};
 
 /// The control side: the master pipeline and the copy being prepared.
-#[derive(Debug)]
-pub struct Publisher {
-    master: Pipeline,
-    published: Arc<Published>,
-    /// The copy that is not current (`None` only transiently).
-    back: Option<Arc<Pipeline>>,
-    dirty: bool,
-    /// Publications that had to fall back to a full replica.
-    fallbacks: u64,
-    /// Copies given up on by a fallback while a reader still held them
-    /// (no longer ours; alive until their last reader lets go). Pruned at
-    /// every publication, so it holds at most one entry per stuck reader.
-    retired: Vec<Weak<Pipeline>>,
-}
+pub type Publisher = sluice_core::publish::Publisher<Pipeline>;
+/// The workers' side: the current published copy.
+pub type Published = sluice_core::publish::Published<Pipeline>;
 
-impl Publisher {
-    /// Starts publishing `master`: both copies are made from it as it is.
-    pub fn new(mut master: Pipeline) -> Publisher {
-        master.settle();
-        master.start_logs();
-        let front = Arc::new(master.replica());
-        let back = Some(Arc::new(master.replica()));
-        Publisher {
-            master,
-            published: Arc::new(Published {
-                current: ArcSwap::new(front),
-                version: AtomicU64::new(0),
-            }),
-            back,
-            dirty: false,
-            fallbacks: 0,
-            retired: Vec::new(),
-        }
+impl Replicated for Pipeline {
+    fn settle(&mut self) {
+        Pipeline::settle(self)
     }
-
-    /// The handle workers read from.
-    pub fn published(&self) -> Arc<Published> {
-        self.published.clone()
+    fn start_logs(&mut self) {
+        Pipeline::start_logs(self)
     }
-
-    /// The master pipeline, for reading.
-    pub fn master(&self) -> &Pipeline {
-        &self.master
+    fn replica(&self) -> Pipeline {
+        Pipeline::replica(self)
     }
-
-    /// The master pipeline, for changing; the change reaches workers with
-    /// the next publication.
-    pub fn master_mut(&mut self) -> &mut Pipeline {
-        self.dirty = true;
-        &mut self.master
+    fn sync_copy(&mut self, copy: &mut Pipeline) {
+        Pipeline::sync_copy(self, copy)
     }
-
-    /// Takes the master's queued asynchronous messages (FLOW_REMOVED,
-    /// PORT_STATUS, the owner's PACKET_INs) without marking it changed.
-    pub fn take_async(&mut self) -> Vec<sluice_ofp::message::Message> {
-        self.master.take_async()
+    fn logs_skip_copy(&mut self) {
+        Pipeline::logs_skip_copy(self)
     }
-
-    /// Publications that fell back to a full replica (a worker held a
-    /// copy longer than [`WAIT_LIMIT`]).
-    pub fn fallbacks(&self) -> u64 {
-        self.fallbacks
+    /// Table code built on the compiler thread waits to be installed.
+    fn publish_pending(&self) -> bool {
+        self.jit_waiting()
     }
-
-    /// Makes the master's current state the published one (if it changed)
-    /// and returns the version number. Does not wait for workers still
-    /// reading the previous version.
-    pub fn publish(&mut self) -> u64 {
-        if !self.dirty && !self.master.jit_waiting() {
-            return self.published.version();
-        }
-        self.dirty = false;
-        self.retired.retain(|w| w.strong_count() > 0);
-        self.master.settle();
-        let mut copy = self.back.take().unwrap_or_else(|| Arc::new(self.master.replica()));
-        let synced = match wait_exclusive(&mut copy, WAIT_LIMIT) {
-            Some(c) => {
-                self.master.sync_copy(c);
-                true
-            }
-            None => false,
-        };
-        if !synced {
-            self.fallbacks += 1;
-            // A reader still forwards with this copy: remember it, so a
-            // barrier waits for that reader too (it is not the back copy
-            // any more).
-            self.retired.push(Arc::downgrade(&copy));
-            copy = Arc::new(self.master.replica());
-            self.master.logs_skip_copy();
-        }
-        let old = self.published.current.swap(copy);
-        self.back = Some(old);
-        self.published.version.fetch_add(1, Release) + 1
-    }
-
-    /// [`Publisher::publish`], then waits until no worker reads an older
-    /// version (bounded by [`WAIT_LIMIT`]; returns whether that held).
-    pub fn publish_and_wait(&mut self) -> bool {
-        self.publish();
-        self.wait_readers(WAIT_LIMIT)
-    }
-
-    /// References readers still hold to versions older than the current
-    /// one: to the back copy and to retired copies (see the module docs).
-    pub fn old_readers(&self) -> usize {
-        let back = self.back.as_ref().map_or(0, |b| Arc::strong_count(b).saturating_sub(1));
-        back + self.retired.iter().map(Weak::strong_count).sum::<usize>()
-    }
-
-    /// Waits until no reader holds a version older than the current one
-    /// ([`Publisher::old_readers`] is zero), for at most `limit`; returns
-    /// whether that holds. A caller that must not give up (a barrier)
-    /// calls it again; nothing is lost between calls. While the caller
-    /// holds `&mut self` no publication can happen, so the copies waited
-    /// for cannot become current again meanwhile.
-    pub fn wait_readers(&mut self, limit: Duration) -> bool {
-        let start = Instant::now();
-        let mut spins = 0u32;
-        loop {
-            if self.old_readers() == 0 {
-                // Pairs with the `Release` decrement of each reader's
-                // drop: everything a reader did inside its burst (e.g.
-                // transmitting) happens before what the caller does next.
-                fence(Acquire);
-                self.retired.clear();
-                return true;
-            }
-            if start.elapsed() >= limit {
-                return false;
-            }
-            spins += 1;
-            if spins < 64 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
-            }
-        }
-    }
-}
-
-/// Waits until `a` has no other holder; `None` after `limit`.
-fn wait_exclusive(a: &mut Arc<Pipeline>, limit: Duration) -> Option<&mut Pipeline> {
-    let start = Instant::now();
-    let mut spins = 0u32;
-    while Arc::get_mut(a).is_none() {
-        if start.elapsed() >= limit {
-            return None;
-        }
-        spins += 1;
-        if spins < 64 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
-    }
-    Arc::get_mut(a)
 }
 
 #[cfg(test)]
@@ -254,90 +39,21 @@ mod tests {
     use crate::Config;
 
     #[test]
-    fn a_reader_holding_the_old_version_delays_nothing_but_its_own_copy() {
+    fn a_pipeline_copy_is_synced_by_replay_and_sees_new_flows() {
+        use sluice_ofp::message::{flow_mod_command as fc, FlowMod};
         let mut p = Publisher::new(Pipeline::new(Config::default()));
         let pubd = p.published();
-        let v0 = pubd.load_full_for_test();
-        p.master_mut();
-        assert_eq!(p.publish(), 1);
-        // The reader still holds version 0; the next publication cannot
-        // reuse that copy and falls back to a fresh one.
-        p.master_mut();
-        let start = Instant::now();
-        assert_eq!(p.publish(), 2);
-        assert!(start.elapsed() >= WAIT_LIMIT);
-        assert_eq!(p.fallbacks(), 1);
-        drop(v0);
-        p.master_mut();
-        assert!(p.publish_and_wait());
-        assert_eq!(p.fallbacks(), 1);
-    }
-
-    #[test]
-    fn waiting_covers_a_reader_of_the_back_copy() {
-        let mut p = Publisher::new(Pipeline::new(Config::default()));
-        let pubd = p.published();
-        assert_eq!(p.old_readers(), 0);
-        let v0 = pubd.load_full_for_test();
-        // Still current: not an old reader.
-        assert_eq!(p.old_readers(), 0);
-        p.master_mut();
+        let count = |q: &Pipeline| q.tables().first().map_or(0, |t| t.entries().len());
+        assert_eq!(count(&pubd.load()), 0);
+        let fm = FlowMod { command: fc::ADD, priority: 7, ..FlowMod::default() };
+        p.master_mut().flow_mod(&fm).unwrap();
         p.publish();
-        assert_eq!(p.old_readers(), 1);
-        assert!(!p.wait_readers(Duration::from_millis(20)));
-        drop(v0);
-        assert!(p.wait_readers(Duration::from_secs(30)));
-    }
-
-    #[test]
-    fn waiting_covers_a_reader_of_a_copy_given_up_on() {
-        // The reader's copy is neither current nor back after a fallback;
-        // a barrier must still wait for it.
-        let mut p = Publisher::new(Pipeline::new(Config::default()));
-        let pubd = p.published();
-        let v0 = pubd.load_full_for_test();
-        p.master_mut();
+        assert_eq!(count(&pubd.load()), 1);
+        // The other copy is synced by replaying the log at the next one.
+        let fm = FlowMod { command: fc::ADD, priority: 8, ..FlowMod::default() };
+        p.master_mut().flow_mod(&fm).unwrap();
         p.publish();
-        p.master_mut();
-        p.publish();
-        assert_eq!(p.fallbacks(), 1);
-        assert_eq!(p.old_readers(), 1);
-        assert!(!p.publish_and_wait());
-        // Later publications keep remembering it.
-        p.master_mut();
-        p.publish();
-        assert_eq!(p.old_readers(), 1);
-        drop(v0);
-        assert_eq!(p.old_readers(), 0);
-        assert!(p.wait_readers(Duration::from_secs(30)));
-    }
-
-    #[test]
-    fn a_reader_that_panicked_holds_nothing() {
-        let mut p = Publisher::new(Pipeline::new(Config::default()));
-        let pubd = p.published();
-        let (held_tx, held_rx) = std::sync::mpsc::channel();
-        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-        let reader = std::thread::spawn(move || {
-            let _v = pubd.load();
-            held_tx.send(()).unwrap();
-            let _ = go_rx.recv();
-            panic!("reader panics inside its burst (expected by this test)");
-        });
-        held_rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        p.master_mut();
-        p.publish();
-        assert_eq!(p.old_readers(), 1, "the swap made the reader's guard a counted reference");
-        go_tx.send(()).unwrap();
-        assert!(reader.join().is_err());
-        // Unwinding dropped the guard: nothing left to wait for.
-        assert_eq!(p.old_readers(), 0);
-        assert!(p.wait_readers(Duration::from_secs(30)));
-    }
-
-    impl Published {
-        fn load_full_for_test(&self) -> Arc<Pipeline> {
-            self.current.load_full()
-        }
+        assert_eq!(count(&pubd.load()), 2);
+        assert_eq!(p.fallbacks(), 0);
     }
 }

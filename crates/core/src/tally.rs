@@ -11,8 +11,8 @@
 //!
 //! ## Design
 //! Shard 0 belongs to the pipeline's owner (the control thread: packet-out,
-//! the `&mut` [`crate::Pipeline::process`] API). Shards `1..=workers` are
-//! handed out once each by [`crate::Pipeline::worker`]; an *exclusive*
+//! the `&mut` `Pipeline::process` API of the front end). Shards `1..=workers` are
+//! handed out once each (`Pipeline::worker`); an *exclusive*
 //! shard has exactly one writer, so an increment is a relaxed load and a
 //! relaxed store — no `lock`-prefixed instruction, no cache line bouncing
 //! between writers of different shards other than false sharing. One more
@@ -47,12 +47,13 @@ impl Shard {
     /// The pipeline owner's shard.
     pub const OWNER: Shard = Shard { index: 0, exclusive: true };
 
-    pub(crate) fn exclusive(index: usize) -> Shard {
+    /// Exclusive shard `index`: hand each index to one writer at a time.
+    pub fn exclusive(index: usize) -> Shard {
         Shard { index, exclusive: true }
     }
 
     /// The shared shard of a tally with `shards` shards (the last one).
-    pub(crate) fn shared(shards: usize) -> Shard {
+    pub fn shared(shards: usize) -> Shard {
         Shard { index: shards.saturating_sub(1), exclusive: false }
     }
 
@@ -109,7 +110,7 @@ impl Tally {
 
     /// Start loading shard `s`'s cells (before a burst stage counts).
     #[inline]
-    pub(crate) fn prefetch(&self, s: Shard) {
+    pub fn prefetch(&self, s: Shard) {
         let shard = if s.index < self.shared { s.index } else { self.shared };
         if let Some(c) = self.cells.get(shard * self.width) {
             crate::prefetch::prefetch(c);

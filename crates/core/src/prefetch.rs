@@ -8,7 +8,7 @@
 
 /// Start loading the cache line holding `p` into all cache levels.
 #[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
+pub fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `prefetcht0` never faults and reads or writes no program
     // state; SSE (which provides it) is part of the x86-64 baseline, so the

@@ -1,0 +1,33 @@
+//! # sluice-core: the protocol-neutral forwarding core
+//!
+//! What every front end (OpenFlow today; POF fields, filter-program guards
+//! and P4 programs next) lowers into, and the only place the forwarding
+//! machinery lives once the move described in ARCHITECTURE.md ("Target
+//! map") is complete. It knows no control protocol: nothing here names an
+//! OpenFlow message, match field or action (the boundary test in
+//! `crates/sluice/tests/boundaries.rs` fails if this crate ever reaches
+//! `sluice-ofp`).
+//!
+//! What it holds so far:
+//! - [`publish`]: one writer, many lock-free readers of a pipeline
+//!   version (left-right copies brought up to date by replaying the
+//!   master's change log), and the wait a barrier needs.
+//! - [`tally`]: counters kept per worker shard, merged on read.
+//! - [`prefetch()`]: the software prefetch that staged bursts use.
+//!
+//! Still in `sluice-pipeline`, to move here in later steps: the runtime key
+//! layout and extract stage, tables with guards, the walk and its control
+//! graph, the op IR, the caches, staged bursts and per-worker state.
+//!
+//! ## Invariants
+//! - No control protocol (see above).
+//! - No I/O and no threads of its own. The publisher's barrier wait
+//!   yields and sleeps on the caller's thread; that is its only use of a
+//!   clock, and it bounds a wait, never decides forwarding.
+#![deny(unsafe_code)]
+
+mod prefetch;
+pub mod publish;
+pub mod tally;
+
+pub use prefetch::prefetch;

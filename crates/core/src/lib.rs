@@ -9,6 +9,8 @@
 //! `sluice-ofp`).
 //!
 //! What it holds so far:
+//! - [`op`]: the op IR front ends lower their actions into, and the
+//!   executor of its header edits.
 //! - [`publish`]: one writer, many lock-free readers of a pipeline
 //!   version (left-right copies brought up to date by replaying the
 //!   master's change log), and the wait a barrier needs.
@@ -17,7 +19,7 @@
 //!
 //! Still in `sluice-pipeline`, to move here in later steps: the runtime key
 //! layout and extract stage, tables with guards, the walk and its control
-//! graph, the op IR, the caches, staged bursts and per-worker state.
+//! graph, the forwarding ops' executor (ports, groups, upcalls), the caches, staged bursts and per-worker state.
 //!
 //! ## Invariants
 //! - No control protocol (see above).
@@ -26,6 +28,7 @@
 //!   clock, and it bounds a wait, never decides forwarding.
 #![deny(unsafe_code)]
 
+pub mod op;
 mod prefetch;
 pub mod publish;
 pub mod tally;

@@ -292,6 +292,12 @@ impl FieldValue {
     pub fn to_u128(&self) -> u128 {
         self.as_slice().iter().fold(0u128, |a, &b| (a << 8) | u128::from(b))
     }
+    /// A value from its network-order bytes (at most 16); `None` if longer.
+    pub fn from_be_slice(b: &[u8]) -> Option<FieldValue> {
+        let mut bytes = [0u8; 16];
+        bytes.get_mut(..b.len())?.copy_from_slice(b);
+        Some(FieldValue { len: b.len() as u8, bytes })
+    }
     fn from_u128(v: u128, len: usize) -> FieldValue {
         let all = v.to_be_bytes();
         let mut bytes = [0u8; 16];

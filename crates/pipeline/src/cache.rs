@@ -103,7 +103,6 @@
 //!   [`CacheStats::chain_mismatches`] and the hop is looked up live.
 
 use crate::exec::Program;
-use sluice_ofp::oxm::FieldId;
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT, KEY_WORDS, PRESENCE_WORD};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -403,8 +402,8 @@ pub enum SetFieldEffect {
 }
 
 /// Classify a `set_field` target.
-pub fn set_field_effect(f: FieldId) -> SetFieldEffect {
-    use FieldId as F;
+pub fn set_field_effect(f: sluice_packet::Field) -> SetFieldEffect {
+    use sluice_packet::Field as F;
     match f {
         F::Metadata | F::TunnelId => SetFieldEffect::Neutral,
         F::EthDst

@@ -28,11 +28,13 @@ use crate::cache::{
 };
 use crate::edit;
 use crate::group::select_bucket;
+use crate::lower::lower;
 use crate::meter::Verdict;
 use crate::ports::PortCounter;
 use crate::table::{FlowEntry, FlowTable};
 use crate::tally::{Shard, Tally};
 use crate::{CacheMode, Datapath, Pipeline};
+use sluice_core::op::{Edited, Op};
 use sluice_core::prefetch;
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{port_no, OFPCML_NO_BUFFER, OFP_NO_BUFFER};
@@ -205,8 +207,9 @@ pub(crate) enum Step {
     Miss { table: Arc<Tally> },
     /// A write-metadata instruction.
     Metadata { value: u64, mask: u64 },
-    /// One action, with the context of the entry it came from.
-    Act { action: Action, ctx: Ctx },
+    /// One action, lowered to the core's op (`lower.rs`), with the
+    /// context of the entry it came from.
+    Act { op: Op, ctx: Ctx },
 }
 
 /// Why a packet is on its way to the controller.
@@ -387,11 +390,13 @@ fn note_actions(r: &mut Recorder, list: &[Action]) {
             | Action::DecNwTtl
             | Action::SetMplsTtl(_)
             | Action::DecMplsTtl => {}
-            Action::SetField(Oxm::Basic { field, .. }) => match set_field_effect(*field) {
-                SetFieldEffect::Neutral => {}
-                SetFieldEffect::InPlace => r.dirty = true,
-                SetFieldEffect::Structural => r.open = false,
-            },
+            Action::SetField(Oxm::Basic { field, .. }) => {
+                match set_field_effect(crate::oxm_field::field(*field)) {
+                    SetFieldEffect::Neutral => {}
+                    SetFieldEffect::InPlace => r.dirty = true,
+                    SetFieldEffect::Structural => r.open = false,
+                }
+            }
             _ => r.open = false,
         }
     }
@@ -802,7 +807,7 @@ impl Pipeline {
                 match ins {
                     Instruction::Meter(_) => return None,
                     Instruction::ApplyActions(list) => {
-                        steps.extend(list.iter().map(|a| Step::Act { action: a.clone(), ctx }))
+                        steps.extend(list.iter().map(|a| Step::Act { op: lower(a), ctx }))
                     }
                     Instruction::ClearActions => set.clear(),
                     Instruction::WriteActions(list) => set.write(list),
@@ -823,7 +828,7 @@ impl Pipeline {
                 }
                 _ => {
                     let ordered = set.ordered();
-                    steps.extend(ordered.into_iter().map(|action| Step::Act { action, ctx }));
+                    steps.extend(ordered.iter().map(|a| Step::Act { op: lower(a), ctx }));
                     return (k + 1 == chain.hops().len()).then(|| steps.into());
                 }
             }
@@ -852,8 +857,8 @@ impl Pipeline {
                     pkt.meta.metadata = (pkt.meta.metadata & !mask) | (value & mask);
                     refresh_metadata(&mut pkt.key, &pkt.meta);
                 }
-                Step::Act { action, ctx } => {
-                    if let Flow::Stop = self.action(w, action, pkt, *ctx, tx) {
+                Step::Act { op, ctx } => {
+                    if let Flow::Stop = self.op(w, op, pkt, *ctx, tx) {
                         return;
                     }
                 }
@@ -1011,6 +1016,28 @@ impl Pipeline {
             if let Flow::Stop = self.action(w, a, pkt, ctx, tx) {
                 return Flow::Stop;
             }
+        }
+        Flow::Continue
+    }
+
+    /// Executes one op of a composed program: header edits in the core
+    /// (`sluice_core::op::edit`), forwarding here. What [`Self::action`]
+    /// does with the action the op was lowered from.
+    fn op(&self, w: &mut Worker, op: &Op, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) -> Flow {
+        match op {
+            Op::Output { port, max_len } => self.output(w, *port, *max_len, pkt, ctx, tx),
+            Op::Group(g) => self.group(w, *g, pkt, ctx, tx),
+            Op::SetQueue(q) => pkt.queue = Some(*q),
+            _ => match sluice_core::op::edit(op, &mut pkt.buf, &pkt.info, &mut pkt.meta) {
+                Edited::Changed => pkt.reparse(),
+                Edited::Unchanged | Edited::NotAnEdit => {}
+                Edited::InvalidTtl => {
+                    let ctx = Ctx { reason: packet_in_reason::INVALID_TTL, ..ctx };
+                    let len = self.switch_config.miss_send_len;
+                    self.packet_in(w, pkt, ctx, len);
+                    return Flow::Stop;
+                }
+            },
         }
         Flow::Continue
     }

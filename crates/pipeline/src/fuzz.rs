@@ -333,6 +333,70 @@ pub fn fuzz_datapath_diff(data: &[u8]) {
 }
 
 /// Flow, table, group, meter and port statistics replies.
+/// The op IR's fuzz entry: up to 8 actions decoded like a flow's (see the
+/// module docs), then a frame (the rest of the input). Each action runs on
+/// one copy of the packet as the spec reads it (`edit::apply`, the
+/// reference's path) and, lowered (`lower.rs`), on another copy through the
+/// core's executor (`sluice_core::op::edit`). Panics on the first
+/// difference in outcome, bytes, metadata or key.
+pub fn fuzz_ops(data: &[u8]) {
+    use crate::edit::{self, Outcome};
+    use crate::exec::Pkt;
+    use sluice_core::op::{edit as op_edit, Edited, Op};
+    let mut b = Bytes { data, pos: 0 };
+    let list: Vec<Action> = (0..b.below(9)).map(|_| action(&mut b)).collect();
+    let frame = b.rest();
+    let meta = sluice_packet::parse::Meta { in_port: 1, in_phy_port: 1, metadata: 5, tunnel_id: 0 };
+    let fresh = || {
+        let mut p = Pkt {
+            buf: sluice_packet::PacketBuf::new(
+                sluice_packet::PacketBuf::DEFAULT_HEADROOM,
+                crate::exec::MAX_FRAME + 64,
+            ),
+            meta,
+            key: sluice_packet::FlowKey::ZERO,
+            info: sluice_packet::ParseInfo::default(),
+            queue: None,
+        };
+        p.buf.load(frame).ok().map(|()| {
+            p.reparse();
+            p
+        })
+    };
+    let (Some(mut spec), Some(mut ops)) = (fresh(), fresh()) else { return };
+    for a in &list {
+        let op = crate::lower::lower(a);
+        match (a, &op) {
+            (Action::Output { port, max_len }, Op::Output { port: p, max_len: m }) => {
+                assert_eq!((port, max_len), (p, m));
+                continue;
+            }
+            (Action::Group(g), Op::Group(h)) | (Action::SetQueue(g), Op::SetQueue(h)) => {
+                assert_eq!(g, h);
+                continue;
+            }
+            (Action::Output { .. } | Action::Group(_) | Action::SetQueue(_), _) => {
+                panic!("{a:?} lowered to {op:?}")
+            }
+            _ => {}
+        }
+        let by_spec = edit::apply(a, &mut spec);
+        let by_op = op_edit(&op, &mut ops.buf, &ops.info, &mut ops.meta);
+        if by_op == Edited::Changed {
+            ops.reparse();
+        }
+        let ttl_expired = |o: &Outcome| matches!(o, Outcome::InvalidTtl);
+        assert_eq!(ttl_expired(&by_spec), by_op == Edited::InvalidTtl, "{a:?} as {op:?}");
+        assert_ne!(by_op, Edited::NotAnEdit, "{a:?} as {op:?}");
+        assert_eq!(spec.data(), ops.data(), "bytes after {a:?} as {op:?}");
+        assert_eq!(spec.meta, ops.meta, "metadata after {a:?} as {op:?}");
+        assert_eq!(spec.key, ops.key, "key after {a:?} as {op:?}");
+        if ttl_expired(&by_spec) {
+            return;
+        }
+    }
+}
+
 fn diff_stats(p: &mut Pipeline) -> Vec<Message> {
     use sluice_ofp::multipart::{FlowStatsRequest, MultipartRequest, MultipartRequestBody as B};
     let all = FlowStatsRequest {
@@ -401,6 +465,12 @@ mod tests {
         #[test]
         fn datapath_diff_random(data in prop::collection::vec(any::<u8>(), 0..400)) {
             fuzz_datapath_diff(&data);
+        }
+
+        /// Lowered ops do what the spec's reading of each action does.
+        #[test]
+        fn ops_agree_with_actions(data in prop::collection::vec(any::<u8>(), 0..200)) {
+            fuzz_ops(&data);
         }
     }
 

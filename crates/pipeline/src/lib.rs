@@ -73,6 +73,7 @@ pub mod exec;
 pub mod flow_mod;
 mod fuzz;
 pub mod group;
+pub mod lower;
 pub mod meter;
 pub mod oxm_field;
 pub mod ports;
@@ -89,7 +90,7 @@ pub use codegen::JitOptions;
 pub use cache::CacheStats;
 pub use control::Outgoing;
 pub use exec::{TraceEvent, Tx, Worker};
-pub use fuzz::{fuzz_datapath_diff, fuzz_pipeline};
+pub use fuzz::{fuzz_datapath_diff, fuzz_ops, fuzz_pipeline};
 
 use group::GroupTable;
 use meter::MeterTable;

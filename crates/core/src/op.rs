@@ -1,0 +1,206 @@
+//! The op IR: what actions do, in the core's vocabulary.
+//!
+//! # What
+//! Front ends lower their actions into [`Op`]s once, when a rule is
+//! installed or a cache entry is composed, never per packet: OpenFlow's
+//! `OFPAT_*` actions today (`sluice_pipeline::lower`), POF's field actions
+//! and P4 action bodies next. The core executes ops; it never sees a
+//! front end's action type.
+//!
+//! # Basic design
+//! Header edits ([`Op::SetField`], tag pushes and pops, TTL operations) are
+//! executed here, by [`edit`], on a packet buffer and its current parse
+//! ([`sluice_packet::rewrite`] does the byte work and keeps checksums
+//! right). Forwarding ops ([`Op::Output`], [`Op::Group`], [`Op::SetQueue`])
+//! name the front end's port, group and queue numbers; until ports, groups
+//! and upcalls move into the core their executor is the front end's, which
+//! is why [`edit`] reports them as [`Edited::NotAnEdit`].
+//!
+//! The ops mirror what OpenFlow 1.3.5 needs today; protocol-oblivious
+//! window edits (set, insert and remove bytes, checksum), meters and
+//! neutral upcalls are the next ops (ARCHITECTURE.md, target map).
+//!
+//! # Invariants
+//! - [`edit`] never panics and never reads or writes outside the buffer:
+//!   an op whose header is absent, or whose value does not fit its field,
+//!   leaves the packet as it was ([`Edited::Unchanged`]).
+//! - After [`Edited::Changed`] the caller must re-parse before the next op
+//!   (the op used the parse it was given; the bytes no longer match it).
+
+use sluice_packet::buf::PacketBuf;
+use sluice_packet::parse::{Meta, ParseInfo};
+use sluice_packet::rewrite as rw;
+use sluice_packet::{Field, FieldValue};
+
+/// One thing an action does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Write a fixed-parser field: header fields in the packet's bytes
+    /// (checksums fixed), `Metadata` and `TunnelId` in its metadata.
+    SetField { field: Field, value: FieldValue },
+    /// Push an 802.1Q/802.1ad tag with this TPID.
+    PushVlan(u16),
+    /// Pop the outermost VLAN tag.
+    PopVlan,
+    /// Push an MPLS label stack entry; the frame's ethertype becomes this.
+    PushMpls(u16),
+    /// Pop the top MPLS label; the payload's ethertype is this.
+    PopMpls(u16),
+    /// Push a PBB I-TAG header with this ethertype.
+    PushPbb(u16),
+    /// Pop the PBB header.
+    PopPbb,
+    /// Set the top MPLS label's TTL.
+    SetMplsTtl(u8),
+    /// Decrement the top MPLS label's TTL.
+    DecMplsTtl,
+    /// Set the IPv4 TTL or IPv6 hop limit.
+    SetNwTtl(u8),
+    /// Decrement the IPv4 TTL or IPv6 hop limit.
+    DecNwTtl,
+    /// Copy the TTL inwards-to-outermost.
+    CopyTtlOut,
+    /// Copy the TTL outermost-to-next-inwards.
+    CopyTtlIn,
+    /// Send the packet out of a port (the front end's port numbers,
+    /// reserved ports included); `max_len` is what an upcall carries.
+    Output { port: u32, max_len: u16 },
+    /// Run a group.
+    Group(u32),
+    /// Choose the output queue.
+    SetQueue(u32),
+    /// Does nothing (an action the front end accepted that changes
+    /// nothing the core models).
+    Nop,
+}
+
+/// What [`edit`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edited {
+    /// The packet (bytes or metadata) changed: re-parse before going on.
+    Changed,
+    /// Nothing changed (the op's header was absent, or the value did not
+    /// fit): go on with the same parse.
+    Unchanged,
+    /// A TTL decrement reached zero (or the TTL was already zero): the
+    /// packet must not be forwarded; the front end decides what happens
+    /// (OpenFlow: an INVALID_TTL packet-in).
+    InvalidTtl,
+    /// Not a header edit: a forwarding op, for the front end's executor.
+    NotAnEdit,
+}
+
+/// Executes a header-edit op on `buf`, whose current parse is `info`;
+/// `Metadata` and `TunnelId` writes go to `meta`.
+pub fn edit(op: &Op, buf: &mut PacketBuf, info: &ParseInfo, meta: &mut Meta) -> Edited {
+    let r: Result<(), rw::RewriteError> = match op {
+        Op::SetField { field: Field::Metadata, value } => {
+            meta.metadata = value.to_u128() as u64;
+            return Edited::Changed;
+        }
+        Op::SetField { field: Field::TunnelId, value } => {
+            meta.tunnel_id = value.to_u128() as u64;
+            return Edited::Changed;
+        }
+        Op::SetField { field, value } => rw::apply_set_field(buf, info, *field, value.as_slice()),
+        Op::PushVlan(t) => rw::push_vlan(buf, info, *t),
+        Op::PopVlan => rw::pop_vlan(buf, info),
+        Op::PushMpls(t) => rw::push_mpls(buf, info, *t),
+        Op::PopMpls(t) => rw::pop_mpls(buf, info, *t),
+        Op::PushPbb(t) => rw::push_pbb(buf, info, *t),
+        Op::PopPbb => rw::pop_pbb(buf, info),
+        Op::SetMplsTtl(t) => rw::set_mpls_ttl(buf, info, *t),
+        Op::DecMplsTtl => rw::dec_mpls_ttl(buf, info).map(drop),
+        Op::SetNwTtl(t) => rw::set_nw_ttl(buf, info, *t),
+        Op::DecNwTtl => rw::dec_nw_ttl(buf, info).map(drop),
+        Op::CopyTtlOut => rw::copy_ttl_out(buf, info),
+        Op::CopyTtlIn => rw::copy_ttl_in(buf, info),
+        Op::Nop => return Edited::Unchanged,
+        Op::Output { .. } | Op::Group(_) | Op::SetQueue(_) => return Edited::NotAnEdit,
+    };
+    match r {
+        Ok(()) => Edited::Changed,
+        Err(rw::RewriteError::InvalidTtl) => Edited::InvalidTtl,
+        Err(_) => Edited::Unchanged,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_packet::key::{FlowKey, FIXED_LAYOUT};
+    use sluice_packet::parse::parse;
+
+    /// Ethernet + IPv4 (TTL 1) + UDP, 64 bytes.
+    fn udp_frame() -> Vec<u8> {
+        let mut f = vec![0u8; 64];
+        f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        let ip = &mut f[14..34];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&50u16.to_be_bytes());
+        ip[8] = 1;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        ip[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        let sum = sluice_packet::checksum::fold(sluice_packet::checksum::sum(ip));
+        ip[10..12].copy_from_slice(&(!sum).to_be_bytes());
+        f[34..36].copy_from_slice(&53u16.to_be_bytes());
+        f[36..38].copy_from_slice(&5353u16.to_be_bytes());
+        f[38..40].copy_from_slice(&30u16.to_be_bytes());
+        f
+    }
+
+    fn run(op: &Op, frame: &[u8]) -> (Edited, Vec<u8>, Meta, FlowKey) {
+        let mut buf = PacketBuf::from_slice(frame).unwrap();
+        let mut meta = Meta::default();
+        let mut key = FlowKey::ZERO;
+        let info = parse(buf.data(), &meta, &mut key);
+        let e = edit(op, &mut buf, &info, &mut meta);
+        parse(buf.data(), &meta, &mut key);
+        (e, buf.data().to_vec(), meta, key)
+    }
+
+    fn value(bytes: &[u8]) -> FieldValue {
+        FieldValue::from_be_slice(bytes).unwrap()
+    }
+
+    #[test]
+    fn set_field_rewrites_the_header_and_the_key_follows() {
+        let op = Op::SetField { field: Field::Ipv4Dst, value: value(&[192, 168, 1, 1]) };
+        let (e, bytes, _, key) = run(&op, &udp_frame());
+        assert_eq!(e, Edited::Changed);
+        assert_eq!(&bytes[30..34], &[192, 168, 1, 1]);
+        assert_eq!(FIXED_LAYOUT.get(&key, Field::Ipv4Dst).as_slice(), &[192, 168, 1, 1]);
+    }
+
+    #[test]
+    fn pipeline_fields_go_to_the_metadata() {
+        let op = Op::SetField { field: Field::Metadata, value: value(&7u64.to_be_bytes()) };
+        let (e, bytes, meta, _) = run(&op, &udp_frame());
+        assert_eq!((e, meta.metadata), (Edited::Changed, 7));
+        assert_eq!(bytes, udp_frame());
+    }
+
+    #[test]
+    fn absent_headers_and_expired_ttls_leave_the_packet_alone() {
+        let (e, bytes, _, _) = run(&Op::PopVlan, &udp_frame());
+        assert_eq!((e, bytes), (Edited::Unchanged, udp_frame()));
+        let (e, bytes, _, _) = run(&Op::PopMpls(0x0800), &udp_frame());
+        assert_eq!((e, bytes), (Edited::Unchanged, udp_frame()));
+        // TTL 1 -> 0: not forwarded.
+        assert_eq!(run(&Op::DecNwTtl, &udp_frame()).0, Edited::InvalidTtl);
+        assert_eq!(run(&Op::Nop, &udp_frame()).0, Edited::Unchanged);
+        assert_eq!(run(&Op::Group(1), &udp_frame()).0, Edited::NotAnEdit);
+    }
+
+    #[test]
+    fn push_vlan_then_the_parse_sees_the_tag() {
+        let (e, bytes, _, key) = run(&Op::PushVlan(0x8100), &udp_frame());
+        assert_eq!(e, Edited::Changed);
+        assert_eq!(bytes.len(), 68);
+        assert_eq!(&bytes[12..14], &[0x81, 0x00]);
+        assert!(FIXED_LAYOUT.get(&key, Field::VlanVid).to_u128() & 0x1000 != 0);
+    }
+}

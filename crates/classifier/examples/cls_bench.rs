@@ -135,6 +135,7 @@ fn table_of(case: &Case) -> FlowTable {
             installed_ns: 0,
             stats: FlowEntry::new_stats(2),
             seq: i as u64,
+            guards: Default::default(),
         });
     }
     t

@@ -223,6 +223,26 @@ impl Classifier {
         )
     }
 
+    /// The first rule matching `key` that `accept` accepts, offering the
+    /// matching rules in the reference scan's order (priority descending,
+    /// then lowest seq), each at most once, and stopping at the first
+    /// accepted; ORs the key bits consulted into `wc`. With an `accept`
+    /// that always says yes, the same answer as [`Classifier::lookup`].
+    /// Same as [`Snapshot::lookup_guarded`] on a snapshot taken now.
+    pub fn lookup_guarded(
+        &self,
+        key: &FlowKey,
+        wc: &mut FlowMask,
+        accept: impl FnMut(Hit) -> bool,
+    ) -> Option<Hit> {
+        crate::guard::lookup_guarded(
+            self.order.iter().filter_map(|&(r, sid)| Some((r, self.subtable(sid)?))),
+            key,
+            wc,
+            accept,
+        )
+    }
+
     /// An immutable copy of the current rules for readers. Costs one `Arc`
     /// clone per subtable; the next mutation of a subtable shared with a
     /// live snapshot copies that subtable (copy-on-write).
@@ -349,6 +369,29 @@ impl Snapshot {
             self.max_ranks.iter().copied().zip(self.subtables.iter().map(|s| &**s)),
             key,
             wc,
+        )
+    }
+
+    /// The first rule matching `key` that `accept` accepts. `accept` is
+    /// called only on rules matching `key`, in the reference scan's order
+    /// (priority descending, then lowest seq), each at most once, until it
+    /// returns `true`; a `false` moves on to the next candidate. ORs every
+    /// key bit consulted into `wc`, which is valid given the same sequence
+    /// of `accept` answers (crate docs, *Guards*). With an `accept` that
+    /// always says yes: the same answer and `wc` as [`Snapshot::lookup`].
+    /// Allocates only past 16 matching subtables.
+    #[inline]
+    pub fn lookup_guarded(
+        &self,
+        key: &FlowKey,
+        wc: &mut FlowMask,
+        accept: impl FnMut(Hit) -> bool,
+    ) -> Option<Hit> {
+        crate::guard::lookup_guarded(
+            self.max_ranks.iter().copied().zip(self.subtables.iter().map(|s| &**s)),
+            key,
+            wc,
+            accept,
         )
     }
 }

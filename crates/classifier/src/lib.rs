@@ -85,6 +85,56 @@
 //! (see `hash`), fixed seed, and identity-hashed tables keyed by that
 //! value: one multiply per word, no second hash.
 //!
+//! ## Guards
+//! **What.** A rule may carry *guards*: predicates run after its mask/value
+//! match (eBPF filter programs, pcap-filter expressions; the caller's, not
+//! the classifier's). A guard may have side effects (map updates), so the
+//! order in which guards run is part of the semantics (ARCHITECTURE.md,
+//! *Guard semantics*): the candidates are the rules matching the key, tried
+//! in the reference scan's order (priority descending, then oldest first),
+//! each at most once, and the first whose guards pass is the hit.
+//! [`Snapshot::lookup_guarded`] (and [`Classifier::lookup_guarded`]) take
+//! the guards as one callback, `accept(Hit) -> bool`, and call it exactly
+//! so: only on matching rules, in that order, until it says yes.
+//!
+//! **Design.** The same probe order and the same subtable probes as
+//! `lookup`; only what happens to a hit changes. A probe yields the
+//! subtable's matching *group* (at most one per subtable: its rules with
+//! the key's masked value, best first; the head is in the lookup record,
+//! the others in the writer-side group, read only when the head is
+//! rejected). Each group found is *pending*, as a cursor. Before probing a
+//! subtable whose best rank is `r`, every pending candidate that outranks
+//! `r` is offered, best first: no rule of that subtable or of a later one
+//! (their best ranks are lower still) can come before it. After the last
+//! subtable the rest is offered in rank order. Ranks are unique, so rank
+//! order is the reference's order exactly, and a subtable is skipped only
+//! when an accepted candidate outranks every rule in it.
+//!
+//! **Cost.** With an `accept` that takes the first candidate: the same
+//! probes as `lookup` plus a compare per subtable. Each candidate offered
+//! costs a scan of the pending cursors (at most one per matching subtable,
+//! so few). The cursors live in a 16-entry buffer on the stack; a lookup
+//! allocates only if more than 16 subtables match one key. `lookup` is a
+//! separate function and pays nothing for guards.
+//!
+//! **Invariants.**
+//! - `accept` is called only on rules matching the key, in (priority desc,
+//!   seq asc) order, each at most once, stopping at the first `true`; the
+//!   result is that rule or `None`. With `|_| true` the result and `wc` are
+//!   `lookup`'s. Tested against a linear model, comparing the whole call
+//!   sequence.
+//! - **Un-wildcarding holds given the same answers.** If a guarded lookup
+//!   of `k` returns `wc`, then every `k'` with `k' & wc == k & wc`, offered
+//!   the same answers, sees the same calls and gets the same result. Why:
+//!   which subtable comes next, and which pending candidates are offered
+//!   before it, depend on ranks and on earlier answers only; each probe's
+//!   outcome (group found or not, stage misses) depends only on the
+//!   consulted stages' bits, which are in `wc`, as for `lookup`. So every
+//!   offered (matched) rule's mask is in `wc`, rejected ones included. The
+//!   megaflow cache records the answers with the entry (ARCHITECTURE.md):
+//!   a packet whose guards answer differently leaves the entry, so `wc`
+//!   never has to cover the answers.
+//!
 //! ## Versioning
 //! Readers never see a half-applied flow-mod because they never look at
 //! the writer's structure. The writer ([`Classifier`], `&mut self`)
@@ -138,11 +188,16 @@
 //! `tests/differential.rs` compares random interleavings of inserts,
 //! removes, replaces, snapshots and lookups with a linear model and with
 //! `sluice_pipeline::table::FlowTable`, and checks the un-wildcarding
-//! invariant on every lookup. [`fuzz_classifier`] is the same check driven
-//! by cargo-fuzz. `examples/cls_bench.rs` measures lookups/s.
+//! invariant on every lookup. `tests/guarded.rs` compares guarded lookups
+//! (writer and snapshots; guards rejecting a fixed subset, the first N
+//! calls, or by both) with a linear model, call sequence included, and
+//! checks un-wildcarding by replaying the recorded answers on keys that
+//! agree on `wc`. [`fuzz_classifier`] is the same check as the first,
+//! driven by cargo-fuzz. `examples/cls_bench.rs` measures lookups/s.
 
 mod classifier;
 mod fuzz;
+mod guard;
 mod hash;
 pub mod stage;
 mod subtable;

@@ -15,8 +15,10 @@
 //!   one contiguous record: `[next, best id, best rank (2 words), the
 //!   n = words.len() masked words of the value]` (stride = 4 + n). A hit
 //!   touches the hash-table bucket and this record, nothing else;
-//!   `groups` (the authority for `best`, `rest`, `next`) is writer-only
-//!   and copied into the record header by `sync` after every change.
+//!   `groups` (the authority for `best`, `rest`, `next`) is written only
+//!   by the writer and copied into the record header by `sync` after
+//!   every change; of it, lookups read only `rest`, and only a guarded
+//!   lookup whose guard rejected the group's best rule.
 //! - `ranks`: every rule's rank, so the subtable's best rank (`max_rank`,
 //!   which orders the subtables) survives removals in O(log n).
 
@@ -166,6 +168,33 @@ impl Subtable {
     /// `wc` the mask words of every stage it consulted.
     #[inline]
     pub(crate) fn lookup(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<Member> {
+        let (_, rec) = self.probe(key, wc)?;
+        let rank = (u128::from(rec[2]) << 64) | u128::from(rec[3]);
+        Some(Member { rank: Rank(rank), id: RuleId(rec[1]) })
+    }
+
+    /// The group of rules matching `key` (they all share one masked value),
+    /// if any: its slot and its best member. ORs into `wc` exactly what
+    /// [`Subtable::lookup`] ORs. The other members, in order, are
+    /// [`Subtable::group_rest`]`(slot)`.
+    #[inline]
+    pub(crate) fn lookup_group(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<(u32, Member)> {
+        let (g, rec) = self.probe(key, wc)?;
+        let rank = (u128::from(rec[2]) << 64) | u128::from(rec[3]);
+        Some((g, Member { rank: Rank(rank), id: RuleId(rec[1]) }))
+    }
+
+    /// The members of group `g` after its best, best first (empty for a
+    /// slot that is not a live group).
+    #[inline]
+    pub(crate) fn group_rest(&self, g: u32) -> &[Member] {
+        self.groups.get(g as usize).map_or(&[], |grp| grp.rest.as_slice())
+    }
+
+    /// The probe shared by both lookups: the matching group's slot and
+    /// lookup record, ORing the consulted stages' mask words into `wc`.
+    #[inline(always)]
+    fn probe(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<(u32, &[u64])> {
         let mut h = SEED;
         let mut i = 0usize;
         for (idx, &end) in self.stages.iter().zip(self.stage_ends.iter()) {
@@ -202,8 +231,7 @@ impl Subtable {
                 .zip(rec[HDR..].iter())
                 .all(|((&w, &m), &v)| key.words[usize::from(w)] & m == v);
             if equal {
-                let rank = (u128::from(rec[2]) << 64) | u128::from(rec[3]);
-                return Some(Member { rank: Rank(rank), id: RuleId(rec[1]) });
+                return Some((g, rec));
             }
             g = rec[0] as u32;
         }

@@ -42,6 +42,7 @@ fn entry(id: RuleId, s: &RuleSpec) -> FlowEntry {
         installed_ns: 0,
         stats: FlowEntry::new_stats(2),
         seq: s.seq,
+        guards: Default::default(),
     }
 }
 

@@ -77,6 +77,46 @@
 //! caller whether a variant removed work. For other keys its answer is
 //! unspecified (memory-safe, but wrong): choosing it is the caller's job.
 //!
+//! # Guards: resumable code
+//!
+//! Rules may carry *guards* (predicates run after the mask/value match,
+//! possibly with side effects; ARCHITECTURE.md, *Guard semantics*): the
+//! lookup then offers the matching rules to the guards in list order,
+//! each at most once, and the first accepted is the hit.
+//! [`linear_scan_guarded`] is the reference. A table compiled with
+//! [`CompileOptions::resumable`] has, instead of the plain entry, one
+//! `(key, start) -> u32` returning the first matching rule at index
+//! `>= start` (a `br_table` on `start` into the rule chain; every
+//! satisfiable rule is emitted, also after a catch-all, since a guard
+//! may reject it; see `jit.rs`). [`CompiledTable::lookup_from`] exposes
+//! it (a lookup resumed after a rejected candidate, e.g. by a cache whose
+//! recorded guard answer no longer holds); [`CompiledTable::lookup_guarded`]
+//! loops over it: run from 0, offer the hit, on a rejection run again
+//! from the hit + 1. So the guard sees exactly the scan's candidates in
+//! the scan's order, and the mask is the scan's exactly: the prefix OR up
+//! to the final answer (all rules on a miss), because the guarded scan
+//! examines rules `0..=answer` whatever the guards said.
+//!
+//! *Costs:* tables compiled without the option are unchanged and pay
+//! nothing; their guarded lookups return [`NotResumable`] (without
+//! calling the guard). A resumable table answers plain lookups through
+//! the same entry from `start = 0` (one indirect jump more), emits the
+//! rules after a catch-all, and a jump table of one entry per rule. A
+//! guarded lookup costs one call of the code per candidate offered.
+//!
+//! [`ProbeTable::lookup_guarded`] is the same for probe tables, in plain
+//! Rust over the hash arrays (see [its docs](ProbeTable::lookup_guarded)
+//! and the *Guards* part of `sluice-classifier`, whose design it
+//! follows): each subtable also keeps, for a stored rule, the later
+//! rules with the same value, and candidates are offered lowest index
+//! first, before probing any subtable whose lowest index is higher.
+//!
+//! Tested (`guard_tests.rs`) against [`linear_scan_guarded`] with guards
+//! that reject a fixed subset, the first N calls, or by both: the same
+//! answer, the same sequence of guard calls, the scan's mask exactly
+//! (compiled; plain and known-bits variants), and for probe tables the
+//! probed subtables' masks, valid under replayed guard answers.
+//!
 //! # Probe tables
 //!
 //! ## What?
@@ -94,7 +134,9 @@
 //! - Rules are grouped by mask into *subtables* (unsatisfiable rules,
 //!   with value bits outside their mask, are dropped). Within a subtable a
 //!   value may occur in several rules; only the first (lowest index) is
-//!   kept, as no later one can win. Subtables are ordered by their lowest
+//!   stored in the hash array, as no later one can win (the later ones
+//!   are kept aside for guarded lookups, where the first may be
+//!   rejected). Subtables are ordered by their lowest
 //!   rule index.
 //! - Each subtable is an open-addressing hash array owned by the table:
 //!   a power-of-two number of slots, at most half full, linear probing;
@@ -174,7 +216,8 @@
 //! (generated code reads only the key and memory that outlives it). The
 //! code memory is a `sluice_jit::Code`'s, freed when the table drops. The
 //! straight-line code only loads words at constant offsets `< KEY_WORDS`
-//! from the `&FlowKey` it is given; the probe code also reads its own
+//! from the `&FlowKey` it is given (the resumable code's `start` only
+//! indexes its bounds-checked jump table); the probe code also reads its own
 //! hash arrays, in bounds (above); neither writes anything, so calling
 //! them is memory-safe for any rule set.
 //! [`CompiledTable`] and [`ProbeTable`] are `Send + Sync`: the code and
@@ -196,12 +239,45 @@ pub type Rule = ([u64; KEY_WORDS], [u64; KEY_WORDS]);
 
 /// A table compiled to native code; see the module docs.
 pub struct CompiledTable {
-    native: jit::Native,
+    native: Entry,
     /// `prefix[i]` = OR of the masks of rules `0..=i`.
     prefix: Vec<FlowMask>,
     /// Rules that emitted code; see [`CompiledTable::live_rules`].
     live_rules: usize,
 }
+
+/// The generated code: the plain entry, or the resumable one (which also
+/// answers plain lookups, from index 0).
+enum Entry {
+    Plain(jit::Native),
+    Resumable(jit::Resume),
+}
+
+/// How to compile a [`CompiledTable`]; `CompileOptions::default()` is
+/// what [`CompiledTable::compile`] uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// Keys have these bits (`known.0` the mask, `known.1` the value), as
+    /// for [`CompiledTable::compile_known`].
+    pub known: Option<(FlowMask, FlowKey)>,
+    /// Generate the resumable entry, so that [`CompiledTable::lookup_from`]
+    /// and [`CompiledTable::lookup_guarded`] work: for tables whose rules
+    /// carry guards. Tables without it pay nothing for guards.
+    pub resumable: bool,
+}
+
+/// [`CompiledTable::lookup_from`] or [`CompiledTable::lookup_guarded`] on
+/// a table compiled without [`CompileOptions::resumable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotResumable;
+
+impl core::fmt::Display for NotResumable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("table was compiled without the resumable entry")
+    }
+}
+
+impl std::error::Error for NotResumable {}
 
 fn check_len(rules: &[Rule]) -> Result<(), String> {
     if rules.len() > MAX_RULES {
@@ -214,10 +290,23 @@ impl CompiledTable {
     /// Compile rules given in lookup order; `Err` if there are more than
     /// [`MAX_RULES`] rules or Cranelift fails.
     pub fn compile(rules: &[Rule]) -> Result<CompiledTable, String> {
+        CompiledTable::compile_with(rules, &CompileOptions::default())
+    }
+
+    /// Compile with options: known bits ([`compile_known`]) and/or the
+    /// resumable entry for guarded lookups ([`lookup_guarded`]). Same
+    /// errors as [`compile`].
+    ///
+    /// [`compile`]: CompiledTable::compile
+    /// [`compile_known`]: CompiledTable::compile_known
+    /// [`lookup_guarded`]: CompiledTable::lookup_guarded
+    pub fn compile_with(rules: &[Rule], opts: &CompileOptions) -> Result<CompiledTable, String> {
         check_len(rules)?;
-        let indexed: Vec<jit::IndexedRule> =
-            rules.iter().enumerate().map(|(i, (m, v))| (i, *m, *v)).collect();
-        CompiledTable::finish(rules, &indexed)
+        let indexed: Vec<jit::IndexedRule> = match &opts.known {
+            None => rules.iter().enumerate().map(|(i, (m, v))| (i, *m, *v)).collect(),
+            Some((km, kv)) => known_rules(rules, km, kv, opts.resumable),
+        };
+        CompiledTable::finish(rules, &indexed, opts.resumable)
     }
 
     /// Compile a variant of the table that is only valid for keys `k` with
@@ -246,37 +335,16 @@ impl CompiledTable {
         known_mask: &FlowMask,
         known_value: &FlowKey,
     ) -> Result<CompiledTable, String> {
-        check_len(rules)?;
-        let mut indexed: Vec<jit::IndexedRule> = Vec::with_capacity(rules.len());
-        for (i, (mask, value)) in rules.iter().enumerate() {
-            if !jit::satisfiable(mask, value) {
-                continue;
-            }
-            let mut m = [0u64; KEY_WORDS];
-            let mut v = [0u64; KEY_WORDS];
-            let mut possible = true;
-            for w in 0..KEY_WORDS {
-                let (km, kv) = (known_mask.words[w], known_value.words[w]);
-                // Bits both tested and known must agree, else no key with
-                // the known bits matches the rule.
-                possible &= (mask[w] & km) & (value[w] ^ kv) == 0;
-                m[w] = mask[w] & !km;
-                v[w] = value[w] & m[w];
-            }
-            if possible {
-                let catch_all = m.iter().all(|&x| x == 0);
-                indexed.push((i, m, v));
-                if catch_all {
-                    // Every key with the known bits stops here.
-                    break;
-                }
-            }
-        }
-        CompiledTable::finish(rules, &indexed)
+        let opts = CompileOptions { known: Some((*known_mask, *known_value)), resumable: false };
+        CompiledTable::compile_with(rules, &opts)
     }
 
     /// Prefix masks over all of `rules`, code for `live`.
-    fn finish(rules: &[Rule], live: &[jit::IndexedRule]) -> Result<CompiledTable, String> {
+    fn finish(
+        rules: &[Rule],
+        live: &[jit::IndexedRule],
+        resumable: bool,
+    ) -> Result<CompiledTable, String> {
         let mut prefix = Vec::with_capacity(rules.len());
         let mut acc = FlowMask::ZERO;
         for (mask, _) in rules {
@@ -285,13 +353,17 @@ impl CompiledTable {
             }
             prefix.push(acc);
         }
-        let native = jit::Native::compile(live)?;
+        let native = if resumable {
+            Entry::Resumable(jit::Resume::compile(live, rules.len())?)
+        } else {
+            Entry::Plain(jit::Native::compile(live)?)
+        };
         // What the code generator emits: satisfiable rules, up to and
-        // including the first catch-all.
+        // including the first catch-all (all of them if resumable).
         let mut live_rules = 0;
         for (_, m, _) in live.iter().filter(|(_, m, v)| jit::satisfiable(m, v)) {
             live_rules += 1;
-            if m.iter().all(|&x| x == 0) {
+            if !resumable && m.iter().all(|&x| x == 0) {
                 break;
             }
         }
@@ -314,7 +386,18 @@ impl CompiledTable {
     /// (rules `0..=hit`, or all rules on a miss).
     #[inline]
     pub fn lookup(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
-        let r = self.native.run(key) as usize;
+        let r = match &self.native {
+            Entry::Plain(n) => n.run(key),
+            Entry::Resumable(n) => n.run(key, 0),
+        };
+        self.answer(r, wc)
+    }
+
+    /// The answer for the code's return value `r`, ORing into `wc` the
+    /// masks of the rules the scan examined for it.
+    #[inline]
+    fn answer(&self, r: u32, wc: &mut FlowMask) -> Option<usize> {
+        let r = r as usize;
         // `jit::MISS` is above every index (`len <= MAX_RULES`), so it lands
         // in the `None` arm with any other out-of-range value.
         let (hit, seen) = match self.prefix.get(r) {
@@ -329,6 +412,59 @@ impl CompiledTable {
         hit
     }
 
+    /// Whether the table was compiled with [`CompileOptions::resumable`].
+    pub fn is_resumable(&self) -> bool {
+        matches!(self.native, Entry::Resumable(_))
+    }
+
+    /// Index of the first matching rule at index `start` or later (`None`
+    /// if there is none, also for `start >= len`): a lookup resumed after
+    /// rule `start - 1` was rejected by its guard. ORs into `wc` the masks
+    /// of rules `0..=hit` (all rules on a miss): the rules before `start`
+    /// were examined by the lookup being resumed, so this is the scan's
+    /// mask for the final answer, exactly as for [`lookup`]. `start = 0`
+    /// is [`lookup`]. `Err` (nothing done) if the table is not resumable.
+    ///
+    /// [`lookup`]: CompiledTable::lookup
+    #[inline]
+    pub fn lookup_from(
+        &self,
+        key: &FlowKey,
+        start: usize,
+        wc: &mut FlowMask,
+    ) -> Result<Option<usize>, NotResumable> {
+        let Entry::Resumable(n) = &self.native else { return Err(NotResumable) };
+        // `start` above u32 is past every rule: the code's miss.
+        let r = n.run(key, u32::try_from(start).unwrap_or(u32::MAX));
+        Ok(self.answer(r, wc))
+    }
+
+    /// The first matching rule that `accept` accepts. `accept` is called
+    /// on the matching rules' indices in list order, each at most once,
+    /// until it returns `true` (the reference scan's order: see
+    /// [`linear_scan_guarded`]). ORs into `wc` the masks of rules
+    /// `0..=hit` (all rules on a miss), exactly what the guarded scan
+    /// examined. `Err` (and `accept` never called) if the table is not
+    /// resumable.
+    #[inline]
+    pub fn lookup_guarded(
+        &self,
+        key: &FlowKey,
+        wc: &mut FlowMask,
+        mut accept: impl FnMut(usize) -> bool,
+    ) -> Result<Option<usize>, NotResumable> {
+        let Entry::Resumable(n) = &self.native else { return Err(NotResumable) };
+        let mut start = 0u32;
+        loop {
+            let r = n.run(key, start);
+            // Each round returns a higher index or the miss, so this ends.
+            if r as usize >= self.prefix.len() || accept(r as usize) {
+                return Ok(self.answer(r, wc));
+            }
+            start = r + 1;
+        }
+    }
+
     /// Number of rules.
     pub fn len(&self) -> usize {
         self.prefix.len()
@@ -338,6 +474,63 @@ impl CompiledTable {
     pub fn is_empty(&self) -> bool {
         self.prefix.is_empty()
     }
+}
+
+/// The rules a known-bits variant keeps, reduced to the bits not known
+/// (see [`CompiledTable::compile_known`]); a catch-all ends the list
+/// unless `resumable` (a guard may reject it).
+fn known_rules(
+    rules: &[Rule],
+    known_mask: &FlowMask,
+    known_value: &FlowKey,
+    resumable: bool,
+) -> Vec<jit::IndexedRule> {
+    let mut indexed: Vec<jit::IndexedRule> = Vec::with_capacity(rules.len());
+    for (i, (mask, value)) in rules.iter().enumerate() {
+        if !jit::satisfiable(mask, value) {
+            continue;
+        }
+        let mut m = [0u64; KEY_WORDS];
+        let mut v = [0u64; KEY_WORDS];
+        let mut possible = true;
+        for w in 0..KEY_WORDS {
+            let (km, kv) = (known_mask.words[w], known_value.words[w]);
+            // Bits both tested and known must agree, else no key with
+            // the known bits matches the rule.
+            possible &= (mask[w] & km) & (value[w] ^ kv) == 0;
+            m[w] = mask[w] & !km;
+            v[w] = value[w] & m[w];
+        }
+        if possible {
+            let catch_all = m.iter().all(|&x| x == 0);
+            indexed.push((i, m, v));
+            if catch_all && !resumable {
+                // Every key with the known bits stops here.
+                break;
+            }
+        }
+    }
+    indexed
+}
+
+/// The reference for guarded lookups: scan the rules in order, offer each
+/// matching rule's index to `accept`, return the first accepted. ORs the
+/// mask of every rule examined into `wc` (rules `0..=hit`, all on a miss).
+pub fn linear_scan_guarded(
+    rules: &[Rule],
+    key: &FlowKey,
+    wc: &mut FlowMask,
+    mut accept: impl FnMut(usize) -> bool,
+) -> Option<usize> {
+    for (i, (mask, value)) in rules.iter().enumerate() {
+        for (w, m) in wc.words.iter_mut().zip(mask) {
+            *w |= m;
+        }
+        if key.words.iter().zip(mask).zip(value).all(|((k, m), v)| k & m == *v) && accept(i) {
+            return Some(i);
+        }
+    }
+    None
 }
 
 /// The reference model: the first rule (in order) whose masked key equals
@@ -354,6 +547,8 @@ pub fn linear_scan(rules: &[Rule], key: &FlowKey, wc: &mut FlowMask) -> Option<u
     None
 }
 
+#[cfg(test)]
+mod guard_tests;
 #[cfg(test)]
 mod probe_tests;
 #[cfg(test)]

@@ -49,6 +49,25 @@ pub(crate) fn hash(words: &[u64]) -> u64 {
     words.iter().fold(HASH_SEED, |h, &w| fold(h ^ w))
 }
 
+/// Removes and returns the lowest pending candidate if it is below
+/// `limit`; its cursor moves on to the next rule with the same value, or
+/// goes. `pending[..n]` are the live cursors.
+fn pop_below(pending: &mut [(u32, &[u32])], n: &mut usize, limit: u32) -> Option<u32> {
+    let live = pending.get_mut(..*n)?;
+    let (at, &(i, rest)) = live.iter().enumerate().min_by_key(|(_, c)| c.0)?;
+    if i >= limit {
+        return None;
+    }
+    match rest.split_first() {
+        Some((&next, more)) => live[at] = (next, more),
+        None => {
+            *n -= 1;
+            live.swap(at, *n);
+        }
+    }
+    Some(i)
+}
+
 /// All satisfiable rules with one mask.
 pub(crate) struct Subtable {
     /// The mask, as `(word, mask word)` for each non-zero word, ascending.
@@ -70,6 +89,11 @@ pub(crate) struct Subtable {
     /// The longest probe sequence of an entry (slots visited), for
     /// diagnostics and tests.
     pub(crate) max_probe: usize,
+    /// For a stored rule index whose value occurs again in later rules of
+    /// this mask: those later indices, ascending. Only the guarded lookup
+    /// reads them (a guard may reject the stored rule); empty when no
+    /// value repeats.
+    pub(crate) dups: HashMap<u32, Vec<u32>>,
 }
 
 impl Subtable {
@@ -156,6 +180,7 @@ impl Subtable {
             slots: slots.into_boxed_slice(),
             bucket_mask: (n_slots - 1) as u64,
             max_probe: 0,
+            dups: HashMap::new(),
         };
         let mut buf = [0u64; KEY_WORDS];
         for &i in indices {
@@ -171,7 +196,14 @@ impl Subtable {
             };
             st.max_probe = st.max_probe.max(visited);
             if found {
-                continue; // An earlier rule has this value and wins.
+                // An earlier rule has this value and wins, unless its
+                // guard rejects it: remember this one behind it.
+                let first = st.slots.get(start).and_then(|&x| u32::try_from(x).ok());
+                let Some(first) = first else {
+                    return Err("internal: found slot without an index".into());
+                };
+                st.dups.entry(first).or_default().push(i);
+                continue;
             }
             let Some(slot) = st.slots.get_mut(start..start + stride) else {
                 return Err("internal: slot out of range".into());
@@ -278,6 +310,68 @@ impl ProbeTable {
             }
         }
         (idx != IDX_MISS).then_some(idx as usize)
+    }
+
+    /// The first matching rule that `accept` accepts. `accept` is called
+    /// on the matching rules' indices in list order, each at most once,
+    /// until it returns `true` (the order of [`linear_scan_guarded`]).
+    /// ORs into `wc` the masks of the subtables probed: those whose lowest
+    /// rule index is at most the answer (all on a miss), as for
+    /// [`lookup`](ProbeTable::lookup) with that answer. Runs in plain Rust
+    /// over the hash arrays (a guard is a call out anyway); never
+    /// allocates.
+    ///
+    /// Design: subtables are probed in order of their lowest index; a
+    /// probe yields the subtable's stored rule for the key and the later
+    /// rules with the same value. Before probing subtable `j`, every
+    /// pending candidate below `min_index(j)` is offered, lowest first:
+    /// no rule of `j` or later comes before it. So candidates are offered
+    /// in index order, and a subtable is skipped only when an accepted
+    /// rule precedes all of its rules.
+    ///
+    /// [`linear_scan_guarded`]: crate::linear_scan_guarded
+    pub fn lookup_guarded(
+        &self,
+        key: &FlowKey,
+        wc: &mut FlowMask,
+        mut accept: impl FnMut(usize) -> bool,
+    ) -> Option<usize> {
+        // One cursor per matching subtable: the next candidate and the
+        // ones after it. At most MAX_PROBE_MASKS subtables.
+        let mut pending: [(u32, &[u32]); MAX_PROBE_MASKS] = [(0, &[]); MAX_PROBE_MASKS];
+        let mut n = 0usize;
+        let mut probed = 0usize;
+        let mut found = None;
+        'search: for st in self.code.subs() {
+            while let Some(i) = pop_below(&mut pending, &mut n, st.min_index) {
+                if accept(i as usize) {
+                    found = Some(i);
+                    break 'search;
+                }
+            }
+            probed += 1;
+            if let Some(first) = st.lookup(key) {
+                let rest = st.dups.get(&first).map_or(&[][..], |v| v.as_slice());
+                if let Some(slot) = pending.get_mut(n) {
+                    *slot = (first, rest);
+                    n += 1;
+                }
+            }
+        }
+        if found.is_none() {
+            while let Some(i) = pop_below(&mut pending, &mut n, u32::MAX) {
+                if accept(i as usize) {
+                    found = Some(i);
+                    break;
+                }
+            }
+        }
+        if let Some(m) = self.wc_prefix.get(probed) {
+            for (w, m) in wc.words.iter_mut().zip(&m.words) {
+                *w |= m;
+            }
+        }
+        found.map(|i| i as usize)
     }
 
     /// `(best index or IDX_MISS, subtables probed)`.

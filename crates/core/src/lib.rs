@@ -9,6 +9,9 @@
 //! `sluice-ofp`).
 //!
 //! What it holds so far:
+//! - [`guard`]: predicates rules carry after their mask/value match, and
+//!   the per-packet record and replay of their results that keeps caches
+//!   exact and runs no guard twice for one packet.
 //! - [`op`]: the op IR front ends lower their actions into, and the
 //!   executor of its header edits.
 //! - [`publish`]: one writer, many lock-free readers of a pipeline
@@ -16,10 +19,16 @@
 //!   master's change log), and the wait a barrier needs.
 //! - [`tally`]: counters kept per worker shard, merged on read.
 //! - [`prefetch()`]: the software prefetch that staged bursts use.
+//! - [`layout`]: the key layout at run time, the fixed parser's fields
+//!   plus windows declared when a pipeline is built, each with a value
+//!   slot in the reserved words and a presence bit from a second presence
+//!   area; and [`extract`]: the program that fills those windows from the
+//!   frame after the fixed parser ([`fuzz_extract`] checks it).
 //!
-//! Still in `sluice-pipeline`, to move here in later steps: the runtime key
-//! layout and extract stage, tables with guards, the walk and its control
-//! graph, the forwarding ops' executor (ports, groups, upcalls), the caches, staged bursts and per-worker state.
+//! Still in `sluice-pipeline`, to move here in later steps: tables with
+//! guards, the walk and its control graph, the forwarding ops' executor
+//! (ports, groups, upcalls), the caches, staged bursts and per-worker
+//! state.
 //!
 //! ## Invariants
 //! - No control protocol (see above).
@@ -28,9 +37,13 @@
 //!   clock, and it bounds a wait, never decides forwarding.
 #![deny(unsafe_code)]
 
+pub mod extract;
+pub mod guard;
+pub mod layout;
 pub mod op;
 mod prefetch;
 pub mod publish;
 pub mod tally;
 
+pub use extract::fuzz_extract;
 pub use prefetch::prefetch;

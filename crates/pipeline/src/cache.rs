@@ -103,6 +103,7 @@
 //!   [`CacheStats::chain_mismatches`] and the hop is looked up live.
 
 use crate::exec::Program;
+use sluice_core::guard::{Answers, Chain as GuardChain};
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT, KEY_WORDS, PRESENCE_WORD};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -143,6 +144,11 @@ pub struct CacheStats {
     /// Installs whose entry got a composed program (the chain covered the
     /// packet's whole way and no meter was on it).
     pub composed: u64,
+    /// Hits with recorded guard results that carried them; and of those,
+    /// the ones where a guard now answered differently (the packet took
+    /// the slow path with the results computed so far).
+    pub guard_rechecks: u64,
+    pub guard_changed: u64,
 }
 
 /// One resolved lookup: the table and the entry's position in it
@@ -281,12 +287,20 @@ impl Default for Resolved {
 /// instead of `Arc`s keep a cache hit free of atomic reference counting.
 #[derive(Debug, Default)]
 struct Programs {
-    slots: Vec<(Option<Box<Program>>, u32)>,
+    slots: Vec<(Option<Item>, u32)>,
     free: Vec<u32>,
 }
 
+/// What an entry's id names: its composed program, and the guard results
+/// its recorded walk saw (see `sluice_core::guard`), either or both.
+#[derive(Debug)]
+pub(crate) struct Item {
+    pub prog: Option<Box<Program>>,
+    pub guards: Option<Box<GuardChain>>,
+}
+
 impl Programs {
-    fn add(&mut self, p: Box<Program>) -> u32 {
+    fn add(&mut self, p: Item) -> u32 {
         match self.free.pop() {
             Some(id) => {
                 if let Some(s) = self.slots.get_mut(id as usize) {
@@ -358,7 +372,7 @@ impl MegaSubtable {
 }
 
 /// What the slow path records while it walks the tables.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Recorder {
     /// The key the walk started with (the cache key).
     pub key: FlowKey,
@@ -369,11 +383,37 @@ pub struct Recorder {
     /// A header `set_field` ran since the last lookup: add the bits that
     /// decide whether it applied before recording the next lookup.
     pub dirty: bool,
+    /// The packet's guard evaluations (recorded and live), possibly primed
+    /// by a cache hit's recheck.
+    pub answers: Answers,
+    /// How many of `answers`' results belong to recorded lookups (the
+    /// entry's guard chain).
+    pub guard_len: usize,
+    /// A recorded lookup saw more guard results than a chain holds: the
+    /// walk is not cached.
+    pub guard_overflow: bool,
 }
 
 impl Recorder {
-    pub fn new(key: FlowKey) -> Recorder {
-        Recorder { key, wc: FlowMask::ZERO, chain: Chain::default(), open: true, dirty: false }
+    pub fn new(key: FlowKey, answers: Answers) -> Recorder {
+        Recorder {
+            key,
+            wc: FlowMask::ZERO,
+            chain: Chain::default(),
+            open: true,
+            dirty: false,
+            answers,
+            guard_len: 0,
+            guard_overflow: false,
+        }
+    }
+
+    /// The guard results the cache entry keeps (those of recorded
+    /// lookups), if any.
+    pub fn guard_chain(&self) -> Option<GuardChain> {
+        let mut c = *self.answers.chain();
+        c.truncate(self.guard_len);
+        (self.guard_len > 0).then_some(c)
     }
 }
 
@@ -465,7 +505,28 @@ impl Caches {
     /// Keep a composed program; its id goes into [`Resolved::prog`]. Freed
     /// once no installed entry holds it (install the entry right away).
     pub(crate) fn add_program(&mut self, p: Box<Program>) -> u32 {
-        self.progs.add(p)
+        self.progs.add(Item { prog: Some(p), guards: None })
+    }
+
+    /// Keep a composed program (if any) and the guard results an entry's
+    /// walk recorded; one id for both, as [`Caches::add_program`].
+    pub(crate) fn add_item(&mut self, item: Item) -> u32 {
+        self.progs.add(item)
+    }
+
+    /// Hold item `id` (a burst resolved a packet to it before running
+    /// anything): installs by earlier packets of the burst may replace the
+    /// entry that named it, which must neither free the item nor let its id
+    /// name another one before the packet ran. [`Caches::unpin`] after.
+    #[inline]
+    pub(crate) fn pin(&mut self, id: u32) {
+        self.progs.retain(id);
+    }
+
+    /// Let go of an item [`Caches::pin`] held.
+    #[inline]
+    pub(crate) fn unpin(&mut self, id: u32) {
+        self.progs.release(id);
     }
 
     /// Free a program no entry took.
@@ -479,7 +540,13 @@ impl Caches {
     /// The composed program `id`.
     #[inline]
     pub(crate) fn program(&self, id: u32) -> Option<&Program> {
-        self.progs.slots.get(id as usize).and_then(|s| s.0.as_deref())
+        self.progs.slots.get(id as usize)?.0.as_ref()?.prog.as_deref()
+    }
+
+    /// The guard results entry item `id` must see again on a hit.
+    #[inline]
+    pub(crate) fn guard_chain(&self, id: u32) -> Option<&GuardChain> {
+        self.progs.slots.get(id as usize)?.0.as_ref()?.guards.as_deref()
     }
 
     /// Exact-match probe.
@@ -736,7 +803,7 @@ mod tests {
     #[test]
     fn settle_adds_presence_vlan_and_ethertype() {
         let c = Caches::default();
-        let mut r = Recorder::new(FlowKey::ZERO);
+        let mut r = Recorder::new(FlowKey::ZERO, Answers::new());
         c.settle(&mut r);
         assert!(r.wc.is_zero());
         r.dirty = true;

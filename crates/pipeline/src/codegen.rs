@@ -49,7 +49,7 @@
 #![allow(clippy::type_complexity)]
 
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT};
-use sluice_tablejit::{CompiledTable, ProbeTable, Rule};
+use sluice_tablejit::{CompileOptions, CompiledTable, NotResumable, ProbeTable, Rule};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -118,6 +118,31 @@ impl Code {
         }
     }
 
+    /// The lookup of a table with guarded entries: the first entry in table
+    /// order that matches `key` and that `accept` takes, `accept` called
+    /// on matching entries in that order, each at most once (see
+    /// `FlowTable::lookup_guarded`). `Err` when the code was built without
+    /// the resumable entry (the caller uses the index).
+    pub fn lookup_guarded(
+        &self,
+        key: &FlowKey,
+        wc: &mut FlowMask,
+        accept: &mut dyn FnMut(usize) -> bool,
+    ) -> Result<Option<usize>, NotResumable> {
+        match self {
+            Code::Straight(c) => c.lookup_guarded(key, wc, accept),
+            Code::PerPort { word, shift, ports, any } => {
+                let port = key.words.get(*word).map_or(0, |w| (w >> shift) as u32);
+                let c = match ports.binary_search_by_key(&port, |p| p.0) {
+                    Ok(i) => ports.get(i).map_or(any, |p| &p.1),
+                    Err(_) => any,
+                };
+                c.lookup_guarded(key, wc, accept)
+            }
+            Code::Probe(p) => Ok(p.lookup_guarded(key, wc, accept)),
+        }
+    }
+
     /// A short description for logs and tests.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -132,14 +157,17 @@ impl Code {
 const MAX_PORT_VARIANTS: usize = 16;
 
 /// Builds the code for `rules` (table order), or `None` when the table is
-/// left to the index.
-pub fn build(rules: &[Rule], opts: &JitOptions) -> Option<Code> {
+/// left to the index. `resumable`: the table has guarded entries, so the
+/// straight-line code also gets the entry that resumes after a rejected
+/// candidate (probe tables always can).
+pub fn build(rules: &[Rule], opts: &JitOptions, resumable: bool) -> Option<Code> {
     if rules.len() > opts.straight_max {
         // More than MAX_PROBE_MASKS masks: the index serves the table.
         return ProbeTable::build(rules).ok().map(Code::Probe);
     }
-    let any = CompiledTable::compile(rules).ok()?;
-    Some(match per_port(rules) {
+    let with = |known| CompileOptions { known, resumable };
+    let any = CompiledTable::compile_with(rules, &with(None)).ok()?;
+    Some(match per_port(rules, resumable) {
         Some((word, shift, ports)) => Code::PerPort { word, shift, ports, any },
         None => Code::Straight(any),
     })
@@ -147,7 +175,7 @@ pub fn build(rules: &[Rule], opts: &JitOptions) -> Option<Code> {
 
 /// Per-port variants, when entries match exactly on `in_port` and every
 /// variant drops at least a quarter of the entries for its port.
-fn per_port(rules: &[Rule]) -> Option<(usize, u32, Vec<(u32, CompiledTable)>)> {
+fn per_port(rules: &[Rule], resumable: bool) -> Option<(usize, u32, Vec<(u32, CompiledTable)>)> {
     let slot = FIXED_LAYOUT.slot(sluice_packet::Field::InPort);
     let word = usize::from(slot.word);
     let full = slot.word_mask();
@@ -167,7 +195,8 @@ fn per_port(rules: &[Rule]) -> Option<(usize, u32, Vec<(u32, CompiledTable)>)> {
     for p in ports {
         let mut known = FlowKey::ZERO;
         *known.words.get_mut(word)? = u64::from(p) << slot.shift;
-        let v = CompiledTable::compile_known(rules, &known_mask, &known).ok()?;
+        let opts = CompileOptions { known: Some((known_mask, known)), resumable };
+        let v = CompiledTable::compile_with(rules, &opts).ok()?;
         if v.live_rules() * 4 > rules.len() * 3 {
             return None;
         }
@@ -180,7 +209,7 @@ fn per_port(rules: &[Rule]) -> Option<(usize, u32, Vec<(u32, CompiledTable)>)> {
 /// cancel) and the result.
 #[derive(Debug, Default)]
 pub struct Job {
-    rules: Mutex<Option<(Vec<Rule>, JitOptions)>>,
+    rules: Mutex<Option<(Vec<Rule>, JitOptions, bool)>>,
     cancelled: AtomicBool,
     done: AtomicBool,
     out: Mutex<Option<Arc<Code>>>,
@@ -204,9 +233,9 @@ impl Job {
 
     fn run(&self) {
         let work = self.rules.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some((rules, opts)) = work {
+        if let Some((rules, opts, resumable)) = work {
             if !self.cancelled.load(Ordering::Acquire) {
-                let code = build(&rules, &opts).map(Arc::new);
+                let code = build(&rules, &opts, resumable).map(Arc::new);
                 *self.out.lock().unwrap_or_else(|e| e.into_inner()) = code;
             }
         }
@@ -216,9 +245,9 @@ impl Job {
 
 /// Queue `rules` for the compiler thread (started on first use). If the
 /// thread cannot be started the job is built here, so code still comes.
-pub fn submit(rules: Vec<Rule>, opts: JitOptions) -> Arc<Job> {
+pub fn submit(rules: Vec<Rule>, opts: JitOptions, resumable: bool) -> Arc<Job> {
     static QUEUE: OnceLock<Option<Mutex<Sender<Arc<Job>>>>> = OnceLock::new();
-    let job = Arc::new(Job { rules: Mutex::new(Some((rules, opts))), ..Job::default() });
+    let job = Arc::new(Job { rules: Mutex::new(Some((rules, opts, resumable))), ..Job::default() });
     let queue = QUEUE.get_or_init(|| {
         let (tx, rx) = channel::<Arc<Job>>();
         std::thread::Builder::new()

@@ -23,6 +23,7 @@
 //! invalid-TTL packet-ins) and the whole frame is kept in a bounded buffer
 //! pool, unless `max_len` is `OFPCML_NO_BUFFER` or the pool is full.
 
+use crate::cache::Item;
 use crate::cache::{
     set_field_effect, CacheStats, Caches, Chain, Hop, Recorder, Resolved, SetFieldEffect, NO_PROG,
 };
@@ -34,6 +35,7 @@ use crate::ports::PortCounter;
 use crate::table::{FlowEntry, FlowTable};
 use crate::tally::{Shard, Tally};
 use crate::{CacheMode, Datapath, Pipeline};
+use sluice_core::guard::{Answers, Chain as GuardChain, GuardInput};
 use sluice_core::op::{Edited, Op};
 use sluice_core::prefetch;
 use sluice_ofp::action::Action;
@@ -128,6 +130,7 @@ impl Scratch {
                 key: FlowKey::ZERO,
                 info: ParseInfo::default(),
                 queue: None,
+                edits: 0,
             })
         })
     }
@@ -141,6 +144,10 @@ pub struct Pkt {
     pub key: FlowKey,
     pub info: ParseInfo,
     pub queue: Option<u32>,
+    /// Re-parses since the packet was loaded: non-zero once an action may
+    /// have changed the frame (guards see the frame, so a cache entry
+    /// stops recording guard results there).
+    pub edits: u32,
 }
 
 impl Pkt {
@@ -153,6 +160,7 @@ impl Pkt {
         self.meta = meta;
         self.queue = None;
         self.reparse();
+        self.edits = 0;
         true
     }
 
@@ -166,6 +174,7 @@ impl Pkt {
         self.key = other.key;
         self.info = other.info;
         self.queue = other.queue;
+        self.edits = other.edits;
         true
     }
 
@@ -175,6 +184,7 @@ impl Pkt {
 
     pub fn reparse(&mut self) {
         self.info = parse(self.buf.data(), &self.meta, &mut self.key);
+        self.edits = self.edits.wrapping_add(1) | 1;
     }
 
     pub(crate) fn field(&self, f: FieldId) -> u128 {
@@ -210,6 +220,18 @@ pub(crate) enum Step {
     /// One action, lowered to the core's op (`lower.rs`), with the
     /// context of the entry it came from.
     Act { op: Op, ctx: Ctx },
+}
+
+/// A guard's position, as cache entries record it: table, entry position
+/// and index in the entry's guards (stable within a flow generation, which
+/// is all a cache entry lives).
+fn tag(table: u8, entry: usize, guard: usize) -> u64 {
+    (u64::from(table) << 56) | ((entry as u64 & 0xff_ffff_ffff) << 16) | (guard as u64 & 0xffff)
+}
+
+/// The inverse of [`tag`].
+fn untag(t: u64) -> (u8, usize, usize) {
+    ((t >> 56) as u8, ((t >> 16) & 0xff_ffff_ffff) as usize, (t & 0xffff) as usize)
 }
 
 /// Why a packet is on its way to the controller.
@@ -591,6 +613,7 @@ impl Pipeline {
             }
         }
         for hop in hops.iter().take(n).flatten() {
+            cache.pin(hop.prog);
             match cache.program(hop.prog) {
                 Some(prog) => prefetch_counters(prog, w.shard),
                 None => {
@@ -607,12 +630,21 @@ impl Pipeline {
                 continue;
             }
             match hop {
-                Some(r) => match cache.program(r.prog) {
-                    Some(prog) => self.run_program(w, p, prog, tx),
-                    None => self.walk(w, &mut cache, p, 0, tx, Some(&r.chain), None),
-                },
-                None => self.record_walk(w, &mut cache, p, tx),
+                Some(r) => {
+                    if let Some(fresh) = self.recheck_guards(&mut cache, r.prog, p) {
+                        self.record_walk(w, &mut cache, p, tx, Answers::primed(fresh));
+                        continue;
+                    }
+                    match cache.program(r.prog) {
+                        Some(prog) => self.run_program(w, p, prog, tx),
+                        None => self.walk(w, &mut cache, p, 0, tx, Some(&r.chain), None),
+                    }
+                }
+                None => self.record_walk(w, &mut cache, p, tx, Answers::new()),
             }
+        }
+        for hop in hops.iter().take(n).flatten() {
+            cache.unpin(hop.prog);
         }
         w.cache = cache;
         w.scratch.pool.append(&mut pkts);
@@ -628,6 +660,11 @@ impl Pipeline {
         match self.cfg.cache {
             CacheMode::Off => {
                 let t = self.tables.first()?;
+                if t.has_guards() {
+                    // Guards run in packet order, in the run stage: no
+                    // lookup ahead of time (an empty chain: all live).
+                    return Some(Resolved { chain: Chain::default(), prog: NO_PROG });
+                }
                 let i = match self.cfg.datapath {
                     Datapath::Reference => t.lookup(key),
                     _ => {
@@ -723,33 +760,70 @@ impl Pipeline {
             }
         }
         match hit {
-            Some(r) => match cache.program(r.prog) {
-                Some(prog) => self.run_program(w, pkt, prog, tx),
-                None => self.walk(w, cache, pkt, 0, tx, Some(&r.chain), None),
-            },
-            None => self.record_walk(w, cache, pkt, tx),
+            Some(r) => {
+                if let Some(fresh) = self.recheck_guards(cache, r.prog, pkt) {
+                    self.record_walk(w, cache, pkt, tx, Answers::primed(fresh));
+                    return;
+                }
+                match cache.program(r.prog) {
+                    Some(prog) => self.run_program(w, pkt, prog, tx),
+                    None => self.walk(w, cache, pkt, 0, tx, Some(&r.chain), None),
+                }
+            }
+            None => self.record_walk(w, cache, pkt, tx, Answers::new()),
         }
+    }
+
+    /// A cache hit's guard check: re-runs the guards entry item `id`'s walk
+    /// recorded, in order (see `sluice_core::guard`). `None` when every
+    /// result is the recorded one (or nothing was recorded); otherwise the
+    /// results computed, to prime the slow path.
+    #[inline]
+    fn recheck_guards(&self, cache: &mut Caches, id: u32, pkt: &Pkt) -> Option<GuardChain> {
+        let recorded = *cache.guard_chain(id)?;
+        cache.stats.guard_rechecks += 1;
+        let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port };
+        let find = |tag: u64| {
+            let (table, entry, index) = untag(tag);
+            let e = self.tables.get(usize::from(table))?.entries().get(entry)?;
+            e.guards.as_slice().get(index).map(|g| &**g)
+        };
+        let mut fresh = GuardChain::default();
+        if Answers::recheck(&recorded, find, &input, &mut fresh) {
+            return None;
+        }
+        cache.stats.guard_changed += 1;
+        Some(fresh)
     }
 
     /// The slow path of a cache miss: walk the tables recording the
     /// lookups, then install the entry (see `cache.rs`).
-    fn record_walk(&self, w: &mut Worker, cache: &mut Caches, pkt: &mut Pkt, tx: &mut dyn Tx) {
+    fn record_walk(
+        &self,
+        w: &mut Worker,
+        cache: &mut Caches,
+        pkt: &mut Pkt,
+        tx: &mut dyn Tx,
+        answers: Answers,
+    ) {
         let (mode, gen) = (self.cfg.cache, self.flow_gen);
         // The walk may rewrite the packet's key: the recorder keeps the
         // one the cache entry is for.
-        let mut rec = Recorder::new(pkt.key);
+        let mut rec = Recorder::new(pkt.key, answers);
         self.walk(w, cache, pkt, 0, tx, None, Some(&mut rec));
-        if rec.chain.is_empty() {
+        if rec.chain.is_empty() || rec.guard_overflow {
             cache.stats.uncacheable += 1;
             return;
         }
         cache.stats.installs += 1;
-        let prog = match self.compose(&rec.chain) {
-            Some(p) => {
-                cache.stats.composed += 1;
-                cache.add_program(p)
-            }
-            None => NO_PROG,
+        let composed = self.compose(&rec.chain);
+        if composed.is_some() {
+            cache.stats.composed += 1;
+        }
+        let prog = match (composed, rec.guard_chain()) {
+            (None, None) => NO_PROG,
+            (Some(p), None) => cache.add_program(p),
+            (p, g) => cache.add_item(Item { prog: p, guards: g.map(Box::new) }),
         };
         let res = Resolved { chain: rec.chain, prog };
         if mode == CacheMode::On {
@@ -889,6 +963,9 @@ impl Pipeline {
         // The classifier always reports consulted bits; unrecorded walks
         // collect them here and ignore them.
         let mut unused_wc = FlowMask::ZERO;
+        // Guard results of an unrecorded walk (a recorded one keeps them
+        // in its recorder).
+        let mut live_answers = Answers::new();
         loop {
             let hop = chain.and_then(|c| c.hops().get(hop_i).copied());
             hop_i += 1;
@@ -905,10 +982,26 @@ impl Pipeline {
                     if other.is_some() {
                         cache.stats.chain_mismatches += 1;
                     }
+                    let guarded = t.has_guards();
                     match rec.as_deref_mut() {
-                        Some(r) if r.open => {
+                        // A guarded lookup is recorded only while the
+                        // frame is the one received (a hit rechecks the
+                        // recorded guards up front, on that frame).
+                        Some(r) if r.open && !(guarded && pkt.edits != 0) => {
                             cache.settle(r);
-                            let i = if indexed {
+                            let i = if guarded {
+                                let i = self.lookup_guarded(
+                                    t,
+                                    table,
+                                    pkt,
+                                    &mut r.wc,
+                                    indexed,
+                                    &mut r.answers,
+                                );
+                                r.guard_len = r.answers.chain().items().len();
+                                r.guard_overflow |= r.answers.chain().overflowed();
+                                i
+                            } else if indexed {
                                 t.lookup_fast(&pkt.key, &mut r.wc)
                             } else {
                                 t.lookup_scan_wc(&pkt.key, &mut r.wc)
@@ -919,6 +1012,27 @@ impl Pipeline {
                             }
                             i
                         }
+                        Some(r) if guarded => {
+                            // Not recorded, and nothing after it: on a
+                            // hit this lookup runs live, guards included.
+                            r.open = false;
+                            self.lookup_guarded(
+                                t,
+                                table,
+                                pkt,
+                                &mut unused_wc,
+                                indexed,
+                                &mut r.answers,
+                            )
+                        }
+                        None if guarded => self.lookup_guarded(
+                            t,
+                            table,
+                            pkt,
+                            &mut unused_wc,
+                            indexed,
+                            &mut live_answers,
+                        ),
                         _ if indexed => t.lookup_fast(&pkt.key, &mut unused_wc),
                         _ => t.lookup(&pkt.key),
                     }
@@ -988,6 +1102,26 @@ impl Pipeline {
                 }
             }
         }
+    }
+
+    /// A lookup in table `table` (`t`), which has guarded entries: each
+    /// matching guarded candidate's guards run through `answers`, in the
+    /// order of the guard semantics (`FlowTable::lookup_guarded`).
+    fn lookup_guarded(
+        &self,
+        t: &FlowTable,
+        table: u8,
+        pkt: &Pkt,
+        wc: &mut FlowMask,
+        indexed: bool,
+        answers: &mut Answers,
+    ) -> Option<usize> {
+        let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port };
+        let entries = t.entries();
+        t.lookup_guarded(&pkt.key, wc, indexed, &mut |i| match entries.get(i) {
+            Some(e) => answers.all(e.guards.as_slice(), |g| tag(table, i, g), &input),
+            None => false,
+        })
     }
 
     fn meter(&self, w: &mut Worker, id: u32, pkt: &mut Pkt) -> Flow {

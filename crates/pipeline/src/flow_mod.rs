@@ -24,6 +24,7 @@ use crate::rule::Rule;
 use crate::table::FlowEntry;
 use crate::tally::Shard;
 use crate::Pipeline;
+use sluice_core::guard::GuardSet;
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, table_id, OFPVID_PRESENT};
 use sluice_ofp::error::{ErrorCode, Result};
@@ -275,6 +276,17 @@ impl Pipeline {
     /// Apply a FLOW_MOD. On success returns the buffer id whose packet must
     /// now be run through the tables (`OFP_NO_BUFFER` if none).
     pub fn flow_mod(&mut self, fm: &FlowMod) -> Result<()> {
+        self.flow_mod_guarded(fm, GuardSet::default())
+    }
+
+    /// [`Pipeline::flow_mod`] for a rule that carries guards (predicates
+    /// run after its match; see `sluice_core::guard` and the guard
+    /// semantics in ARCHITECTURE.md). An ADD installs `guards` with the
+    /// entry; other commands ignore them. For now guards are not part of a
+    /// rule's identity: an ADD with the same match and priority as an
+    /// existing entry replaces it, guards included (sluice's experimenter
+    /// match fields will carry guards in the match, issue 13).
+    pub fn flow_mod_guarded(&mut self, fm: &FlowMod, guards: GuardSet) -> Result<()> {
         // Conservatively, every flow-mod (even a rejected one) invalidates
         // the caches; only its table (or all, for OFPTT_ALL) is settled.
         self.table_changed(fm.table_id);
@@ -291,7 +303,7 @@ impl Pipeline {
         fm.r#match.check_prereqs()?;
         let rule = Rule::compile(&fm.r#match)?;
         match fm.command {
-            cmd::ADD => self.flow_add(fm, rule),
+            cmd::ADD => self.flow_add(fm, rule, guards),
             cmd::MODIFY | cmd::MODIFY_STRICT => {
                 self.validate_instructions(fm.table_id, &fm.instructions, &fm.r#match)?;
                 let strict = fm.command == cmd::MODIFY_STRICT;
@@ -352,7 +364,7 @@ impl Pipeline {
         }
     }
 
-    fn flow_add(&mut self, fm: &FlowMod, rule: Rule) -> Result<()> {
+    fn flow_add(&mut self, fm: &FlowMod, rule: Rule, guards: GuardSet) -> Result<()> {
         self.validate_instructions(fm.table_id, &fm.instructions, &fm.r#match)?;
         let now = self.now_ns;
         let t = &mut self.tables[usize::from(fm.table_id)];
@@ -386,6 +398,7 @@ impl Pipeline {
             installed_ns: now,
             stats,
             seq: existing.map_or(self.seq, |i| t.entries()[i].seq),
+            guards,
         };
         match existing {
             Some(i) => t.replace(i, entry),

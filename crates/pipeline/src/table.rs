@@ -75,6 +75,7 @@ use crate::codegen::{self, Code, JitOptions, Job, QUIET};
 use crate::rule::Rule;
 use crate::tally::{Shard, Tally};
 use sluice_classifier::{Classifier, RuleId, RuleSpec};
+use sluice_core::guard::GuardSet;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Match;
 use sluice_packet::key::{FlowKey, FlowMask};
@@ -104,6 +105,9 @@ pub struct FlowEntry {
     pub stats: Tally,
     /// Insertion sequence number: breaks priority ties, oldest first.
     pub seq: u64,
+    /// Predicates run after the match (see `sluice_core::guard`); empty
+    /// for an OpenFlow rule without sluice's guard extensions.
+    pub guards: GuardSet,
 }
 
 impl FlowEntry {
@@ -285,6 +289,9 @@ pub struct FlowTable {
     /// Entries with an idle or hard timeout (expiry scans skip tables
     /// without any).
     timed: usize,
+    /// Entries with guards (lookups in tables without any never call a
+    /// guard).
+    guarded: usize,
     pub max_entries: usize,
     /// Lookups and matches ([`FlowTable::LOOKUPS`], [`FlowTable::MATCHED`]).
     pub stats: Arc<Tally>,
@@ -308,6 +315,7 @@ impl FlowTable {
             index: None,
             strict: HashMap::new(),
             timed: 0,
+            guarded: 0,
             max_entries,
             stats: Arc::new(Tally::new(2, shards)),
             log: OpLog::default(),
@@ -343,6 +351,7 @@ impl FlowTable {
             index: self.index.clone(),
             strict: self.strict.clone(),
             timed: self.timed,
+            guarded: self.guarded,
             max_entries: self.max_entries,
             stats: self.stats.clone(),
             log: OpLog::default(),
@@ -506,12 +515,12 @@ impl FlowTable {
         jit.stale = false;
         let rules = codegen::rules_of(self.entries.iter());
         if jit.opts.background {
-            jit.job = Some(codegen::submit(rules, jit.opts));
+            jit.job = Some(codegen::submit(rules, jit.opts, self.guarded > 0));
             changed
         } else {
             // On a compiler error (or a table left to the index) the index
             // serves the table.
-            jit.code = codegen::build(&rules, &jit.opts).map(Arc::new);
+            jit.code = codegen::build(&rules, &jit.opts, self.guarded > 0).map(Arc::new);
             true
         }
     }
@@ -580,9 +589,11 @@ impl FlowTable {
         let Some(e) = self.entries.get_mut(i) else { return };
         let before = (e.priority, e.seq, e.rule);
         let timed = has_timeout(e);
+        let guards = e.guards.clone();
         f(e);
         debug_assert_eq!(before, (e.priority, e.seq, e.rule), "update changed the entry's key");
         debug_assert_eq!(timed, has_timeout(e));
+        debug_assert_eq!(guards, e.guards, "update changed the entry's guards");
         if self.log.on {
             let e = e.clone();
             self.log.cur.push(TableOp::Replace(e.priority, e.seq, e));
@@ -592,6 +603,59 @@ impl FlowTable {
     /// Whether any entry has an idle or hard timeout.
     pub fn has_timeouts(&self) -> bool {
         self.timed > 0
+    }
+
+    /// Whether any entry has guards.
+    pub fn has_guards(&self) -> bool {
+        self.guarded > 0
+    }
+
+    /// The lookup of a table whose entries may carry guards: the first
+    /// entry in table order (priority, then age) whose rule matches `key`
+    /// and for which `accept(position)` returns true. `accept` is called
+    /// only for matching entries that have guards (an entry without any
+    /// is accepted at once), in table order, each at most once, and not
+    /// after the first accepted: the guard semantics of ARCHITECTURE.md.
+    /// `indexed` picks the fast structures (the table's compiled code when
+    /// it was built resumable, else the tuple-space index when the table
+    /// keeps one) over the scan, all with the same answers and calls; the
+    /// key bits consulted are OR-ed into `wc`.
+    pub fn lookup_guarded(
+        &self,
+        key: &FlowKey,
+        wc: &mut FlowMask,
+        indexed: bool,
+        accept: &mut dyn FnMut(usize) -> bool,
+    ) -> Option<usize> {
+        let mut take =
+            |i: usize| self.entries.get(i).is_some_and(|e| e.guards.is_empty() || accept(i));
+        if let (true, Some(c)) = (indexed, self.jit.code.as_deref()) {
+            if let Ok(hit) = c.lookup_guarded(key, wc, &mut take) {
+                return hit;
+            }
+        }
+        match self.index.as_deref() {
+            Some(ix) if indexed => {
+                let hit = ix.cls.lookup_guarded(key, wc, |h| {
+                    match self.position(h.priority, h.id.0) {
+                        Some(i) => take(i),
+                        None => false,
+                    }
+                })?;
+                self.position(hit.priority, hit.id.0)
+            }
+            _ => {
+                for (i, e) in self.entries.iter().enumerate() {
+                    for (w, m) in wc.words.iter_mut().zip(e.rule.mask.words.iter()) {
+                        *w |= *m;
+                    }
+                    if e.rule.matches(key) && take(i) {
+                        return Some(i);
+                    }
+                }
+                None
+            }
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -696,6 +760,7 @@ impl FlowTable {
         }
         self.strict_add(e.priority, &e.rule, e.seq);
         self.timed += usize::from(has_timeout(&e));
+        self.guarded += usize::from(!e.guards.is_empty());
         self.log(|| TableOp::Insert(e.clone()));
         self.entries.insert(at, e);
         self.entries_changed();
@@ -719,6 +784,7 @@ impl FlowTable {
             }
         }
         self.timed -= removed.iter().filter(|e| has_timeout(e)).count();
+        self.guarded -= removed.iter().filter(|e| !e.guards.is_empty()).count();
         for e in &removed {
             self.strict_remove(e.priority, &e.rule, e.seq);
         }
@@ -740,6 +806,7 @@ impl FlowTable {
         debug_assert!(old.priority == e.priority);
         let (old_priority, old_rule, old_seq) = (old.priority, old.rule, old.seq);
         let old_timed = has_timeout(old);
+        let old_guarded = !old.guards.is_empty();
         // The indexes only care about (priority, rule, seq).
         if (old_priority, old_rule, old_seq) != (e.priority, e.rule, e.seq) {
             self.strict_remove(old_priority, &old_rule, old_seq);
@@ -753,6 +820,7 @@ impl FlowTable {
             self.entries_changed();
         }
         self.timed = self.timed + usize::from(has_timeout(&e)) - usize::from(old_timed);
+        self.guarded = self.guarded + usize::from(!e.guards.is_empty()) - usize::from(old_guarded);
         self.log(|| TableOp::Replace(old_priority, old_seq, e.clone()));
         if let Some(slot) = self.entries.get_mut(i) {
             *slot = e;
@@ -777,6 +845,7 @@ mod tests {
             installed_ns: 0,
             stats: FlowEntry::new_stats(2),
             seq,
+            guards: GuardSet::default(),
         }
     }
 

@@ -79,6 +79,7 @@
 //! - No per-packet allocation in steady state (reused receive buffers and
 //!   transmit arena); asynchronous messages allocate, as they must.
 
+mod compiler;
 pub mod config;
 mod control;
 pub mod csum;
@@ -91,6 +92,7 @@ pub mod worker;
 #[cfg(test)]
 mod barrier_tests;
 
+pub use compiler::compiler;
 pub use sluice_agent as agent;
 pub use sluice_ports as ports;
 
@@ -162,6 +164,9 @@ impl Datapath {
         }
         let mut pcfg = cfg.pipeline.clone();
         pcfg.workers = workers;
+        if pcfg.jit.background && pcfg.compiler.is_none() {
+            pcfg.compiler = Some(compiler());
+        }
         let mut master = Pipeline::new(pcfg);
         let contexts: Vec<sluice_pipeline::Worker> =
             (0..workers).map(|_| master.worker()).collect();

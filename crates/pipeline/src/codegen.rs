@@ -23,7 +23,11 @@
 //!
 //! ## Design: built in the background
 //! [`JitOptions::background`] (the daemon's and `sluice bench`'s setting)
-//! moves building to one process-wide compiler thread. A table whose
+//! moves building to a [`Compiler`]: one process-wide compiler thread that
+//! the *caller* supplies (`Config::compiler`; the daemon's is
+//! `sluice_datapath::compiler()`), since this crate starts no thread and
+//! reads no clock of its own. Without a compiler, building happens at
+//! settle time as without `background`. A table whose
 //! entries changed *submits* a [`Job`] holding a copy of its rules when it
 //! is settled (small tables at once; tables above `straight_max` only after
 //! [`QUIET`] without changes, so a burst of 100k flow-mods copies the
@@ -51,12 +55,23 @@
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT};
 use sluice_tablejit::{CompileOptions, CompiledTable, NotResumable, ProbeTable, Rule};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a large table must stay unchanged before its code is built.
 pub const QUIET: Duration = Duration::from_millis(50);
+
+/// Where table code is built in the background, and the clock that times
+/// a large table's [`QUIET`] period. Supplied by whoever runs the pipeline
+/// (the daemon, `sluice bench`, tests): the pipeline starts no thread and
+/// reads no clock.
+pub trait Compiler: Send + Sync + std::fmt::Debug {
+    /// Runs `job` ([`Job::run`]) soon, off the caller's thread. A compiler
+    /// that cannot must run it before returning: code must always come.
+    fn submit(&self, job: Arc<Job>);
+    /// Monotonic time in nanoseconds.
+    fn now_ns(&self) -> u64;
+}
 
 /// How flow tables are compiled (`Datapath::Compiled` only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,7 +246,9 @@ impl Job {
         self.rules.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 
-    fn run(&self) {
+    /// Builds the code (the compiler's side; a cancelled job builds
+    /// nothing).
+    pub fn run(&self) {
         let work = self.rules.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some((rules, opts, resumable)) = work {
             if !self.cancelled.load(Ordering::Acquire) {
@@ -243,29 +260,15 @@ impl Job {
     }
 }
 
-/// Queue `rules` for the compiler thread (started on first use). If the
-/// thread cannot be started the job is built here, so code still comes.
-pub fn submit(rules: Vec<Rule>, opts: JitOptions, resumable: bool) -> Arc<Job> {
-    static QUEUE: OnceLock<Option<Mutex<Sender<Arc<Job>>>>> = OnceLock::new();
+/// Hands `rules` to `compiler` as a new job.
+pub fn submit(
+    rules: Vec<Rule>,
+    opts: JitOptions,
+    resumable: bool,
+    compiler: &dyn Compiler,
+) -> Arc<Job> {
     let job = Arc::new(Job { rules: Mutex::new(Some((rules, opts, resumable))), ..Job::default() });
-    let queue = QUEUE.get_or_init(|| {
-        let (tx, rx) = channel::<Arc<Job>>();
-        std::thread::Builder::new()
-            .name("sluice-jit".into())
-            .spawn(move || {
-                while let Ok(job) = rx.recv() {
-                    job.run();
-                }
-            })
-            .ok()
-            .map(|_| Mutex::new(tx))
-    });
-    let sent = queue
-        .as_ref()
-        .is_some_and(|q| q.lock().unwrap_or_else(|e| e.into_inner()).send(job.clone()).is_ok());
-    if !sent {
-        job.run();
-    }
+    compiler.submit(job.clone());
     job
 }
 

@@ -130,14 +130,19 @@ pub struct Config {
     pub workers: usize,
     /// How `Datapath::Compiled` builds table code (see `codegen.rs`).
     pub jit: JitOptions,
+    /// Where code is built when `jit.background` is set (the pipeline
+    /// starts no thread of its own; the daemon supplies one). `None`:
+    /// built when a table settles.
+    pub compiler: Option<Arc<dyn codegen::Compiler>>,
 }
 
 impl Config {
     /// What the daemon (`sluice run`) forwards with unless told otherwise:
-    /// compiled tables built on the compiler thread (flow-mods and
-    /// forwarding never wait for Cranelift) with the default size
-    /// thresholds, and both caches on. `sluice-datapath` takes its default
-    /// from here, and the differential tests run exactly this setting.
+    /// compiled tables built in the background (flow-mods and forwarding
+    /// never wait for Cranelift) with the default size thresholds, and
+    /// both caches on. `sluice-datapath` takes its default from here and
+    /// adds its compiler thread (`compiler`); the differential tests run
+    /// this setting with a compiler thread of their own.
     pub fn daemon() -> Config {
         Config {
             datapath: Datapath::Compiled,
@@ -204,6 +209,7 @@ impl Default for Config {
             cache: CacheMode::default(),
             workers: 1,
             jit: JitOptions::default(),
+            compiler: None,
         }
     }
 }
@@ -256,6 +262,7 @@ impl Pipeline {
         let table = |_| {
             let mut t = FlowTable::new(cfg.max_flows_per_table, shards);
             t.set_jit_options(cfg.jit);
+            t.set_compiler(cfg.compiler.clone());
             t.set_indexed(indexed);
             t.set_compiled(compiled);
             t
@@ -381,23 +388,13 @@ impl Pipeline {
         !self.jit_waiting.is_empty()
     }
 
-    /// Settle until no table waits for compiled code (background builds
-    /// finish, large tables pass their quiet time), at most `limit`.
-    /// Returns whether that happened. For benchmarks and tests; the daemon
-    /// never waits.
-    pub fn wait_for_code(&mut self, limit: std::time::Duration) -> bool {
-        let start = std::time::Instant::now();
+    /// Settles every table and says whether some table still waits for
+    /// compiled code (a background build, or a large table's quiet time).
+    /// For benchmarks and tests, which poll it; the daemon never waits.
+    pub fn code_pending(&mut self) -> bool {
         self.unsettled = TableSet::all();
-        loop {
-            self.settle();
-            if self.jit_waiting.is_empty() {
-                return true;
-            }
-            if start.elapsed() >= limit {
-                return false;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        self.settle();
+        !self.jit_waiting.is_empty()
     }
 
     pub fn config(&self) -> &Config {

@@ -71,7 +71,7 @@
 //!   change `rule`, `priority` or `seq` ([`FlowTable::update`] is
 //!   crate-private for that reason).
 
-use crate::codegen::{self, Code, JitOptions, Job, QUIET};
+use crate::codegen::{self, Code, Compiler, JitOptions, Job, QUIET};
 use crate::rule::Rule;
 use crate::tally::{Shard, Tally};
 use sluice_classifier::{Classifier, RuleId, RuleSpec};
@@ -82,7 +82,6 @@ use sluice_packet::key::{FlowKey, FlowMask};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// One flow entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,8 +187,11 @@ struct Jit {
     opts: JitOptions,
     /// The entries changed since `code` was made or `job` submitted.
     stale: bool,
-    /// When the entries last changed (large tables wait for [`QUIET`]).
-    changed_at: Option<Instant>,
+    /// When the entries last changed, by the compiler's clock (large
+    /// tables wait for [`QUIET`]).
+    changed_at: Option<u64>,
+    /// Where background builds go (`None`: built at settle time).
+    compiler: Option<Arc<dyn Compiler>>,
     code: Option<Arc<Code>>,
     /// A build on the compiler thread for the current entries.
     job: Option<Arc<Job>>,
@@ -204,6 +206,7 @@ impl Jit {
             opts: self.opts,
             stale: false,
             changed_at: None,
+            compiler: None,
             code: self.code.clone(),
             job: None,
         }
@@ -455,6 +458,7 @@ impl FlowTable {
             opts: self.jit.opts,
             stale: on,
             changed_at: None,
+            compiler: self.jit.compiler.take(),
             code: None,
             job: None,
         };
@@ -463,6 +467,11 @@ impl FlowTable {
     /// How this table is compiled (master tables only; copies follow).
     pub fn set_jit_options(&mut self, opts: JitOptions) {
         self.jit.opts = opts;
+    }
+
+    /// Where this table's code is built when `opts.background` is set.
+    pub fn set_compiler(&mut self, c: Option<Arc<dyn Compiler>>) {
+        self.jit.compiler = c;
     }
 
     /// Whether lookups currently run compiled code.
@@ -486,7 +495,7 @@ impl FlowTable {
         if self.jit.on {
             self.jit.code = None;
             self.jit.stale = true;
-            self.jit.changed_at = Some(Instant::now());
+            self.jit.changed_at = self.jit.compiler.as_ref().map(|c| c.now_ns());
             if let Some(j) = self.jit.job.take() {
                 j.cancel();
             }
@@ -509,13 +518,16 @@ impl FlowTable {
             return changed;
         }
         let large = self.entries.len() > jit.opts.straight_max;
-        if large && jit.opts.background && jit.changed_at.is_some_and(|t| t.elapsed() < QUIET) {
-            return changed;
+        let background = jit.compiler.as_ref().filter(|_| jit.opts.background);
+        if let (true, Some(c), Some(at)) = (large, background, jit.changed_at) {
+            if c.now_ns().saturating_sub(at) < QUIET.as_nanos() as u64 {
+                return changed;
+            }
         }
         jit.stale = false;
         let rules = codegen::rules_of(self.entries.iter());
-        if jit.opts.background {
-            jit.job = Some(codegen::submit(rules, jit.opts, self.guarded > 0));
+        if let Some(c) = background {
+            jit.job = Some(codegen::submit(rules, jit.opts, self.guarded > 0, &**c));
             changed
         } else {
             // On a compiler error (or a table left to the index) the index

@@ -19,6 +19,8 @@
 //! packet hits the first megaflow) or with `note_actions` ignoring pushes,
 //! these properties fail within a few cases.
 
+mod common;
+
 use proptest::prelude::*;
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, table_id, OFPVID_PRESENT, OFP_NO_BUFFER};
@@ -574,6 +576,9 @@ fn switch(datapath: Datapath, cache: CacheMode, jit: Jit) -> Pipeline {
         datapath,
         cache,
         jit: jit.opts(),
+        // The background settings get a compiler thread (the daemon's
+        // own is `sluice_datapath::compiler()`).
+        compiler: jit.opts().background.then(common::compiler),
         ..Config::default()
     });
     for n in PORTS {
@@ -1209,6 +1214,7 @@ fn compiled_tables_are_used() {
         n_tables: 2,
         datapath: Datapath::Compiled,
         jit: JitOptions { background: true, ..JitOptions::default() },
+        compiler: Some(common::compiler()),
         ..Config::default()
     });
     for i in 0..100u16 {
@@ -1223,7 +1229,10 @@ fn compiled_tables_are_used() {
             ],
         );
     }
-    assert!(b.wait_for_code(std::time::Duration::from_secs(30)), "background build finished");
+    assert!(
+        common::wait_for_code(&mut b, std::time::Duration::from_secs(30)),
+        "background build finished"
+    );
     b.process(1, &frame, &mut sink);
     assert_eq!(b.tables()[0].code_kind(), Some("probe"));
 }

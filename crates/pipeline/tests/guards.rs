@@ -293,6 +293,7 @@ fn run(ops: &[Op], cfg: Config, burst: bool) -> Outcome {
 
 fn configs() -> Vec<(&'static str, Config, bool)> {
     let c = |datapath, cache| Config { datapath, cache, ..Config::default() };
+    let daemon = || Config { compiler: Some(common::compiler()), ..Config::daemon() };
     vec![
         ("classifier/off", c(Datapath::Classifier, CacheMode::Off), false),
         ("classifier/megaflow", c(Datapath::Classifier, CacheMode::Megaflow), false),
@@ -300,10 +301,10 @@ fn configs() -> Vec<(&'static str, Config, bool)> {
         ("reference/on", c(Datapath::Reference, CacheMode::On), false),
         ("compiled/off", c(Datapath::Compiled, CacheMode::Off), false),
         ("compiled/on", c(Datapath::Compiled, CacheMode::On), false),
-        ("daemon", Config::daemon(), false),
+        ("daemon", daemon(), false),
         ("reference/off burst", c(Datapath::Reference, CacheMode::Off), true),
         ("classifier/on burst", c(Datapath::Classifier, CacheMode::On), true),
-        ("daemon burst", Config::daemon(), true),
+        ("daemon burst", daemon(), true),
     ]
 }
 

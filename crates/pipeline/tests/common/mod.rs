@@ -72,3 +72,53 @@ pub fn flow(p: &mut Pipeline, cmd: u8, text: &str) -> Result<(), ErrorCode> {
 pub fn add(p: &mut Pipeline, text: &str) {
     flow(p, fc::ADD, text).unwrap_or_else(|e| panic!("{text}: {e}"));
 }
+
+/// A compiler thread for tests of background code building (the pipeline
+/// starts none; the daemon's is `sluice_datapath::compiler()`).
+#[derive(Debug)]
+pub struct ThreadCompiler {
+    tx: std::sync::Mutex<std::sync::mpsc::Sender<std::sync::Arc<sluice_pipeline::codegen::Job>>>,
+    start: std::time::Instant,
+}
+
+impl sluice_pipeline::codegen::Compiler for ThreadCompiler {
+    fn submit(&self, job: std::sync::Arc<sluice_pipeline::codegen::Job>) {
+        let sent = self.tx.lock().unwrap().send(job.clone());
+        if sent.is_err() {
+            job.run();
+        }
+    }
+    fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+}
+
+/// The tests' compiler thread (one per test binary).
+pub fn compiler() -> std::sync::Arc<dyn sluice_pipeline::codegen::Compiler> {
+    static ONE: std::sync::OnceLock<std::sync::Arc<ThreadCompiler>> = std::sync::OnceLock::new();
+    ONE.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<std::sync::Arc<sluice_pipeline::codegen::Job>>();
+        std::thread::spawn(move || {
+            while let Ok(job) = rx.recv() {
+                job.run();
+            }
+        });
+        std::sync::Arc::new(ThreadCompiler {
+            tx: std::sync::Mutex::new(tx),
+            start: std::time::Instant::now(),
+        })
+    })
+    .clone()
+}
+
+/// Polls until no table waits for compiled code, at most `limit`.
+pub fn wait_for_code(p: &mut Pipeline, limit: std::time::Duration) -> bool {
+    let start = std::time::Instant::now();
+    while p.code_pending() {
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    true
+}

@@ -602,7 +602,8 @@ fn build_pipeline(w: &Workload, datapath: Datapath, cache: CacheMode) -> Result<
     // The switch's setting: table code is built on the compiler thread
     // (`build_pipeline` waits for it before the timed run).
     let jit = JitOptions { background: true, ..JitOptions::default() };
-    let mut p = Pipeline::new(Config { datapath, cache, jit, ..Config::default() });
+    let compiler = Some(sluice_datapath::compiler());
+    let mut p = Pipeline::new(Config { datapath, cache, jit, compiler, ..Config::default() });
     for n in std::iter::once(IN_PORT).chain(OUT_PORTS) {
         let mac = [0x02, 0, 0, 0, 0xaa, n as u8];
         p.ports_mut()
@@ -615,8 +616,12 @@ fn build_pipeline(w: &Workload, datapath: Datapath, cache: CacheMode) -> Result<
             .map_err(|e| anyhow::anyhow!("bench flow rejected: {e}: {text}"))?;
     }
     p.take_async();
-    if !p.wait_for_code(Duration::from_secs(60)) {
-        bail!("{}: compiled table code not ready after 60 s", w.family);
+    let start = std::time::Instant::now();
+    while p.code_pending() {
+        if start.elapsed() > Duration::from_secs(60) {
+            bail!("{}: compiled table code not ready after 60 s", w.family);
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
     Ok(p)
 }

@@ -384,8 +384,9 @@ pub struct Recorder {
     /// decide whether it applied before recording the next lookup.
     pub dirty: bool,
     /// The packet's guard evaluations (recorded and live), possibly primed
-    /// by a cache hit's recheck.
-    pub answers: Answers,
+    /// by a cache hit's recheck; made on the first guarded lookup (most
+    /// walks have none, and it is half a kilobyte).
+    pub answers: Option<Box<Answers>>,
     /// How many of `answers`' results belong to recorded lookups (the
     /// entry's guard chain).
     pub guard_len: usize,
@@ -395,7 +396,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(key: FlowKey, answers: Answers) -> Recorder {
+    pub fn new(key: FlowKey, answers: Option<Box<Answers>>) -> Recorder {
         Recorder {
             key,
             wc: FlowMask::ZERO,
@@ -411,7 +412,7 @@ impl Recorder {
     /// The guard results the cache entry keeps (those of recorded
     /// lookups), if any.
     pub fn guard_chain(&self) -> Option<GuardChain> {
-        let mut c = *self.answers.chain();
+        let mut c = *self.answers.as_deref()?.chain();
         c.truncate(self.guard_len);
         (self.guard_len > 0).then_some(c)
     }
@@ -803,7 +804,7 @@ mod tests {
     #[test]
     fn settle_adds_presence_vlan_and_ethertype() {
         let c = Caches::default();
-        let mut r = Recorder::new(FlowKey::ZERO, Answers::new());
+        let mut r = Recorder::new(FlowKey::ZERO, None);
         c.settle(&mut r);
         assert!(r.wc.is_zero());
         r.dirty = true;

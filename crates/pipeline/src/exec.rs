@@ -613,7 +613,9 @@ impl Pipeline {
             }
         }
         for hop in hops.iter().take(n).flatten() {
-            cache.pin(hop.prog);
+            if hop.prog != NO_PROG {
+                cache.pin(hop.prog);
+            }
             match cache.program(hop.prog) {
                 Some(prog) => prefetch_counters(prog, w.shard),
                 None => {
@@ -632,7 +634,8 @@ impl Pipeline {
             match hop {
                 Some(r) => {
                     if let Some(fresh) = self.recheck_guards(&mut cache, r.prog, p) {
-                        self.record_walk(w, &mut cache, p, tx, Answers::primed(fresh));
+                        let primed = Some(Box::new(Answers::primed(fresh)));
+                        self.record_walk(w, &mut cache, p, tx, primed);
                         continue;
                     }
                     match cache.program(r.prog) {
@@ -640,10 +643,10 @@ impl Pipeline {
                         None => self.walk(w, &mut cache, p, 0, tx, Some(&r.chain), None),
                     }
                 }
-                None => self.record_walk(w, &mut cache, p, tx, Answers::new()),
+                None => self.record_walk(w, &mut cache, p, tx, None),
             }
         }
-        for hop in hops.iter().take(n).flatten() {
+        for hop in hops.iter().take(n).flatten().filter(|h| h.prog != NO_PROG) {
             cache.unpin(hop.prog);
         }
         w.cache = cache;
@@ -762,7 +765,7 @@ impl Pipeline {
         match hit {
             Some(r) => {
                 if let Some(fresh) = self.recheck_guards(cache, r.prog, pkt) {
-                    self.record_walk(w, cache, pkt, tx, Answers::primed(fresh));
+                    self.record_walk(w, cache, pkt, tx, Some(Box::new(Answers::primed(fresh))));
                     return;
                 }
                 match cache.program(r.prog) {
@@ -770,7 +773,7 @@ impl Pipeline {
                     None => self.walk(w, cache, pkt, 0, tx, Some(&r.chain), None),
                 }
             }
-            None => self.record_walk(w, cache, pkt, tx, Answers::new()),
+            None => self.record_walk(w, cache, pkt, tx, None),
         }
     }
 
@@ -780,6 +783,16 @@ impl Pipeline {
     /// results computed, to prime the slow path.
     #[inline]
     fn recheck_guards(&self, cache: &mut Caches, id: u32, pkt: &Pkt) -> Option<GuardChain> {
+        if cache.guard_chain(id).is_none() {
+            return None;
+        }
+        self.recheck_recorded(cache, id, pkt)
+    }
+
+    /// [`Self::recheck_guards`] for an entry that recorded guard results
+    /// (kept out of the hit path of entries without any).
+    #[inline(never)]
+    fn recheck_recorded(&self, cache: &mut Caches, id: u32, pkt: &Pkt) -> Option<GuardChain> {
         let recorded = *cache.guard_chain(id)?;
         cache.stats.guard_rechecks += 1;
         let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port };
@@ -804,7 +817,7 @@ impl Pipeline {
         cache: &mut Caches,
         pkt: &mut Pkt,
         tx: &mut dyn Tx,
-        answers: Answers,
+        answers: Option<Box<Answers>>,
     ) {
         let (mode, gen) = (self.cfg.cache, self.flow_gen);
         // The walk may rewrite the packet's key: the recorder keeps the
@@ -965,7 +978,7 @@ impl Pipeline {
         let mut unused_wc = FlowMask::ZERO;
         // Guard results of an unrecorded walk (a recorded one keeps them
         // in its recorder).
-        let mut live_answers = Answers::new();
+        let mut live_answers: Option<Box<Answers>> = None;
         loop {
             let hop = chain.and_then(|c| c.hops().get(hop_i).copied());
             hop_i += 1;
@@ -996,10 +1009,12 @@ impl Pipeline {
                                     pkt,
                                     &mut r.wc,
                                     indexed,
-                                    &mut r.answers,
+                                    r.answers.get_or_insert_default(),
                                 );
-                                r.guard_len = r.answers.chain().items().len();
-                                r.guard_overflow |= r.answers.chain().overflowed();
+                                if let Some(a) = r.answers.as_deref() {
+                                    r.guard_len = a.chain().items().len();
+                                    r.guard_overflow |= a.chain().overflowed();
+                                }
                                 i
                             } else if indexed {
                                 t.lookup_fast(&pkt.key, &mut r.wc)
@@ -1022,7 +1037,7 @@ impl Pipeline {
                                 pkt,
                                 &mut unused_wc,
                                 indexed,
-                                &mut r.answers,
+                                r.answers.get_or_insert_default(),
                             )
                         }
                         None if guarded => self.lookup_guarded(
@@ -1031,7 +1046,7 @@ impl Pipeline {
                             pkt,
                             &mut unused_wc,
                             indexed,
-                            &mut live_answers,
+                            live_answers.get_or_insert_default(),
                         ),
                         _ if indexed => t.lookup_fast(&pkt.key, &mut unused_wc),
                         _ => t.lookup(&pkt.key),
@@ -1106,7 +1121,9 @@ impl Pipeline {
 
     /// A lookup in table `table` (`t`), which has guarded entries: each
     /// matching guarded candidate's guards run through `answers`, in the
-    /// order of the guard semantics (`FlowTable::lookup_guarded`).
+    /// order of the guard semantics (`FlowTable::lookup_guarded`). Out of
+    /// line: the walk of tables without guards stays as small as before.
+    #[inline(never)]
     fn lookup_guarded(
         &self,
         t: &FlowTable,

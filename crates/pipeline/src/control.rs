@@ -6,11 +6,15 @@
 //! offline user notices instead of getting a silent no-op. Messages a
 //! controller never sends (replies, async messages) are `OFPBRC_BAD_TYPE`
 //! too.
+//!
+//! EXPERIMENTER messages and experimenter meter bands go through the
+//! experimenter registry (`Config::extensions`; see `extension.rs`).
 
 use crate::exec::Tx;
 use crate::Pipeline;
 use sluice_ofp::consts::{group_id, port_no, table_id};
 use sluice_ofp::error::{ErrorCode, Result};
+use sluice_ofp::experimenter::Payload;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{
     capabilities as cap, error_reply, flow_removed_reason, group_mod_command as gcmd,
@@ -116,7 +120,14 @@ impl Pipeline {
                 };
                 reply(Message::QueueGetConfigReply(QueueGetConfigReply { port: q.port, queues }))
             }
-            Message::Experimenter(_) => return Err(ErrorCode::BRC_BAD_EXPERIMENTER),
+            // The registry answers: no extension for the id is
+            // `OFPBRC_BAD_EXPERIMENTER`, else the extension's verdict and
+            // replies (see `extension.rs`).
+            Message::Experimenter(e) => {
+                for m in self.cfg.extensions.handle_message(e)? {
+                    reply(m);
+                }
+            }
             _ => return Err(ErrorCode::BRC_BAD_TYPE),
         }
         Ok(())
@@ -196,6 +207,17 @@ impl Pipeline {
     /// Apply a METER_MOD (see `meter` for the checks).
     pub fn meter_mod(&mut self, mm: &MeterMod) -> Result<()> {
         let max = (self.cfg.max_meters, self.cfg.max_bands);
+        if matches!(mm.command, mcmd::ADD | mcmd::MODIFY) {
+            // Experimenter bands of a registered extension get its verdict
+            // first; those of other ids take the meter table's checks as
+            // before (`OFPMMFC_BAD_BAND`, in its order). The meter table
+            // runs no experimenter band, so it refuses accepted ones too.
+            for p in mm.bands.iter().filter_map(Payload::meter_band) {
+                if self.cfg.extensions.get(p.experimenter).is_some() {
+                    self.cfg.extensions.check(&p)?;
+                }
+            }
+        }
         match mm.command {
             mcmd::ADD => self.meters.add(mm.meter_id, mm.flags, mm.bands.clone(), max, self.now_ns),
             mcmd::MODIFY => {

@@ -70,6 +70,7 @@ pub mod codegen;
 pub mod control;
 mod edit;
 pub mod exec;
+pub mod extension;
 pub mod flow_mod;
 mod fuzz;
 pub mod group;
@@ -130,6 +131,10 @@ pub struct Config {
     pub workers: usize,
     /// How `Datapath::Compiled` builds table code (see `codegen.rs`).
     pub jit: JitOptions,
+    /// The experimenter extensions every experimenter object a controller
+    /// sends is dispatched through (see `extension.rs`); by default sluice's
+    /// own. Add more with [`Config::register`].
+    pub extensions: Arc<sluice_ofp::experimenter::Registry>,
     /// Where code is built when `jit.background` is set (the pipeline
     /// starts no thread of its own; the daemon supplies one). `None`:
     /// built when a table settles.
@@ -209,6 +214,7 @@ impl Default for Config {
             cache: CacheMode::default(),
             workers: 1,
             jit: JitOptions::default(),
+            extensions: Arc::new(extension::default_registry()),
             compiler: None,
         }
     }

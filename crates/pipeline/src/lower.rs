@@ -16,9 +16,10 @@ use sluice_packet::FieldValue;
 
 /// The op that does what `a` does.
 ///
-/// Actions that flow-mod validation rejects (experimenter actions and
-/// experimenter set-fields) lower to [`Op::Nop`], which is also what the
-/// direct interpretation does with them.
+/// Experimenter actions and experimenter set-fields lower to [`Op::Nop`],
+/// which is also what the direct interpretation does with them: flow-mod
+/// validation refuses them unless a registered extension accepts them
+/// (`extension.rs`), and extensions have no execution hook yet.
 pub fn lower(a: &Action) -> Op {
     match a {
         Action::Output { port, max_len } => Op::Output { port: *port, max_len: *max_len },

@@ -3,7 +3,6 @@
 //! features — all reported truthfully from the pipeline's state.
 
 use crate::flow_mod::outputs_to;
-use crate::rule::Rule;
 use crate::Pipeline;
 use sluice_ofp::action::ty as at;
 use sluice_ofp::consts::table_id;
@@ -49,7 +48,7 @@ impl Pipeline {
         if req.table_id != table_id::ALL && req.table_id >= self.cfg.n_tables {
             return Err(ErrorCode::BRC_BAD_TABLE_ID);
         }
-        let rule = Rule::compile(&req.match_)?;
+        let rule = self.compile_match(&req.match_)?;
         let mut out = Vec::new();
         for (t, table) in self.tables.iter().enumerate() {
             if req.table_id != table_id::ALL && usize::from(req.table_id) != t {
@@ -231,7 +230,9 @@ impl Pipeline {
                 R::TableFeatures(self.table_features())
             }
             Q::PortDesc => R::PortDesc(self.ports.iter().map(|p| p.desc.clone()).collect()),
-            Q::Experimenter(_) => return Err(ErrorCode::BRC_BAD_EXPERIMENTER),
+            // No extension for the id: `OFPBRC_BAD_EXPERIMENTER`; else the
+            // extension's verdict and reply body (see `extension.rs`).
+            Q::Experimenter(e) => R::Experimenter(self.cfg.extensions.handle_multipart(e)?),
         })
     }
 

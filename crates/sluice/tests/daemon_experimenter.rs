@@ -1,0 +1,279 @@
+//! Experimenter messages through the real switch: `sluice run` (two pcap
+//! ports, so no root or namespace, one worker, fail mode `secure`) with a
+//! passive listener on a free local port, and a controller written here
+//! that speaks OpenFlow 1.3 over TCP byte by byte. It sends sluice's probe
+//! (`docs/EXPERIMENTER.md`) and checks the reply's exact bytes, then checks
+//! the errors for an unknown experimenter and for unknown sluice subtypes;
+//! and, when `ovs-ofctl` is installed, that a Nicira action sent by it is
+//! refused with `OFPBAC_BAD_EXPERIMENTER` (which it prints as
+//! `OFPBAC_BAD_VENDOR`).
+//!
+//! The switch is our child, killed by handle on drop; every wait is
+//! bounded.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sluice_ofp::action::Action;
+use sluice_ofp::consts::{group_id, port_no, OFP_NO_BUFFER, SLUICE_EXPERIMENTER_ID};
+use sluice_ofp::instruction::Instruction;
+use sluice_ofp::message::{flow_mod_command, frame, FlowMod, Message};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Switch {
+    child: Option<Child>,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("port")
+}
+
+fn write_empty_pcap(path: &Path) {
+    let mut v = Vec::new();
+    v.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    v.extend_from_slice(&2u16.to_le_bytes());
+    v.extend_from_slice(&4u16.to_le_bytes());
+    v.extend_from_slice(&0i32.to_le_bytes());
+    v.extend_from_slice(&0u32.to_le_bytes());
+    v.extend_from_slice(&65535u32.to_le_bytes());
+    v.extend_from_slice(&1u32.to_le_bytes());
+    std::fs::write(path, v).expect("write pcap");
+}
+
+impl Switch {
+    fn start() -> Switch {
+        let dir = std::env::temp_dir().join(format!("sluice-exp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        for i in 1..=2 {
+            write_empty_pcap(&dir.join(format!("in{i}.pcap")));
+        }
+        let mut sw = Switch { child: None, dir, port: 0 };
+        // A free port can be taken before the switch binds it: try again.
+        for _ in 0..5 {
+            if sw.boot() {
+                return sw;
+            }
+        }
+        panic!("sluice run never listened; see {}", sw.dir.join("sluice.log").display());
+    }
+
+    fn boot(&mut self) -> bool {
+        self.port = free_port();
+        let log = std::fs::File::create(self.dir.join("sluice.log")).expect("log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["run", "--dpid", "0x5a", "--fail-mode", "secure", "--workers", "1"])
+            .args(["--listen", &format!("ptcp:{}:127.0.0.1", self.port)])
+            .args(["--port", "pcap:in1.pcap,out=out1.pcap=1"])
+            .args(["--port", "pcap:in2.pcap,out=out2.pcap=2"])
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawning sluice run");
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if child.try_wait().ok().flatten().is_some() {
+                return false;
+            }
+            if TcpStream::connect_timeout(&self.addr(), Duration::from_millis(200)).is_ok() {
+                self.child = Some(child);
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
+    }
+
+    fn addr(&self) -> SocketAddr {
+        format!("127.0.0.1:{}", self.port).parse().expect("addr")
+    }
+}
+
+/// A controller connection that has said HELLO.
+struct Conn {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    fn open(sw: &Switch) -> Conn {
+        let s = TcpStream::connect_timeout(&sw.addr(), WAIT).expect("connect");
+        s.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
+        let mut c = Conn { s, buf: Vec::new() };
+        c.send(&[0x04, 0x00, 0x00, 0x08, 0, 0, 0, 1]);
+        let hello = c.recv();
+        assert_eq!(&hello[..2], [0x04, 0x00], "the switch's HELLO");
+        c
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.s.write_all(bytes).expect("write to the switch");
+    }
+
+    /// The next message's bytes.
+    fn recv(&mut self) -> Vec<u8> {
+        let deadline = Instant::now() + WAIT;
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(n) = frame(&self.buf) {
+                let n = n.expect("a framed stream");
+                return self.buf.drain(..n).collect();
+            }
+            assert!(Instant::now() < deadline, "no message from the switch within {WAIT:?}");
+            match self.s.read(&mut chunk) {
+                Ok(0) => panic!("the switch closed the connection"),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+    }
+
+    /// The reply with `xid` (echo requests from the switch are answered,
+    /// anything else unsolicited is skipped).
+    fn reply_to(&mut self, xid: u32) -> Vec<u8> {
+        for _ in 0..1000 {
+            let m = self.recv();
+            if m[1] == 2 {
+                // ECHO_REQUEST: answer, keeping the xid and data.
+                let mut r = m.clone();
+                r[1] = 3;
+                self.send(&r);
+                continue;
+            }
+            if m[4..8] == xid.to_be_bytes() {
+                return m;
+            }
+        }
+        panic!("no reply with xid {xid:#x}");
+    }
+}
+
+/// `(type, code)` of an OFPT_ERROR.
+fn error_code(m: &[u8]) -> (u16, u16) {
+    assert_eq!(m[1], 1, "an OFPT_ERROR: {m:02x?}");
+    (u16::from_be_bytes([m[8], m[9]]), u16::from_be_bytes([m[10], m[11]]))
+}
+
+#[test]
+fn probe_and_experimenter_errors_over_a_real_connection() {
+    let sw = Switch::start();
+    let mut c = Conn::open(&sw);
+
+    // sluice's probe: EXPERIMENTER, xid 0x2a, "SLIC", PROBE_REQUEST (0),
+    // three bytes of data.
+    #[rustfmt::skip]
+    c.send(&[
+        0x04, 0x04, 0x00, 0x13, 0x00, 0x00, 0x00, 0x2a,
+        0x53, 0x4c, 0x49, 0x43,
+        0x00, 0x00, 0x00, 0x00,
+        b'x', b'y', b'z',
+    ]);
+    #[rustfmt::skip]
+    let want = [
+        0x04, 0x04, 0x00, 0x1b, 0x00, 0x00, 0x00, 0x2a, // EXPERIMENTER, 27 bytes, same xid
+        0x53, 0x4c, 0x49, 0x43,                         // "SLIC"
+        0x00, 0x00, 0x00, 0x01,                         // PROBE_REPLY
+        0x00, 0x01,                                     // extension version 1
+        0x00, 0x01,                                     // one supported subtype:
+        0x00, 0x00, 0x00, 0x00,                         //   message PROBE_REQUEST
+        b'x', b'y', b'z',                               // the request's data
+    ];
+    assert_eq!(c.reply_to(0x2a), want);
+
+    // Another experimenter id: OFPET_BAD_REQUEST / OFPBRC_BAD_EXPERIMENTER,
+    // with the request as the error's data.
+    let nicira =
+        [0x04, 0x04, 0x00, 0x10, 0x00, 0x00, 0x00, 0x2b, 0x00, 0x00, 0x23, 0x20, 0, 0, 0, 0];
+    c.send(&nicira);
+    let e = c.reply_to(0x2b);
+    assert_eq!(error_code(&e), (1, 3));
+    assert_eq!(&e[12..], nicira);
+
+    // sluice's id, a reserved message subtype (LOAD_FILTER_PROG, 2):
+    // OFPBRC_BAD_EXP_TYPE.
+    c.send(&[0x04, 0x04, 0x00, 0x10, 0, 0, 0, 0x2c, 0x53, 0x4c, 0x49, 0x43, 0, 0, 0, 2]);
+    assert_eq!(error_code(&c.reply_to(0x2c)), (1, 4));
+
+    // A flow-mod with a sluice action of an unknown subtype:
+    // OFPET_BAD_ACTION / OFPBAC_BAD_EXP_TYPE.
+    let fm = Message::FlowMod(FlowMod {
+        command: flow_mod_command::ADD,
+        buffer_id: OFP_NO_BUFFER,
+        out_port: port_no::ANY,
+        out_group: group_id::ANY,
+        instructions: vec![Instruction::ApplyActions(vec![Action::Experimenter {
+            experimenter: SLUICE_EXPERIMENTER_ID,
+            data: vec![0, 0x7f, 0, 0, 0, 0],
+        }])],
+        ..FlowMod::default()
+    });
+    c.send(&fm.encode(0x2d));
+    assert_eq!(error_code(&c.reply_to(0x2d)), (2, 3));
+
+    // The same action of an unknown experimenter: OFPBAC_BAD_EXPERIMENTER,
+    // as always.
+    let fm = Message::FlowMod(FlowMod {
+        command: flow_mod_command::ADD,
+        buffer_id: OFP_NO_BUFFER,
+        out_port: port_no::ANY,
+        out_group: group_id::ANY,
+        instructions: vec![Instruction::ApplyActions(vec![Action::Experimenter {
+            experimenter: 0x00ab_cdef,
+            data: vec![0, 0x7f, 0, 0, 0, 0],
+        }])],
+        ..FlowMod::default()
+    });
+    c.send(&fm.encode(0x2e));
+    assert_eq!(error_code(&c.reply_to(0x2e)), (2, 2));
+
+    // Still connected and in step: a barrier is answered.
+    c.send(&[0x04, 20, 0x00, 0x08, 0, 0, 0, 0x2f]);
+    assert_eq!(c.reply_to(0x2f)[1], 21);
+
+    // ovs-ofctl, if installed: a Nicira action (note) is refused with the
+    // spec's error for an unknown experimenter.
+    let has_ofctl = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("ovs-ofctl").is_file()))
+        .unwrap_or(false);
+    if !has_ofctl {
+        eprintln!("ovs-ofctl not installed: skipping its part");
+        return;
+    }
+    let out = Command::new("ovs-ofctl")
+        .env("OVS_RUNDIR", &sw.dir)
+        .args(["-O", "OpenFlow13", "--timeout=20", "add-flow"])
+        .arg(format!("tcp:127.0.0.1:{}", sw.port))
+        .arg("actions=note:01,output:1")
+        .output()
+        .expect("running ovs-ofctl");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "ovs-ofctl add-flow succeeded");
+    // Open vSwitch names OFPBAC_BAD_EXPERIMENTER (type 2, code 2) by its
+    // OpenFlow 1.0 name.
+    assert!(stderr.contains("OFPBAC_BAD_VENDOR"), "ovs-ofctl said: {stderr}");
+}

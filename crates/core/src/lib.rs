@@ -18,6 +18,8 @@
 //!   version (left-right copies brought up to date by replaying the
 //!   master's change log), and the wait a barrier needs.
 //! - [`tally`]: counters kept per worker shard, merged on read.
+//! - [`upcall`]: what workers hand up to the control plane, as neutral
+//!   values the front end turns into its messages.
 //! - [`prefetch()`]: the software prefetch that staged bursts use.
 //! - [`layout`]: the key layout at run time, the fixed parser's fields
 //!   plus windows declared when a pipeline is built, each with a value
@@ -44,6 +46,7 @@ pub mod op;
 mod prefetch;
 pub mod publish;
 pub mod tally;
+pub mod upcall;
 
 pub use extract::fuzz_extract;
 pub use prefetch::prefetch;

@@ -38,6 +38,7 @@ use crate::{CacheMode, Datapath, Pipeline};
 use sluice_core::guard::{Answers, Chain as GuardChain, GuardInput};
 use sluice_core::op::{Edited, Op};
 use sluice_core::prefetch;
+use sluice_core::upcall::{Reason, Upcall};
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{port_no, OFPCML_NO_BUFFER, OFP_NO_BUFFER};
 use sluice_ofp::error::{ErrorCode, Result};
@@ -220,6 +221,44 @@ pub(crate) enum Step {
     /// One action, lowered to the core's op (`lower.rs`), with the
     /// context of the entry it came from.
     Act { op: Op, ctx: Ctx },
+}
+
+/// The OpenFlow message for an upcall: a `ToController` is a PACKET_IN
+/// whose match carries the pipeline fields (`in_port`; `in_phy_port` when
+/// it differs; `metadata` and `tunnel_id` when non-zero).
+pub(crate) fn message_of(u: Upcall) -> Message {
+    match u {
+        Upcall::ToController { reason, table, cookie, buffer_id, total_len, data, meta } => {
+            let b = |f: FieldId, v: u128| Oxm::Basic {
+                field: f,
+                value: FieldBytes::from_u128(v, f.len()),
+                mask: None,
+            };
+            let mut m = Match { oxms: vec![b(FieldId::InPort, meta.in_port.into())] };
+            if meta.in_phy_port != meta.in_port {
+                m.oxms.push(b(FieldId::InPhyPort, meta.in_phy_port.into()));
+            }
+            if meta.metadata != 0 {
+                m.oxms.push(b(FieldId::Metadata, meta.metadata.into()));
+            }
+            if meta.tunnel_id != 0 {
+                m.oxms.push(b(FieldId::TunnelId, meta.tunnel_id.into()));
+            }
+            Message::PacketIn(PacketIn {
+                buffer_id: buffer_id.unwrap_or(OFP_NO_BUFFER),
+                total_len,
+                reason: match reason {
+                    Reason::NoMatch => packet_in_reason::NO_MATCH,
+                    Reason::Action => packet_in_reason::ACTION,
+                    Reason::InvalidTtl => packet_in_reason::INVALID_TTL,
+                },
+                table_id: table,
+                cookie,
+                r#match: m,
+                data,
+            })
+        }
+    }
 }
 
 /// A guard's position, as cache entries record it: table, entry position
@@ -442,7 +481,9 @@ pub struct Worker {
     pub(crate) now_ns: u64,
     pub(crate) scratch: Scratch,
     pub(crate) cache: Caches,
-    pub(crate) async_out: Vec<Message>,
+    /// Upcalls of this worker's packets, neutral (`sluice_core::upcall`),
+    /// turned into OpenFlow messages when taken.
+    pub(crate) async_out: Vec<Upcall>,
 }
 
 impl Worker {
@@ -465,7 +506,7 @@ impl Worker {
     /// Take the asynchronous messages (PACKET_IN) queued by this worker's
     /// packets, oldest first.
     pub fn take_async(&mut self) -> Vec<Message> {
-        std::mem::take(&mut self.async_out)
+        self.async_out.drain(..).map(message_of).collect()
     }
 
     /// Whether packets queued asynchronous messages.
@@ -513,7 +554,7 @@ impl Pipeline {
         let mut w = self.local.take().unwrap_or_else(|| Box::new(Worker::new(Shard::OWNER)));
         w.set_now(self.now_ns);
         let r = f(self, &mut w);
-        self.async_out.append(&mut w.async_out);
+        self.async_out.extend(w.async_out.drain(..).map(message_of));
         self.local = Some(w);
         r
     }
@@ -783,9 +824,7 @@ impl Pipeline {
     /// results computed, to prime the slow path.
     #[inline]
     fn recheck_guards(&self, cache: &mut Caches, id: u32, pkt: &Pkt) -> Option<GuardChain> {
-        if cache.guard_chain(id).is_none() {
-            return None;
-        }
+        cache.guard_chain(id)?;
         self.recheck_recorded(cache, id, pkt)
     }
 
@@ -1279,10 +1318,15 @@ impl Pipeline {
             return;
         }
         w.note(|| TraceEvent::PacketIn { reason: ctx.reason, table: ctx.table_id });
+        let reason = match ctx.reason {
+            packet_in_reason::NO_MATCH => Reason::NoMatch,
+            packet_in_reason::INVALID_TTL => Reason::InvalidTtl,
+            _ => Reason::Action,
+        };
         let frame = pkt.data();
         let (buffer_id, data) =
             if max_len == OFPCML_NO_BUFFER || usize::from(max_len) >= frame.len() {
-                (OFP_NO_BUFFER, frame.to_vec())
+                (None, frame.to_vec())
             } else {
                 let stored = self
                     .buffers
@@ -1290,34 +1334,19 @@ impl Pipeline {
                     .unwrap_or_else(|e| e.into_inner())
                     .store(pkt.meta.in_port, frame);
                 match stored {
-                    Some(id) => (id, frame[..usize::from(max_len)].to_vec()),
-                    None => (OFP_NO_BUFFER, frame.to_vec()),
+                    Some(id) => (Some(id), frame[..usize::from(max_len)].to_vec()),
+                    None => (None, frame.to_vec()),
                 }
             };
-        let b = |f: FieldId, v: u128| Oxm::Basic {
-            field: f,
-            value: FieldBytes::from_u128(v, f.len()),
-            mask: None,
-        };
-        let mut m = Match { oxms: vec![b(FieldId::InPort, pkt.meta.in_port.into())] };
-        if pkt.meta.in_phy_port != pkt.meta.in_port {
-            m.oxms.push(b(FieldId::InPhyPort, pkt.meta.in_phy_port.into()));
-        }
-        if pkt.meta.metadata != 0 {
-            m.oxms.push(b(FieldId::Metadata, pkt.meta.metadata.into()));
-        }
-        if pkt.meta.tunnel_id != 0 {
-            m.oxms.push(b(FieldId::TunnelId, pkt.meta.tunnel_id.into()));
-        }
-        w.async_out.push(Message::PacketIn(PacketIn {
-            buffer_id,
-            total_len: pkt.data().len().min(usize::from(u16::MAX)) as u16,
-            reason: ctx.reason,
-            table_id: ctx.table_id,
+        w.async_out.push(Upcall::ToController {
+            reason,
+            table: ctx.table_id,
             cookie: ctx.cookie,
-            r#match: m,
+            buffer_id,
+            total_len: frame.len().min(usize::from(u16::MAX)) as u16,
             data,
-        }));
+            meta: pkt.meta,
+        });
     }
 
     fn group(&self, w: &mut Worker, id: u32, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) {

@@ -491,6 +491,10 @@ pub struct Caches {
     progs: Programs,
     /// Counts megaflow hits for [`Caches::promote`].
     promote_tick: u32,
+    /// Some item holds guard results (since the last clear): hits must
+    /// look for them. False keeps guard checks off the hit path of a
+    /// pipeline without guards.
+    guarded_items: bool,
     pub stats: CacheStats,
 }
 
@@ -501,6 +505,7 @@ impl Caches {
         self.mega.clear();
         self.mega_len = 0;
         self.progs = Programs::default();
+        self.guarded_items = false;
     }
 
     /// Keep a composed program; its id goes into [`Resolved::prog`]. Freed
@@ -512,7 +517,14 @@ impl Caches {
     /// Keep a composed program (if any) and the guard results an entry's
     /// walk recorded; one id for both, as [`Caches::add_program`].
     pub(crate) fn add_item(&mut self, item: Item) -> u32 {
+        self.guarded_items |= item.guards.is_some();
         self.progs.add(item)
+    }
+
+    /// Whether an entry may carry guard results (see `guarded_items`).
+    #[inline]
+    pub(crate) fn has_guarded_items(&self) -> bool {
+        self.guarded_items
     }
 
     /// Hold item `id` (a burst resolved a packet to it before running

@@ -653,8 +653,13 @@ impl Pipeline {
                 }
             }
         }
+        // Only a packet that takes the slow path installs (a miss, or a hit
+        // whose recorded guard results changed): without one, nothing the
+        // burst resolved can be replaced before it runs.
+        let pin = cache.has_guarded_items()
+            || hops.iter().zip(&loaded).take(n).any(|(h, ok)| *ok && h.is_none());
         for hop in hops.iter().take(n).flatten() {
-            if hop.prog != NO_PROG {
+            if pin && hop.prog != NO_PROG {
                 cache.pin(hop.prog);
             }
             match cache.program(hop.prog) {
@@ -687,7 +692,7 @@ impl Pipeline {
                 None => self.record_walk(w, &mut cache, p, tx, None),
             }
         }
-        for hop in hops.iter().take(n).flatten().filter(|h| h.prog != NO_PROG) {
+        for hop in hops.iter().take(n).flatten().filter(|h| pin && h.prog != NO_PROG) {
             cache.unpin(hop.prog);
         }
         w.cache = cache;
@@ -824,6 +829,9 @@ impl Pipeline {
     /// results computed, to prime the slow path.
     #[inline]
     fn recheck_guards(&self, cache: &mut Caches, id: u32, pkt: &Pkt) -> Option<GuardChain> {
+        if !cache.has_guarded_items() {
+            return None;
+        }
         cache.guard_chain(id)?;
         self.recheck_recorded(cache, id, pkt)
     }

@@ -1258,6 +1258,7 @@ impl Pipeline {
         Flow::Continue
     }
 
+    #[inline]
     fn output(
         &self,
         w: &mut Worker,
@@ -1301,6 +1302,7 @@ impl Pipeline {
         }
     }
 
+    #[inline]
     fn send(&self, w: &mut Worker, port: u32, pkt: &Pkt, tx: &mut dyn Tx) {
         if !self.ports.can_forward(port) {
             w.note(|| TraceEvent::Drop("output port is down, missing or NO_FWD"));

@@ -35,19 +35,19 @@
 //! ovs-ofctl monitors are our children, stopped by pid; every wait is bounded.
 #![allow(clippy::zombie_processes)]
 
+mod pcap_switch;
+
+use pcap_switch::{which, PcapSwitch};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-static INSTANCE: AtomicU32 = AtomicU32::new(0);
 
 /// The result of one command.
 #[derive(Debug)]
@@ -117,32 +117,6 @@ fn finish(mut child: Child, limit: Duration, desc: &str) -> Out {
     Out { ok: status.success(), code: status.code(), stdout: text(&out), stderr: text(&err) }
 }
 
-fn which(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-/// An empty pcap file (libpcap format, Ethernet link type).
-fn write_empty_pcap(path: &Path) {
-    let mut v = Vec::new();
-    v.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    v.extend_from_slice(&2u16.to_le_bytes());
-    v.extend_from_slice(&4u16.to_le_bytes());
-    v.extend_from_slice(&0i32.to_le_bytes());
-    v.extend_from_slice(&0u32.to_le_bytes());
-    v.extend_from_slice(&65535u32.to_le_bytes());
-    v.extend_from_slice(&1u32.to_le_bytes());
-    std::fs::write(path, v).expect("write pcap");
-}
-
 /// The frames recorded in a pcap file (empty if it cannot be read yet).
 fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
     let Ok(f) = std::fs::File::open(path) else { return Vec::new() };
@@ -156,9 +130,7 @@ fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
 
 /// A running `sluice run` with its scratch directory; see the module docs.
 struct Switch {
-    child: Option<Child>,
-    dir: PathBuf,
-    port: u16,
+    sw: PcapSwitch,
     /// Differences between the two tools that do not stop the test from
     /// checking the rest; `done` fails the test if there are any.
     problems: RefCell<Vec<String>>,
@@ -170,22 +142,7 @@ impl Switch {
             which("ovs-ofctl"),
             "`ovs-ofctl` not found: these tests need it (apt-get install openvswitch-common)"
         );
-        let n = INSTANCE.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("sluice-ofctl-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        for i in 1..=2 {
-            write_empty_pcap(&dir.join(format!("in{i}.pcap")));
-        }
-        let mut sw = Switch { child: None, dir, port: 0, problems: RefCell::new(Vec::new()) };
-        // A free port can be taken by someone else before the switch binds
-        // it: try a few.
-        for _ in 0..5 {
-            if sw.boot() {
-                return sw;
-            }
-        }
-        panic!("sluice run never listened; see {}", sw.log_path().display());
+        Switch { sw: PcapSwitch::start("ofctl"), problems: RefCell::new(Vec::new()) }
     }
 
     /// Notes a difference and carries on (see `done`).
@@ -205,48 +162,12 @@ impl Switch {
         );
     }
 
-    fn log_path(&self) -> PathBuf {
-        self.dir.join("sluice.log")
-    }
-
     fn pcap_out(&self, port: u32) -> PathBuf {
-        self.dir.join(format!("out{port}.pcap"))
-    }
-
-    fn boot(&mut self) -> bool {
-        self.port = free_port();
-        let log = std::fs::File::create(self.log_path()).expect("log file");
-        let ports: Vec<String> =
-            (1..=2u32).map(|i| format!("pcap:in{i}.pcap,out=out{i}.pcap={i}")).collect();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["run", "--dpid", "0x5a", "--fail-mode", "secure", "--workers", "1"])
-            .args(["--listen", &format!("ptcp:{}:127.0.0.1", self.port)])
-            .args(["--port", &ports[0], "--port", &ports[1]])
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawning sluice run");
-        let addr: SocketAddr = format!("127.0.0.1:{}", self.port).parse().expect("addr");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if child.try_wait().ok().flatten().is_some() {
-                return false;
-            }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                self.child = Some(child);
-                return true;
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        false
+        self.sw.pcap_out(port)
     }
 
     fn target(&self) -> String {
-        format!("tcp:127.0.0.1:{}", self.port)
+        self.sw.target()
     }
 
     /// `ovs-ofctl -O OpenFlow13 --timeout=20 OPTS... CMD TARGET ARGS...`,
@@ -254,7 +175,7 @@ impl Switch {
     /// directory.
     fn ofctl_cmd(&self, opts: &[&str], cmd: &str, args: &[&str]) -> Command {
         let mut c = Command::new("ovs-ofctl");
-        c.env("OVS_RUNDIR", &self.dir)
+        c.env("OVS_RUNDIR", &self.sw.dir)
             .args(["-O", "OpenFlow13", "--timeout=20"])
             .args(opts)
             .args([cmd, &self.target()])
@@ -315,7 +236,7 @@ impl Switch {
     }
 
     fn write_file(&self, name: &str, body: &str) -> String {
-        let p = self.dir.join(name);
+        let p = self.sw.dir.join(name);
         std::fs::write(&p, body).expect("write file");
         p.display().to_string()
     }
@@ -374,21 +295,6 @@ impl Switch {
         assert_eq!(ours, theirs, "dump-tables: sluice ctl vs ovs-ofctl");
         assert_eq!(ours.len(), 255, "{ours:#?}");
         ours
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill").args(["-TERM", &c.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                thread::sleep(Duration::from_millis(20));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -131,7 +131,7 @@ impl Scratch {
                 key: FlowKey::ZERO,
                 info: ParseInfo::default(),
                 queue: None,
-                edits: 0,
+                edited: false,
             })
         })
     }
@@ -145,10 +145,10 @@ pub struct Pkt {
     pub key: FlowKey,
     pub info: ParseInfo,
     pub queue: Option<u32>,
-    /// Re-parses since the packet was loaded: non-zero once an action may
-    /// have changed the frame (guards see the frame, so a cache entry
-    /// stops recording guard results there).
-    pub edits: u32,
+    /// Re-parsed since it was loaded: an action may have changed the
+    /// frame (guards see the frame, so a cache entry stops recording guard
+    /// results there).
+    pub edited: bool,
 }
 
 impl Pkt {
@@ -161,7 +161,7 @@ impl Pkt {
         self.meta = meta;
         self.queue = None;
         self.reparse();
-        self.edits = 0;
+        self.edited = false;
         true
     }
 
@@ -175,7 +175,7 @@ impl Pkt {
         self.key = other.key;
         self.info = other.info;
         self.queue = other.queue;
-        self.edits = other.edits;
+        self.edited = other.edited;
         true
     }
 
@@ -185,7 +185,7 @@ impl Pkt {
 
     pub fn reparse(&mut self) {
         self.info = parse(self.buf.data(), &self.meta, &mut self.key);
-        self.edits = self.edits.wrapping_add(1) | 1;
+        self.edited = true;
     }
 
     pub(crate) fn field(&self, f: FieldId) -> u128 {
@@ -247,17 +247,22 @@ pub(crate) fn message_of(u: Upcall) -> Message {
             Message::PacketIn(PacketIn {
                 buffer_id: buffer_id.unwrap_or(OFP_NO_BUFFER),
                 total_len,
-                reason: match reason {
-                    Reason::NoMatch => packet_in_reason::NO_MATCH,
-                    Reason::Action => packet_in_reason::ACTION,
-                    Reason::InvalidTtl => packet_in_reason::INVALID_TTL,
-                },
+                reason: reason_code(reason),
                 table_id: table,
                 cookie,
                 r#match: m,
                 data,
             })
         }
+    }
+}
+
+/// OpenFlow's `ofp_packet_in_reason` for an upcall's reason.
+fn reason_code(r: Reason) -> u8 {
+    match r {
+        Reason::NoMatch => packet_in_reason::NO_MATCH,
+        Reason::Action => packet_in_reason::ACTION,
+        Reason::InvalidTtl => packet_in_reason::INVALID_TTL,
     }
 }
 
@@ -278,7 +283,7 @@ fn untag(t: u64) -> (u8, usize, usize) {
 pub(crate) struct Ctx {
     table_id: u8,
     cookie: u64,
-    reason: u8,
+    reason: Reason,
     /// Group chain depth left.
     depth: usize,
 }
@@ -901,11 +906,7 @@ impl Pipeline {
         Ctx {
             table_id: table,
             cookie: e.cookie,
-            reason: if e.is_table_miss() {
-                packet_in_reason::NO_MATCH
-            } else {
-                packet_in_reason::ACTION
-            },
+            reason: if e.is_table_miss() { Reason::NoMatch } else { Reason::Action },
             depth: self.cfg.max_group_depth,
         }
     }
@@ -1047,7 +1048,7 @@ impl Pipeline {
                         // A guarded lookup is recorded only while the
                         // frame is the one received (a hit rechecks the
                         // recorded guards up front, on that frame).
-                        Some(r) if r.open && !(guarded && pkt.edits != 0) => {
+                        Some(r) if r.open && !(guarded && pkt.edited) => {
                             cache.settle(r);
                             let i = if guarded {
                                 let i = self.lookup_guarded(
@@ -1230,7 +1231,7 @@ impl Pipeline {
                 Edited::Changed => pkt.reparse(),
                 Edited::Unchanged | Edited::NotAnEdit => {}
                 Edited::InvalidTtl => {
-                    let ctx = Ctx { reason: packet_in_reason::INVALID_TTL, ..ctx };
+                    let ctx = Ctx { reason: Reason::InvalidTtl, ..ctx };
                     let len = self.switch_config.miss_send_len;
                     self.packet_in(w, pkt, ctx, len);
                     return Flow::Stop;
@@ -1248,7 +1249,7 @@ impl Pipeline {
             _ => match edit::apply(a, pkt) {
                 edit::Outcome::Done => {}
                 edit::Outcome::InvalidTtl => {
-                    let ctx = Ctx { reason: packet_in_reason::INVALID_TTL, ..ctx };
+                    let ctx = Ctx { reason: Reason::InvalidTtl, ..ctx };
                     let len = self.switch_config.miss_send_len;
                     self.packet_in(w, pkt, ctx, len);
                     return Flow::Stop;
@@ -1327,12 +1328,7 @@ impl Pipeline {
             w.note(|| TraceEvent::Drop("ingress port has NO_PACKET_IN"));
             return;
         }
-        w.note(|| TraceEvent::PacketIn { reason: ctx.reason, table: ctx.table_id });
-        let reason = match ctx.reason {
-            packet_in_reason::NO_MATCH => Reason::NoMatch,
-            packet_in_reason::INVALID_TTL => Reason::InvalidTtl,
-            _ => Reason::Action,
-        };
+        w.note(|| TraceEvent::PacketIn { reason: reason_code(ctx.reason), table: ctx.table_id });
         let frame = pkt.data();
         let (buffer_id, data) =
             if max_len == OFPCML_NO_BUFFER || usize::from(max_len) >= frame.len() {
@@ -1349,7 +1345,7 @@ impl Pipeline {
                 }
             };
         w.async_out.push(Upcall::ToController {
-            reason,
+            reason: ctx.reason,
             table: ctx.table_id,
             cookie: ctx.cookie,
             buffer_id,
@@ -1424,7 +1420,7 @@ impl Pipeline {
         let ctx = Ctx {
             table_id: 0xff,
             cookie: u64::MAX,
-            reason: packet_in_reason::ACTION,
+            reason: Reason::Action,
             depth: self.cfg.max_group_depth,
         };
         self.with_local(|p, w| {

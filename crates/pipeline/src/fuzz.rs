@@ -357,7 +357,7 @@ pub fn fuzz_ops(data: &[u8]) {
             key: sluice_packet::FlowKey::ZERO,
             info: sluice_packet::ParseInfo::default(),
             queue: None,
-            edits: 0,
+            edited: false,
         };
         p.buf.load(frame).ok().map(|()| {
             p.reparse();

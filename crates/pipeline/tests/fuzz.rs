@@ -82,29 +82,43 @@ fn seed_runs() {
     fuzz_pipeline(&[0xff; 4096]);
 }
 
+/// The committed seeds of cargo-fuzz target `target`, sorted.
+fn seeds(target: &str) -> Vec<Vec<u8>> {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds").join(target);
+    let mut v: Vec<Vec<u8>> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{target} seeds: {e}"))
+        .flatten()
+        .map(|e| std::fs::read(e.path()).expect("seed"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A xorshift64 generator from `state` (deterministic test inputs).
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// `fuzz_datapath_diff` (the cargo-fuzz target `datapath_diff`) on its
 /// committed seeds and on mutations of them: every datapath, cache and the
 /// published path must agree with the reference (the entry panics if not).
 #[test]
 fn datapath_diff_seeds_agree() {
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/datapath_diff");
-    let mut seeds: Vec<Vec<u8>> = std::fs::read_dir(&dir)
-        .expect("datapath_diff seeds")
-        .flatten()
-        .map(|e| std::fs::read(e.path()).expect("seed"))
-        .collect();
-    seeds.sort();
+    let seeds = seeds("datapath_diff");
     assert!(seeds.len() >= 5, "{} seeds", seeds.len());
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     for s in &seeds {
         sluice_pipeline::fuzz_datapath_diff(s);
         for _ in 0..40 {
             let mut m = s.clone();
             for _ in 0..3 {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
+                let state = next();
                 if let Some(b) = m.get_mut(state as usize % s.len().max(1)) {
                     *b ^= (state >> 32) as u8;
                 }
@@ -157,30 +171,14 @@ fn encode_actions(next: &mut impl FnMut() -> u64) -> Vec<u8> {
 /// reading of its action does (the entry panics if not).
 #[test]
 fn ops_agree_with_actions_on_real_frames() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds");
-    let read = |d: &str| -> Vec<Vec<u8>> {
-        let mut v: Vec<Vec<u8>> = std::fs::read_dir(root.join(d))
-            .unwrap_or_else(|e| panic!("{d} seeds: {e}"))
-            .flatten()
-            .map(|e| std::fs::read(e.path()).expect("seed"))
-            .collect();
-        v.sort();
-        v
-    };
-    let ops = read("ops");
+    let ops = seeds("ops");
     assert!(ops.len() >= 4, "{} ops seeds", ops.len());
     for s in &ops {
         sluice_pipeline::fuzz_ops(s);
     }
-    let frames = read("packet_parse");
+    let frames = seeds("packet_parse");
     assert!(frames.len() >= 50, "{} packet seeds", frames.len());
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     for f in &frames {
         for _ in 0..30 {
             let mut input = encode_actions(&mut next);

@@ -9,11 +9,10 @@
 //! calling `free_memory`), by 40,004-40,016 KiB: one 4 KiB code page per
 //! program. The bound is a tenth of the leak.
 
-use sluice_bpf::asm::*;
-use sluice_bpf::helpers::{Env, MAP_LOOKUP};
+use sluice_bpf::helpers::Env;
 use sluice_bpf::interp::Input;
-use sluice_bpf::maps::{Map, MapDef, BPF_MAP_TYPE_ARRAY};
-use sluice_bpf::{jit, prog, verifier, ProgType, Program};
+use sluice_bpf::maps::Map;
+use sluice_bpf::{corpus, jit, verifier, Program};
 
 /// The most VmRSS may grow over 10,000 programs.
 const BOUND_KIB: u64 = 4 * 1024;
@@ -25,37 +24,15 @@ fn rss_kib() -> u64 {
     bytes.expect("no VmRSS in /proc/self/status: cannot measure the resident set") / 1024
 }
 
-/// Increments the counter in slot 0 of an array map and returns its new
-/// value: a helper call (through the imported trampoline), a checked map
-/// value access and a store.
+/// The corpus's `map_array_counter`: it increments the counter in slot 1
+/// of an array map and returns its new value (a helper call through the
+/// imported trampoline, a checked map-value access and a store).
 fn program() -> Program {
-    Program {
-        name: "counter".into(),
-        prog_type: ProgType::Xdp,
-        insns: prog![
-            st(sz::W, 10, -4, 0),
-            mov64_reg(2, 10),
-            alu64_imm(op::ADD, 2, -4),
-            ld_map(1, 0),
-            call(MAP_LOOKUP),
-            mov64_imm(6, 0),
-            jmp_imm(j::JEQ, 0, 0, 4),
-            ldx(sz::DW, 6, 0, 0),
-            alu64_imm(op::ADD, 6, 1),
-            stx(sz::DW, 0, 6, 0),
-            ja(0),
-            mov64_reg(0, 6),
-            exit()
-        ],
-        maps: vec![MapDef {
-            name: "counter".into(),
-            map_type: BPF_MAP_TYPE_ARRAY,
-            key_size: 4,
-            value_size: 8,
-            max_entries: 1,
-            flags: 0,
-        }],
-    }
+    corpus::cases()
+        .into_iter()
+        .map(|c| c.program)
+        .find(|p| p.name == "map_array_counter")
+        .expect("map_array_counter in the corpus")
 }
 
 #[test]

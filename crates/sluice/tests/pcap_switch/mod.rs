@@ -29,15 +29,8 @@ pub fn free_port() -> u16 {
 
 /// An empty pcap file (libpcap format, Ethernet link type).
 pub fn write_empty_pcap(path: &Path) {
-    let mut v = Vec::new();
-    v.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    v.extend_from_slice(&2u16.to_le_bytes());
-    v.extend_from_slice(&4u16.to_le_bytes());
-    v.extend_from_slice(&0i32.to_le_bytes());
-    v.extend_from_slice(&0u32.to_le_bytes());
-    v.extend_from_slice(&65535u32.to_le_bytes());
-    v.extend_from_slice(&1u32.to_le_bytes());
-    std::fs::write(path, v).expect("write pcap");
+    let f = std::fs::File::create(path).expect("create pcap");
+    pcap_file::pcap::PcapWriter::new(f).expect("write pcap header");
 }
 
 /// A running `sluice run` (dpid 0x5a, fail mode secure, one worker) with

@@ -132,6 +132,7 @@ fn table_of(case: &Case) -> FlowTable {
             hard_timeout: 0,
             flags: 0,
             instructions: Vec::<Instruction>::new().into(),
+            ops: Default::default(),
             installed_ns: 0,
             stats: FlowEntry::new_stats(2),
             seq: i as u64,

@@ -39,6 +39,7 @@ fn entry(id: RuleId, s: &RuleSpec) -> FlowEntry {
         hard_timeout: 0,
         flags: 0,
         instructions: Vec::new().into(),
+        ops: Default::default(),
         installed_ns: 0,
         stats: FlowEntry::new_stats(2),
         seq: s.seq,

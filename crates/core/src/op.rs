@@ -125,6 +125,83 @@ pub fn edit(op: &Op, buf: &mut PacketBuf, info: &ParseInfo, meta: &mut Meta) -> 
     }
 }
 
+/// An op held back until the end of a packet's walk: OpenFlow's action
+/// set (1.3.5 §5.10) is one use. The front end decides, when it lowers,
+/// which ops replace each other (`slot`), the order they run in (`rank`)
+/// and which op makes another one void (`supersedes`); the core only keeps
+/// the set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deferred {
+    /// Writing an op replaces the set's op in the same slot (in place: it
+    /// keeps the old one's position among equal ranks).
+    pub slot: u32,
+    /// The set runs in ascending rank; equal ranks in the order their
+    /// slots were first written.
+    pub rank: u8,
+    /// While this op is in the set, the op in that slot does not run
+    /// (OpenFlow: a group action voids the output action).
+    pub supersedes: Option<u32>,
+    pub op: Op,
+}
+
+/// The deferred ops a packet has collected ([`Deferred`]).
+#[derive(Clone, Debug, Default)]
+pub struct DeferredSet {
+    ops: Vec<Deferred>,
+}
+
+impl DeferredSet {
+    /// Forget every op.
+    pub fn clear(&mut self) {
+        self.ops.clear();
+    }
+
+    /// Add `list`'s ops, each replacing the one in its slot.
+    pub fn write(&mut self, list: &[Deferred]) {
+        for d in list {
+            match self.ops.iter_mut().find(|x| x.slot == d.slot) {
+                Some(x) => *x = d.clone(),
+                None => self.ops.push(d.clone()),
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Puts the set in running order and returns the ops to run, in that
+    /// order, leaving out superseded ones. Sorting in place is stable and,
+    /// for a set of OpenFlow's size (at most a few dozen), does not
+    /// allocate.
+    pub fn ordered(&mut self) -> impl Iterator<Item = &Op> {
+        self.ops.sort_by_key(|d| d.rank);
+        let ops = &self.ops;
+        ops.iter().filter(move |d| !ops.iter().any(|x| x.supersedes == Some(d.slot))).map(|d| &d.op)
+    }
+}
+
+/// What a table entry does to a packet that hits it, lowered by a front
+/// end once, when the entry is installed. The core runs the parts in the
+/// order of the fields: meter, apply (ops now, in order), clear the
+/// deferred set, write to it, metadata, then go on to `next` or, without
+/// one, run the deferred set and end the walk.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntryOps {
+    /// Meter the packet first (it may be dropped or remarked).
+    pub meter: Option<u32>,
+    /// Ops run at once, in order.
+    pub apply: Box<[Op]>,
+    /// Empty the deferred set.
+    pub clear: bool,
+    /// Ops written to the deferred set.
+    pub write: Box<[Deferred]>,
+    /// `(value, mask)` written into the metadata under the mask.
+    pub metadata: Option<(u64, u64)>,
+    /// The table the walk goes on to.
+    pub next: Option<u8>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +279,43 @@ mod tests {
         assert_eq!(bytes.len(), 68);
         assert_eq!(&bytes[12..14], &[0x81, 0x00]);
         assert!(FIXED_LAYOUT.get(&key, Field::VlanVid).to_u128() & 0x1000 != 0);
+    }
+
+    fn d(slot: u32, rank: u8, supersedes: Option<u32>, port: u32) -> Deferred {
+        Deferred { slot, rank, supersedes, op: Op::Output { port, max_len: 0 } }
+    }
+
+    fn ports(set: &mut DeferredSet) -> Vec<u32> {
+        set.ordered()
+            .map(|op| match op {
+                Op::Output { port, .. } => *port,
+                _ => u32::MAX,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn deferred_set_replaces_by_slot_and_runs_by_rank() {
+        let mut set = DeferredSet::default();
+        assert!(set.is_empty());
+        set.write(&[d(1, 5, None, 10), d(2, 1, None, 20), d(3, 5, None, 30)]);
+        // Slot 1 rewritten in place: still ahead of slot 3 (equal rank).
+        set.write(&[d(1, 5, None, 11)]);
+        assert_eq!(ports(&mut set), [20, 11, 30]);
+        // Running does not consume the set; sorting again is stable.
+        assert_eq!(ports(&mut set), [20, 11, 30]);
+        set.clear();
+        assert!(set.is_empty());
+        assert_eq!(ports(&mut set), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_superseding_op_voids_its_target_only_while_present() {
+        let mut set = DeferredSet::default();
+        set.write(&[d(7, 9, None, 1), d(8, 8, Some(7), 2)]);
+        assert_eq!(ports(&mut set), [2]);
+        set.clear();
+        set.write(&[d(7, 9, None, 1)]);
+        assert_eq!(ports(&mut set), [1]);
     }
 }

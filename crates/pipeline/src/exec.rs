@@ -16,6 +16,14 @@
 //! 4. After any action that changes headers the packet is re-parsed, so
 //!    later matches (goto-table) and actions see the new packet.
 //!
+//! Two executions of step 3, one meaning: the `Reference` datapath and
+//! [`Pipeline::trace`] interpret the entry's `Instruction`s and `Action`s
+//! straight from the spec (`ActionSet`, [`Pipeline::action`], `edit.rs`);
+//! every other datapath runs the ops the flow-mod lowered them to
+//! (`FlowEntry::ops`, `lower.rs`) with the core's deferred set, and so do
+//! cache entries' composed programs. The differential tests hold the two
+//! to the same results.
+//!
 //! Packet-ins carry the reason (`NO_MATCH` when the entry was a table-miss
 //! entry, `ACTION` otherwise, `INVALID_TTL` for TTL expiry), the table id,
 //! the entry's cookie and the pipeline fields as the match. Data is cut to
@@ -36,7 +44,7 @@ use crate::table::{FlowEntry, FlowTable};
 use crate::tally::{Shard, Tally};
 use crate::{CacheMode, Datapath, Pipeline};
 use sluice_core::guard::{Answers, Chain as GuardChain, GuardInput};
-use sluice_core::op::{Edited, Op};
+use sluice_core::op::{DeferredSet, Edited, Op};
 use sluice_core::prefetch;
 use sluice_core::upcall::{Reason, Upcall};
 use sluice_ofp::action::Action;
@@ -132,6 +140,7 @@ impl Scratch {
                 info: ParseInfo::default(),
                 queue: None,
                 edited: false,
+                stale: false,
             })
         })
     }
@@ -149,6 +158,11 @@ pub struct Pkt {
     /// frame (guards see the frame, so a cache entry stops recording guard
     /// results there).
     pub edited: bool,
+    /// The key lags behind the bytes: an in-place header edit (one that
+    /// leaves the frame's layout, so `info`, as it was) changed a field
+    /// the key holds. Whatever reads the key calls [`Pkt::fresh`] first;
+    /// a run of set-fields followed by outputs never re-parses.
+    pub stale: bool,
 }
 
 impl Pkt {
@@ -176,6 +190,7 @@ impl Pkt {
         self.info = other.info;
         self.queue = other.queue;
         self.edited = other.edited;
+        self.stale = other.stale;
         true
     }
 
@@ -186,9 +201,37 @@ impl Pkt {
     pub fn reparse(&mut self) {
         self.info = parse(self.buf.data(), &self.meta, &mut self.key);
         self.edited = true;
+        self.stale = false;
+    }
+
+    /// Runs a header-edit op (the core's executor) and keeps the parse in
+    /// step: a structural change re-parses at once; a field written in
+    /// place leaves the layout (`info`) valid and only marks the key
+    /// [`Pkt::stale`].
+    #[inline]
+    pub fn edit(&mut self, op: &Op) -> Edited {
+        let r = sluice_core::op::edit(op, &mut self.buf, &self.info, &mut self.meta);
+        if r == Edited::Changed {
+            if in_place(op) {
+                self.stale = true;
+                self.edited = true;
+            } else {
+                self.reparse();
+            }
+        }
+        r
+    }
+
+    /// Brings the key up to date with the bytes (see [`Pkt::stale`]).
+    #[inline]
+    pub fn fresh(&mut self) {
+        if self.stale {
+            self.reparse();
+        }
     }
 
     pub(crate) fn field(&self, f: FieldId) -> u128 {
+        debug_assert!(!self.stale, "key read while it lags behind the bytes");
         FIXED_LAYOUT.get(&self.key, crate::oxm_field::field(f)).to_u128()
     }
 }
@@ -286,6 +329,9 @@ pub(crate) struct Ctx {
     reason: Reason,
     /// Group chain depth left.
     depth: usize,
+    /// Interpret the OpenFlow actions straight from the spec (the
+    /// reference datapath and traces) rather than run their lowered ops.
+    spec: bool,
 }
 
 /// The action set of §5.10: at most one action of each type (one set-field
@@ -295,7 +341,7 @@ pub struct ActionSet {
     actions: Vec<Action>,
 }
 
-fn set_slot(a: &Action) -> (u16, Option<FieldId>) {
+pub(crate) fn set_slot(a: &Action) -> (u16, Option<FieldId>) {
     let f = match a {
         Action::SetField(Oxm::Basic { field, .. }) => Some(*field),
         _ => None,
@@ -304,7 +350,7 @@ fn set_slot(a: &Action) -> (u16, Option<FieldId>) {
 }
 
 /// Execution rank of an action in the action set.
-fn set_rank(a: &Action) -> u8 {
+pub(crate) fn set_rank(a: &Action) -> u8 {
     match a {
         Action::CopyTtlIn => 0,
         Action::PopVlan | Action::PopMpls(_) | Action::PopPbb => 1,
@@ -387,7 +433,7 @@ pub enum TraceEvent {
 /// meter, apply-actions, clear-actions, write-actions, write-metadata,
 /// goto-table, whatever order the FLOW_MOD listed them in (experimenter
 /// instructions are rejected at flow-mod time and come last).
-fn exec_rank(i: &Instruction) -> u8 {
+pub(crate) fn exec_rank(i: &Instruction) -> u8 {
     match i {
         Instruction::Meter(_) => 0,
         Instruction::ApplyActions(_) => 1,
@@ -465,6 +511,45 @@ fn note_actions(r: &mut Recorder, list: &[Action]) {
             }
             _ => r.open = false,
         }
+    }
+}
+
+/// [`note_actions`] for ops (what the fast paths run). `Nop` stands for
+/// an action that changes nothing the core models.
+fn note_ops(r: &mut Recorder, ops: &[Op]) {
+    for op in ops {
+        match op {
+            Op::Output { .. }
+            | Op::Group(_)
+            | Op::SetQueue(_)
+            | Op::SetNwTtl(_)
+            | Op::DecNwTtl
+            | Op::SetMplsTtl(_)
+            | Op::DecMplsTtl
+            | Op::Nop => {}
+            Op::SetField { field, .. } => match set_field_effect(*field) {
+                SetFieldEffect::Neutral => {}
+                SetFieldEffect::InPlace => r.dirty = true,
+                SetFieldEffect::Structural => r.open = false,
+            },
+            _ => r.open = false,
+        }
+    }
+}
+
+/// Whether `op` keeps the frame's layout as parsed: a header field written
+/// in place, a pipeline field (metadata, tunnel id) that lives beside the
+/// frame (see `set_field_effect`), or a TTL set or decrement (TTLs are not
+/// key fields, but an extract window may cover one, so the key is still
+/// marked stale). Copying TTLs in or out is left to a full re-parse.
+#[inline]
+fn in_place(op: &Op) -> bool {
+    match op {
+        Op::SetField { field, .. } => {
+            !matches!(set_field_effect(*field), SetFieldEffect::Structural)
+        }
+        Op::SetNwTtl(_) | Op::DecNwTtl | Op::SetMplsTtl(_) | Op::DecMplsTtl => true,
+        _ => false,
     }
 }
 
@@ -837,12 +922,11 @@ impl Pipeline {
         if !cache.has_guarded_items() {
             return None;
         }
-        cache.guard_chain(id)?;
         self.recheck_recorded(cache, id, pkt)
     }
 
-    /// [`Self::recheck_guards`] for an entry that recorded guard results
-    /// (kept out of the hit path of entries without any).
+    /// [`Self::recheck_guards`] once some item holds guard results (kept
+    /// out of the hit path of a pipeline without guards).
     #[inline(never)]
     fn recheck_recorded(&self, cache: &mut Caches, id: u32, pkt: &Pkt) -> Option<GuardChain> {
         let recorded = *cache.guard_chain(id)?;
@@ -908,6 +992,7 @@ impl Pipeline {
             cookie: e.cookie,
             reason: if e.is_table_miss() { Reason::NoMatch } else { Reason::Action },
             depth: self.cfg.max_group_depth,
+            spec: false,
         }
     }
 
@@ -919,7 +1004,7 @@ impl Pipeline {
     /// entry holding it is dropped with the flow generation.
     fn compose(&self, chain: &Chain) -> Option<Box<Program>> {
         let mut steps = Vec::new();
-        let mut set = ActionSet::default();
+        let mut set = DeferredSet::default();
         let mut table = 0u8;
         for (k, h) in chain.hops().iter().enumerate() {
             if h.table != table {
@@ -937,23 +1022,19 @@ impl Pipeline {
                 flags: e.flags,
             });
             let ctx = self.entry_ctx(table, e);
-            let mut goto = None;
-            for &ins in ExecOrder::of(&e.instructions).as_slice() {
-                match ins {
-                    Instruction::Meter(_) => return None,
-                    Instruction::ApplyActions(list) => {
-                        steps.extend(list.iter().map(|a| Step::Act { op: lower(a), ctx }))
-                    }
-                    Instruction::ClearActions => set.clear(),
-                    Instruction::WriteActions(list) => set.write(list),
-                    Instruction::WriteMetadata { metadata, mask } => {
-                        steps.push(Step::Metadata { value: *metadata, mask: *mask })
-                    }
-                    Instruction::GotoTable(t) => goto = Some(*t),
-                    Instruction::Experimenter { .. } => {}
-                }
+            let ops = &*e.ops;
+            if ops.meter.is_some() {
+                return None;
             }
-            match goto {
+            steps.extend(ops.apply.iter().map(|op| Step::Act { op: op.clone(), ctx }));
+            if ops.clear {
+                set.clear();
+            }
+            set.write(&ops.write);
+            if let Some((value, mask)) = ops.metadata {
+                steps.push(Step::Metadata { value, mask });
+            }
+            match ops.next {
                 Some(next) if next > table => {
                     // The next lookup must be the chain's next hop.
                     if k + 1 == chain.hops().len() {
@@ -962,8 +1043,7 @@ impl Pipeline {
                     table = next;
                 }
                 _ => {
-                    let ordered = set.ordered();
-                    steps.extend(ordered.iter().map(|a| Step::Act { op: lower(a), ctx }));
+                    steps.extend(set.ordered().map(|op| Step::Act { op: op.clone(), ctx }));
                     return (k + 1 == chain.hops().len()).then(|| steps.into());
                 }
             }
@@ -1020,6 +1100,10 @@ impl Pipeline {
         let now = w.now_ns;
         let shard = w.shard;
         let indexed = self.cfg.datapath != Datapath::Reference;
+        // The reference and traces interpret the spec's instructions; every
+        // other datapath runs the ops they were lowered to at flow-mod time.
+        let spec = !indexed || w.scratch.trace.is_some();
+        let mut deferred = DeferredSet::default();
         let mut hop_i = 0usize;
         // The classifier always reports consulted bits; unrecorded walks
         // collect them here and ignore them.
@@ -1031,6 +1115,7 @@ impl Pipeline {
             let hop = chain.and_then(|c| c.hops().get(hop_i).copied());
             hop_i += 1;
             let Some(t) = self.tables.get(usize::from(table)) else { return };
+            pkt.fresh();
             t.stats.add(shard, FlowTable::LOOKUPS, 1);
             let found = match hop {
                 Some(h)
@@ -1118,7 +1203,46 @@ impl Pipeline {
                 });
             }
             e.hit(shard, pkt.data().len(), now);
-            let ctx = self.entry_ctx(table, e);
+            let ctx = Ctx { spec, ..self.entry_ctx(table, e) };
+            if !spec {
+                let ops = &*e.ops;
+                if let Some(m) = ops.meter {
+                    if let Some(r) = rec.as_deref_mut() {
+                        r.open = false;
+                    }
+                    if let Flow::Stop = self.meter(w, m, pkt) {
+                        return;
+                    }
+                }
+                if !ops.apply.is_empty() {
+                    if let Some(r) = rec.as_deref_mut() {
+                        note_ops(r, &ops.apply);
+                    }
+                    if let Flow::Stop = self.run_ops(w, &ops.apply, pkt, ctx, tx) {
+                        return;
+                    }
+                }
+                if ops.clear {
+                    deferred.clear();
+                }
+                deferred.write(&ops.write);
+                if let Some((value, mask)) = ops.metadata {
+                    pkt.meta.metadata = (pkt.meta.metadata & !mask) | (value & mask);
+                    refresh_metadata(&mut pkt.key, &pkt.meta);
+                }
+                match ops.next {
+                    Some(t) if t > table => table = t,
+                    _ => {
+                        for op in deferred.ordered() {
+                            if let Flow::Stop = self.op(w, op, pkt, ctx, tx) {
+                                return;
+                            }
+                        }
+                        return;
+                    }
+                }
+                continue;
+            }
             let mut goto = None;
             let order = ExecOrder::of(&e.instructions);
             for &ins in order.as_slice() {
@@ -1197,6 +1321,7 @@ impl Pipeline {
             Verdict::Pass => Flow::Continue,
             Verdict::Drop => Flow::Stop,
             Verdict::Remark(levels) => {
+                pkt.fresh();
                 edit::remark_dscp(pkt, levels);
                 Flow::Continue
             }
@@ -1219,6 +1344,22 @@ impl Pipeline {
         Flow::Continue
     }
 
+    fn run_ops(
+        &self,
+        w: &mut Worker,
+        ops: &[Op],
+        pkt: &mut Pkt,
+        ctx: Ctx,
+        tx: &mut dyn Tx,
+    ) -> Flow {
+        for op in ops {
+            if let Flow::Stop = self.op(w, op, pkt, ctx, tx) {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
     /// Executes one op of a composed program: header edits in the core
     /// (`sluice_core::op::edit`), forwarding here. What [`Self::action`]
     /// does with the action the op was lowered from.
@@ -1227,9 +1368,8 @@ impl Pipeline {
             Op::Output { port, max_len } => self.output(w, *port, *max_len, pkt, ctx, tx),
             Op::Group(g) => self.group(w, *g, pkt, ctx, tx),
             Op::SetQueue(q) => pkt.queue = Some(*q),
-            _ => match sluice_core::op::edit(op, &mut pkt.buf, &pkt.info, &mut pkt.meta) {
-                Edited::Changed => pkt.reparse(),
-                Edited::Unchanged | Edited::NotAnEdit => {}
+            _ => match pkt.edit(op) {
+                Edited::Changed | Edited::Unchanged | Edited::NotAnEdit => {}
                 Edited::InvalidTtl => {
                     let ctx = Ctx { reason: Reason::InvalidTtl, ..ctx };
                     let len = self.switch_config.miss_send_len;
@@ -1294,6 +1434,7 @@ impl Pipeline {
             }
             port_no::TABLE => {
                 // Only from PACKET_OUT (validated); resubmit to table 0.
+                pkt.fresh();
                 let mut copy = pkt.clone();
                 copy.queue = None;
                 self.run_tables(w, &mut copy, 0, tx);
@@ -1367,6 +1508,7 @@ impl Pipeline {
             GroupType::All => (0..g.buckets.len()).collect(),
             GroupType::Indirect => (0..g.buckets.len().min(1)).collect(),
             GroupType::Select => {
+                pkt.fresh();
                 let h = flow_hash(pkt);
                 select_bucket(&g.buckets, |b| self.groups.bucket_live(b, &port_live, ctx.depth), h)
                     .into_iter()
@@ -1383,11 +1525,15 @@ impl Pipeline {
         w.note(|| TraceEvent::Group { group: id, buckets: chosen.clone() });
         g.count(w.shard, &chosen, pkt.data().len() as u64);
         for &i in &chosen {
-            let Some(bucket) = g.buckets.get(i) else { continue };
+            let (Some(bucket), Some(ops)) = (g.buckets.get(i), g.ops.get(i)) else { continue };
             // Each bucket works on its own copy of the packet.
             let mut p = w.scratch.take_pkt();
             if p.copy_of(pkt) {
-                self.actions(w, &bucket.actions, &mut p, ctx, tx);
+                if ctx.spec {
+                    self.actions(w, &bucket.actions, &mut p, ctx, tx);
+                } else {
+                    self.run_ops(w, ops, &mut p, ctx, tx);
+                }
             }
             w.scratch.pool.push(p);
         }
@@ -1422,11 +1568,19 @@ impl Pipeline {
             cookie: u64::MAX,
             reason: Reason::Action,
             depth: self.cfg.max_group_depth,
+            spec: self.cfg.datapath == Datapath::Reference,
         };
+        // Lowered once per message, like a flow entry's at flow-mod time.
+        let ops: Vec<Op> =
+            if ctx.spec { Vec::new() } else { po.actions.iter().map(lower).collect() };
         self.with_local(|p, w| {
             let mut pkt = w.scratch.take_pkt();
             let r = if pkt.load(&data, meta) {
-                p.actions(w, &po.actions, &mut pkt, ctx, tx);
+                if ctx.spec {
+                    p.actions(w, &po.actions, &mut pkt, ctx, tx);
+                } else {
+                    p.run_ops(w, &ops, &mut pkt, ctx, tx);
+                }
                 Ok(())
             } else {
                 Err(ErrorCode::BRC_BAD_PACKET)

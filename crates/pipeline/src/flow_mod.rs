@@ -353,9 +353,11 @@ impl Pipeline {
                     .map(|(i, _)| i)
                     .collect();
                 let instructions: Arc<[Instruction]> = fm.instructions.as_slice().into();
+                let ops = Arc::new(crate::lower::lower_instructions(&instructions));
                 for i in chosen {
                     t.update(i, |e| {
                         e.instructions = instructions.clone();
+                        e.ops = ops.clone();
                         if fm.flags & ff::RESET_COUNTS != 0 {
                             // Fresh cells: workers still counting into the
                             // old ones cannot undo the reset. The last use
@@ -447,6 +449,7 @@ impl Pipeline {
             hard_timeout: fm.hard_timeout,
             flags: fm.flags,
             instructions: fm.instructions.as_slice().into(),
+            ops: Arc::new(crate::lower::lower_instructions(&fm.instructions)),
             installed_ns: now,
             stats,
             seq: existing.map_or(self.seq, |i| t.entries()[i].seq),

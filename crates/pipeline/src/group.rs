@@ -18,6 +18,7 @@
 //! forwards to it (`OFPGMFC_CHAINED_GROUP`).
 
 use crate::tally::{Shard, Tally};
+use sluice_core::op::Op;
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no};
 use sluice_ofp::error::{ErrorCode, Result};
@@ -32,6 +33,9 @@ use std::sync::Arc;
 pub struct Group {
     pub group_type: GroupType,
     pub buckets: Vec<Bucket>,
+    /// Each bucket's actions lowered to the core's ops (`lower.rs`) when
+    /// the group-mod set them: what every datapath but the reference runs.
+    pub(crate) ops: Arc<[Box<[Op]>]>,
     tally: Arc<Tally>,
     pub created_ns: u64,
 }
@@ -74,6 +78,10 @@ impl Group {
             _ => None,
         })
     }
+}
+
+fn lower_buckets(buckets: &[Bucket]) -> Arc<[Box<[Op]>]> {
+    buckets.iter().map(|b| b.actions.iter().map(crate::lower::lower).collect()).collect()
 }
 
 #[derive(Clone, Debug)]
@@ -193,6 +201,7 @@ impl GroupTable {
             id,
             Group {
                 group_type: ty,
+                ops: lower_buckets(&buckets),
                 buckets,
                 tally: Arc::new(Tally::new(2 + 2 * n, self.shards)),
                 created_ns: now_ns,
@@ -209,6 +218,7 @@ impl GroupTable {
             tally.add(Shard::OWNER, 1, g.byte_count());
             g.tally = Arc::new(tally);
             g.group_type = ty;
+            g.ops = lower_buckets(&buckets);
             g.buckets = buckets;
         }
     }

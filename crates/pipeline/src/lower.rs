@@ -1,16 +1,23 @@
-//! Lowering OpenFlow actions to the core's ops ([`sluice_core::op::Op`]).
+//! Lowering OpenFlow instructions and actions to the core's ops
+//! ([`sluice_core::op`]).
 //!
-//! The OpenFlow front end lowers once per rule or cache entry, never per
-//! packet: a cache entry's composed program (`exec.rs`, `compose`) holds
-//! the lowered ops of the packet's whole way through the tables. The
-//! slow path and the reference keep interpreting `sluice_ofp::Action`
-//! directly from the spec (`Pipeline::action`, `edit.rs`), so the
-//! differential tests, which compare cached runs with the reference, check
-//! this lowering and the core's executor against the spec's reading.
+//! The OpenFlow front end lowers once, never per packet: a flow entry's
+//! instructions when the flow-mod installs or modifies it
+//! ([`FlowEntry::ops`](crate::table::FlowEntry)), a group's buckets when the
+//! group-mod does, a PACKET_OUT's actions once per message. Every datapath
+//! but `Datapath::Reference` runs only these ops, and cache entries compose
+//! them. The reference (and `Pipeline::trace`) interprets
+//! `sluice_ofp::Instruction` and `Action` straight from the spec instead
+//! (`exec.rs`: `ActionSet`, `Pipeline::action`, `edit.rs`), never through
+//! this lowering, so the differential tests, which compare every other
+//! datapath with the reference, check the lowering and the core's executor
+//! against the spec's reading.
 
+use crate::exec::{set_rank, set_slot};
 use crate::oxm_field;
-use sluice_core::op::Op;
+use sluice_core::op::{Deferred, EntryOps, Op};
 use sluice_ofp::action::Action;
+use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Oxm;
 use sluice_packet::FieldValue;
 
@@ -46,6 +53,52 @@ pub fn lower(a: &Action) -> Op {
         Action::PopPbb => Op::PopPbb,
         Action::Experimenter { .. } => Op::Nop,
     }
+}
+
+/// `a` as written to the action set (§5.10): one op per action type, one
+/// set-field per field (`slot`), run in the spec's order (`rank`), a group
+/// voiding the output.
+pub fn deferred(a: &Action) -> Deferred {
+    let (code, field) = set_slot(a);
+    let slot = |code: u16, field: Option<sluice_ofp::oxm::FieldId>| {
+        (u32::from(code) << 8) | field.map_or(0xff, |f| u32::from(f as u8))
+    };
+    let supersedes = matches!(a, Action::Group(_))
+        .then(|| slot(Action::Output { port: 0, max_len: 0 }.type_code(), None));
+    Deferred { slot: slot(code, field), rank: set_rank(a), supersedes, op: lower(a) }
+}
+
+/// An entry's instructions as the core runs them, in the spec's execution
+/// order (§5.9). Flow-mod validation lets at most one instruction of each
+/// type through; a list with more (which only a test could build) lowers
+/// to what the direct interpretation does with it, except that only its
+/// last meter runs.
+pub fn lower_instructions(ins: &[Instruction]) -> EntryOps {
+    let mut out = EntryOps::default();
+    let mut apply = Vec::new();
+    let mut write = Vec::new();
+    let mut ordered: Vec<&Instruction> = ins.iter().collect();
+    ordered.sort_by_key(|i| crate::exec::exec_rank(i));
+    for i in ordered {
+        match i {
+            Instruction::Meter(m) => out.meter = Some(*m),
+            Instruction::ApplyActions(list) => apply.extend(list.iter().map(lower)),
+            Instruction::ClearActions => {
+                out.clear = true;
+                write.clear();
+            }
+            Instruction::WriteActions(list) => write.extend(list.iter().map(deferred)),
+            Instruction::WriteMetadata { metadata, mask } => {
+                let (v, m) = out.metadata.unwrap_or((0, 0));
+                out.metadata = Some(((v & !mask) | (metadata & mask), m | mask));
+            }
+            Instruction::GotoTable(t) => out.next = Some(*t),
+            Instruction::Experimenter { .. } => {}
+        }
+    }
+    out.apply = apply.into();
+    out.write = write.into();
+    out
 }
 
 #[cfg(test)]

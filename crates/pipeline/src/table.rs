@@ -76,6 +76,7 @@ use crate::rule::Rule;
 use crate::tally::{Shard, Tally};
 use sluice_classifier::{Classifier, RuleId, RuleSpec};
 use sluice_core::guard::GuardSet;
+use sluice_core::op::EntryOps;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Match;
 use sluice_packet::key::{FlowKey, FlowMask};
@@ -95,8 +96,13 @@ pub struct FlowEntry {
     pub hard_timeout: u16,
     /// `OFPFF_*` flags.
     pub flags: u16,
-    /// Shared so a packet can run them without copying (one refcount bump).
+    /// As the controller sent them (echoed in replies, and what the
+    /// reference datapath and `Pipeline::trace` interpret).
     pub instructions: Arc<[Instruction]>,
+    /// The instructions lowered to the core's ops when the entry was
+    /// installed or modified (`lower.rs`): what every other datapath runs.
+    /// Always `lower_instructions(&instructions)`.
+    pub ops: Arc<EntryOps>,
     /// Pipeline time (ns) when installed (or last replaced by ADD).
     pub installed_ns: u64,
     /// Packets, bytes and last-use time ([`FlowEntry::PACKETS`], …), per
@@ -854,6 +860,7 @@ mod tests {
             hard_timeout: 0,
             flags: 0,
             instructions: Arc::from(Vec::new()),
+            ops: Arc::default(),
             installed_ns: 0,
             stats: FlowEntry::new_stats(2),
             seq,

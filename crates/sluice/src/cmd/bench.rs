@@ -19,6 +19,9 @@
 //!   traffic cycles over all rules (a fixed shuffled order).
 //! - `l3`: the same sizes of `ip,nw_dst=A.B.C.0/24,actions=output:P`
 //!   (distinct /24s), one frame per rule, cycling likewise.
+//! - `route`: `l3` at 10 and 1k rules with a router's rewrite before the
+//!   output (`set_field` of both MACs, `dec_ttl`): edits that keep the
+//!   frame's layout.
 //! - `twotable`: table 0 routes (101 /8 and 69 /16 prefixes, priority =
 //!   prefix length, `write_actions(output:P),goto_table:1`); table 1 an ACL
 //!   of 500 allowed TCP/UDP destination ports (no instructions: the action
@@ -324,16 +327,29 @@ fn l2(n: usize, packets: usize, rng: &mut Rng) -> Workload {
 }
 
 fn l3(n: usize, packets: usize, rng: &mut Rng) -> Workload {
+    l3_with(n, packets, rng, "l3", "")
+}
+
+/// `l3` with a router's rewrite before the output: new source and
+/// destination MACs and a TTL decrement, header edits that keep the
+/// frame's layout (the pipeline need not re-parse after them).
+fn route(n: usize, packets: usize, rng: &mut Rng) -> Workload {
+    let edits = "set_field:02:00:00:00:00:fe->eth_src,set_field:02:00:00:00:01:01->eth_dst,\
+                 dec_ttl,";
+    l3_with(n, packets, rng, "route", edits)
+}
+
+fn l3_with(n: usize, packets: usize, rng: &mut Rng, family: &'static str, edits: &str) -> Workload {
     // Distinct /24s from 16.0.0.0 upwards; one host per prefix.
     let net = |i: usize| 0x1000_0000u32 + ((i as u32) << 8);
     let flows = (0..n)
-        .map(|i| format!("ip,nw_dst={}/24,actions=output:{}", ip_text(net(i)), port_of(i)))
+        .map(|i| format!("ip,nw_dst={}/24,actions={edits}output:{}", ip_text(net(i)), port_of(i)))
         .collect();
     let frames =
         (0..n).map(|i| Headers::udp(net(i) | (1 + (i as u32 * 7) % 254)).frame()).collect();
     let warm = packets.min(n);
     Workload {
-        family: "l3",
+        family,
         rules: n,
         flows,
         frames,
@@ -725,6 +741,7 @@ fn families() -> Vec<(&'static str, usize)> {
     let mut v = vec![("1rule", 1)];
     v.extend(SIZES.iter().map(|&n| ("l2", n)));
     v.extend(SIZES.iter().map(|&n| ("l3", n)));
+    v.extend([("route", 10), ("route", 1000)]);
     v.push(("twotable", 0));
     v
 }
@@ -768,7 +785,7 @@ pub fn run(a: Args) -> Result<()> {
         .collect();
     if plan.is_empty() {
         bail!(
-            "no case matches --cases `{}` (cases: 1rule, l2, l3, twotable, each as NAME/on, \
+            "no case matches --cases `{}` (cases: 1rule, l2, l3, route, twotable, each as NAME/on, \
              NAME/megaflow, NAME/off)",
             a.cases.as_deref().unwrap_or_default()
         );
@@ -793,6 +810,7 @@ pub fn run(a: Args) -> Result<()> {
             "1rule" => one_rule(packets),
             "l2" => l2(size, packets, &mut rng),
             "l3" => l3(size, packets, &mut rng),
+            "route" => route(size, packets, &mut rng),
             _ => twotable(packets, &mut rng),
         };
         check_indices(&w)?;

@@ -202,10 +202,21 @@ pub fn refresh_metadata(key: &mut FlowKey, meta: &Meta) {
 /// Parse `pkt` into `key` (overwritten entirely) and return the header
 /// offsets. Never panics, never allocates.
 pub fn parse(pkt: &[u8], meta: &Meta, key: &mut FlowKey) -> ParseInfo {
+    let mut info = ParseInfo::default();
+    parse_into(pkt, meta, key, &mut info);
+    info
+}
+
+/// [`parse`] writing the header offsets into `info` (overwritten
+/// entirely) in place. A packet that keeps its `ParseInfo` should use this:
+/// the parser's narrow stores land where later reads look, instead of in a
+/// temporary the caller then copies in wide loads that cannot be forwarded
+/// from them (a store-forwarding stall per packet).
+pub fn parse_into(pkt: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) {
     *key = FlowKey::ZERO;
     let pkt = &pkt[..pkt.len().min(usize::from(u16::MAX))];
     let len = pkt.len();
-    let mut info = ParseInfo { len: len as u16, l3_end: len as u16, ..ParseInfo::default() };
+    *info = ParseInfo { len: len as u16, l3_end: len as u16, ..ParseInfo::default() };
 
     or(key, slot!(InPort), u64::from(meta.in_port));
     or(key, slot!(InPhyPort), u64::from(meta.in_phy_port));
@@ -213,7 +224,7 @@ pub fn parse(pkt: &[u8], meta: &Meta, key: &mut FlowKey) -> ParseInfo {
     or(key, slot!(TunnelId), meta.tunnel_id);
 
     let Ok(eth) = ethernet::Packet::new_checked(pkt) else {
-        return info;
+        return;
     };
     info.eth = true;
     mark(key, presence::ETH);
@@ -244,7 +255,7 @@ pub fn parse(pkt: &[u8], meta: &Meta, key: &mut FlowKey) -> ParseInfo {
     or(key, slot!(EthType), u64::from(eth_type));
     if et == ethertype::VLAN || et == ethertype::QINQ {
         // a tag TPID whose body is cut off: nothing more to read
-        return info;
+        return;
     }
 
     let l3 = off + 2;
@@ -284,11 +295,10 @@ pub fn parse(pkt: &[u8], meta: &Meta, key: &mut FlowKey) -> ParseInfo {
                 }
             }
         }
-        ethertype::IPV4 => parse_ipv4(pkt, l3, key, &mut info),
-        ethertype::IPV6 => parse_ipv6(pkt, l3, key, &mut info),
+        ethertype::IPV4 => parse_ipv4(pkt, l3, key, info),
+        ethertype::IPV6 => parse_ipv6(pkt, l3, key, info),
         _ => {}
     }
-    info
 }
 
 fn parse_ipv4(pkt: &[u8], l3: usize, key: &mut FlowKey, info: &mut ParseInfo) {

@@ -56,7 +56,7 @@ use sluice_ofp::message::{packet_in_reason, Message, PacketIn, PacketOut};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT};
-use sluice_packet::parse::{parse, refresh_metadata, Meta, ParseInfo};
+use sluice_packet::parse::{parse_into, refresh_metadata, Meta, ParseInfo};
 use std::sync::Arc;
 
 /// Where transmitted frames go.
@@ -199,7 +199,7 @@ impl Pkt {
     }
 
     pub fn reparse(&mut self) {
-        self.info = parse(self.buf.data(), &self.meta, &mut self.key);
+        parse_into(self.buf.data(), &self.meta, &mut self.key, &mut self.info);
         self.edited = true;
         self.stale = false;
     }

@@ -10,8 +10,9 @@
 //! and the actions to run, in the walk's order, each with its entry's
 //! context — Open vSwitch's megaflow actions, plus the counters OpenFlow
 //! needs. On a hit the pipeline runs the program, or skips only the
-//! lookups and runs the same instruction and action code as on the slow
-//! path; either way table and entry counters, `last_used` for idle
+//! lookups and runs the same walk as the slow path (the entries' ops, or
+//! with the `Reference` datapath their instructions read from the spec);
+//! either way table and entry counters, `last_used` for idle
 //! timeouts, meters, select-group hashing, packet-ins and TTL checks
 //! happen per packet, so a cache can only change speed, never a result.
 //! Programs live in a per-cache slab, referenced by id and counted by the

@@ -9,6 +9,9 @@
 //! `sluice-ofp`).
 //!
 //! What it holds so far:
+//! - [`graph`]: the control graph a walk follows (apply a table, then go
+//!   on by the entry's next table, hit or miss, or the entry's action;
+//!   branch on key bits); OpenFlow's goto-table is its simplest form.
 //! - [`guard`]: predicates rules carry after their mask/value match, and
 //!   the per-packet record and replay of their results that keeps caches
 //!   exact and runs no guard twice for one packet.
@@ -28,9 +31,9 @@
 //!   frame after the fixed parser ([`fuzz_extract`] checks it).
 //!
 //! Still in `sluice-pipeline`, to move here in later steps: tables with
-//! guards, the walk and its control graph, the forwarding ops' executor
-//! (ports, groups, upcalls), the caches, staged bursts and per-worker
-//! state.
+//! guards, the walk (which follows a [`graph::Graph`]), the forwarding
+//! ops' executor (ports, groups, upcalls), the caches, staged bursts and
+//! per-worker state.
 //!
 //! ## Invariants
 //! - No control protocol (see above).
@@ -40,6 +43,7 @@
 #![deny(unsafe_code)]
 
 pub mod extract;
+pub mod graph;
 pub mod guard;
 pub mod layout;
 pub mod op;

@@ -198,8 +198,12 @@ pub struct EntryOps {
     pub write: Box<[Deferred]>,
     /// `(value, mask)` written into the metadata under the mask.
     pub metadata: Option<(u64, u64)>,
-    /// The table the walk goes on to.
+    /// The table the walk goes on to (a control graph's
+    /// `Next::Entry` edge; see [`crate::graph`]).
     pub next: Option<u8>,
+    /// Which of its table's actions the entry runs, for graphs that branch
+    /// on it (P4's `switch (t.apply().action_run)`); 0 for OpenFlow.
+    pub action: u32,
 }
 
 #[cfg(test)]

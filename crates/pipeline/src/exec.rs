@@ -43,6 +43,7 @@ use crate::ports::PortCounter;
 use crate::table::{FlowEntry, FlowTable};
 use crate::tally::{Shard, Tally};
 use crate::{CacheMode, Datapath, Pipeline};
+use sluice_core::graph::{Next, Node};
 use sluice_core::guard::{Answers, Chain as GuardChain, GuardInput};
 use sluice_core::op::{DeferredSet, Edited, Op};
 use sluice_core::prefetch;
@@ -776,7 +777,7 @@ impl Pipeline {
                     }
                     match cache.program(r.prog) {
                         Some(prog) => self.run_program(w, p, prog, tx),
-                        None => self.walk(w, &mut cache, p, 0, tx, Some(&r.chain), None),
+                        None => self.walk(w, &mut cache, p, tx, Some(&r.chain), None),
                     }
                 }
                 None => self.record_walk(w, &mut cache, p, tx, None),
@@ -799,9 +800,10 @@ impl Pipeline {
         match self.cfg.cache {
             CacheMode::Off => {
                 let t = self.tables.first()?;
-                if t.has_guards() {
-                    // Guards run in packet order, in the run stage: no
-                    // lookup ahead of time (an empty chain: all live).
+                if t.has_guards() || !self.graph.is_plain() {
+                    // Guards run in packet order, in the run stage, and a
+                    // graph may start elsewhere than table 0: no lookup
+                    // ahead of time (an empty chain: all live).
                     return Some(Resolved { chain: Chain::default(), prog: NO_PROG });
                 }
                 let i = match self.cfg.datapath {
@@ -858,33 +860,26 @@ impl Pipeline {
         let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
         let mut pkt = w.scratch.take_pkt();
         if pkt.load(frame, meta) {
-            self.run_tables(w, &mut pkt, 0, tx);
+            self.run_tables(w, &mut pkt, tx);
         } else {
             w.note(|| TraceEvent::Drop("frame larger than the packet buffer"));
         }
         w.scratch.pool.push(pkt);
     }
 
-    /// Run the tables from `first_table`: through the caches when they are
+    /// Run the walk from the graph's start: through the caches when they are
     /// on (see `cache.rs`), else straight through the lookups.
-    fn run_tables(&self, w: &mut Worker, pkt: &mut Pkt, first_table: u8, tx: &mut dyn Tx) {
+    fn run_tables(&self, w: &mut Worker, pkt: &mut Pkt, tx: &mut dyn Tx) {
         // Set apart while the packet runs (see `stage_burst`).
         let mut cache = std::mem::take(&mut w.cache);
-        self.run_tables_with(w, &mut cache, pkt, first_table, tx);
+        self.run_tables_with(w, &mut cache, pkt, tx);
         w.cache = cache;
     }
 
-    fn run_tables_with(
-        &self,
-        w: &mut Worker,
-        cache: &mut Caches,
-        pkt: &mut Pkt,
-        first_table: u8,
-        tx: &mut dyn Tx,
-    ) {
+    fn run_tables_with(&self, w: &mut Worker, cache: &mut Caches, pkt: &mut Pkt, tx: &mut dyn Tx) {
         let mode = self.cfg.cache;
-        if mode == CacheMode::Off || first_table != 0 || w.scratch.trace.is_some() {
-            self.walk(w, cache, pkt, first_table, tx, None, None);
+        if mode == CacheMode::Off || w.scratch.trace.is_some() {
+            self.walk(w, cache, pkt, tx, None, None);
             return;
         }
         let gen = self.flow_gen;
@@ -906,7 +901,7 @@ impl Pipeline {
                 }
                 match cache.program(r.prog) {
                     Some(prog) => self.run_program(w, pkt, prog, tx),
-                    None => self.walk(w, cache, pkt, 0, tx, Some(&r.chain), None),
+                    None => self.walk(w, cache, pkt, tx, Some(&r.chain), None),
                 }
             }
             None => self.record_walk(w, cache, pkt, tx, None),
@@ -959,7 +954,7 @@ impl Pipeline {
         // The walk may rewrite the packet's key: the recorder keeps the
         // one the cache entry is for.
         let mut rec = Recorder::new(pkt.key, answers);
-        self.walk(w, cache, pkt, 0, tx, None, Some(&mut rec));
+        self.walk(w, cache, pkt, tx, None, Some(&mut rec));
         if rec.chain.is_empty() || rec.guard_overflow {
             cache.stats.uncacheable += 1;
             return;
@@ -1003,6 +998,11 @@ impl Pipeline {
     /// keeps that live). Built from the entries as they are now; the cache
     /// entry holding it is dropped with the flow generation.
     fn compose(&self, chain: &Chain) -> Option<Box<Program>> {
+        // Composition follows goto-table; a graph with other edges (or
+        // branches on key bits) replays its chain through the walk.
+        if !self.graph.is_plain() {
+            return None;
+        }
         let mut steps = Vec::new();
         let mut set = DeferredSet::default();
         let mut table = 0u8;
@@ -1090,12 +1090,14 @@ impl Pipeline {
         w: &mut Worker,
         cache: &mut Caches,
         pkt: &mut Pkt,
-        first_table: u8,
         tx: &mut dyn Tx,
         chain: Option<&Chain>,
         mut rec: Option<&mut Recorder>,
     ) {
-        let mut table = first_table;
+        let graph = &*self.graph;
+        let mut node = graph.start();
+        // The context of the last entry hit: the deferred set runs in it.
+        let mut last_ctx: Option<Ctx> = None;
         let mut set = ActionSet::default();
         let now = w.now_ns;
         let shard = w.shard;
@@ -1111,7 +1113,29 @@ impl Pipeline {
         // Guard results of an unrecorded walk (a recorded one keeps them
         // in its recorder).
         let mut live_answers: Option<Box<Answers>> = None;
-        loop {
+        // Bounded: a graph is acyclic and its goto edges only go to
+        // higher tables, so no walk visits more nodes than the graph has.
+        for _ in 0..=graph.nodes().len() {
+            let (table, next) = match graph.node(node) {
+                Some(Node::Apply { table, next }) => (*table, next),
+                Some(Node::Branch { test, then, otherwise }) => {
+                    pkt.fresh();
+                    // The branch read these key bits: a cache entry recorded
+                    // over it holds them, as it holds a lookup's.
+                    if let Some(r) = rec.as_deref_mut() {
+                        if r.open {
+                            cache.settle(r);
+                            test.unwildcard(&mut r.wc);
+                        }
+                    }
+                    node = if test.eval(&pkt.key) { *then } else { *otherwise };
+                    continue;
+                }
+                Some(Node::End) | None => {
+                    self.finish(w, pkt, last_ctx, &mut set, &mut deferred, spec, tx);
+                    return;
+                }
+            };
             let hop = chain.and_then(|c| c.hops().get(hop_i).copied());
             hop_i += 1;
             let Some(t) = self.tables.get(usize::from(table)) else { return };
@@ -1188,8 +1212,19 @@ impl Pipeline {
             };
             let Some(i) = found else {
                 w.note(|| TraceEvent::Lookup { table, entry: None });
-                w.note(|| TraceEvent::Drop("no matching entry and no table-miss entry"));
-                return;
+                if let Next::Entry = next {
+                    w.note(|| TraceEvent::Drop("no matching entry and no table-miss entry"));
+                    return;
+                }
+                // A graph that goes on after a miss (P4's default path).
+                match graph.after(table, next, None) {
+                    Some(n) => node = n,
+                    None => {
+                        self.finish(w, pkt, last_ctx, &mut set, &mut deferred, spec, tx);
+                        return;
+                    }
+                }
+                continue;
             };
             t.stats.add(shard, FlowTable::MATCHED, 1);
             let Some(e) = t.entries().get(i) else { return };
@@ -1204,6 +1239,7 @@ impl Pipeline {
             }
             e.hit(shard, pkt.data().len(), now);
             let ctx = Ctx { spec, ..self.entry_ctx(table, e) };
+            last_ctx = Some(ctx);
             if !spec {
                 let ops = &*e.ops;
                 if let Some(m) = ops.meter {
@@ -1230,14 +1266,10 @@ impl Pipeline {
                     pkt.meta.metadata = (pkt.meta.metadata & !mask) | (value & mask);
                     refresh_metadata(&mut pkt.key, &pkt.meta);
                 }
-                match ops.next {
-                    Some(t) if t > table => table = t,
-                    _ => {
-                        for op in deferred.ordered() {
-                            if let Flow::Stop = self.op(w, op, pkt, ctx, tx) {
-                                return;
-                            }
-                        }
+                match graph.after(table, next, Some((ops.action, ops.next))) {
+                    Some(n) => node = n,
+                    None => {
+                        self.finish(w, pkt, last_ctx, &mut set, &mut deferred, spec, tx);
                         return;
                     }
                 }
@@ -1278,13 +1310,42 @@ impl Pipeline {
                     Instruction::Experimenter { .. } => {}
                 }
             }
-            match goto {
-                Some(t) if t > table => table = t,
-                _ if set.is_empty() && !tracing => return,
-                _ => {
-                    let ordered = set.ordered();
-                    w.note(|| TraceEvent::ActionSet(ordered.clone()));
-                    self.actions(w, &ordered, pkt, ctx, tx);
+            match graph.after(table, next, Some((e.ops.action, goto))) {
+                Some(n) => node = n,
+                None => {
+                    self.finish(w, pkt, last_ctx, &mut set, &mut deferred, spec, tx);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The end of a walk: the deferred ops run (the spec's action set on
+    /// the reference datapath and in traces, the lowered ops elsewhere),
+    /// in the context of the last entry hit.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn finish(
+        &self,
+        w: &mut Worker,
+        pkt: &mut Pkt,
+        ctx: Option<Ctx>,
+        set: &mut ActionSet,
+        deferred: &mut DeferredSet,
+        spec: bool,
+        tx: &mut dyn Tx,
+    ) {
+        let Some(ctx) = ctx else { return };
+        if spec {
+            if set.is_empty() && w.scratch.trace.is_none() {
+                return;
+            }
+            let ordered = set.ordered();
+            w.note(|| TraceEvent::ActionSet(ordered.clone()));
+            self.actions(w, &ordered, pkt, ctx, tx);
+        } else {
+            for op in deferred.ordered() {
+                if let Flow::Stop = self.op(w, op, pkt, ctx, tx) {
                     return;
                 }
             }
@@ -1437,7 +1498,7 @@ impl Pipeline {
                 pkt.fresh();
                 let mut copy = pkt.clone();
                 copy.queue = None;
-                self.run_tables(w, &mut copy, 0, tx);
+                self.run_tables(w, &mut copy, tx);
             }
             p if p == in_port => {} // OpenFlow never sends back out the ingress port implicitly.
             p => self.send(w, p, pkt, tx),

@@ -96,6 +96,7 @@ pub use fuzz::{fuzz_datapath_diff, fuzz_ops, fuzz_pipeline};
 use group::GroupTable;
 use meter::MeterTable;
 use ports::Ports;
+use sluice_core::graph::{Graph, GraphError, Node, NodeId};
 use sluice_ofp::message::{Message, SwitchConfig};
 use std::sync::{Arc, Mutex};
 use table::FlowTable;
@@ -225,6 +226,9 @@ impl Default for Config {
 pub struct Pipeline {
     cfg: Config,
     tables: Vec<FlowTable>,
+    /// The control graph walks follow: OpenFlow's table sequence unless a
+    /// front end set another ([`Pipeline::set_graph`]).
+    graph: Arc<Graph>,
     groups: GroupTable,
     meters: MeterTable,
     ports: Ports,
@@ -275,6 +279,7 @@ impl Pipeline {
         };
         Pipeline {
             tables: (0..n).map(table).collect(),
+            graph: Arc::new(Graph::tables(cfg.n_tables)),
             groups: GroupTable::new(shards),
             meters: MeterTable::default(),
             ports: Ports::new(shards),
@@ -318,6 +323,7 @@ impl Pipeline {
         Pipeline {
             cfg: self.cfg.clone(),
             tables: self.tables.iter().map(FlowTable::replica).collect(),
+            graph: self.graph.clone(),
             groups: self.groups.clone(),
             meters: self.meters.clone(),
             ports: self.ports.clone(),
@@ -346,6 +352,7 @@ impl Pipeline {
         }
         self.code_prev = std::mem::take(&mut self.code_cur);
         copy.cfg = self.cfg.clone();
+        copy.graph = self.graph.clone();
         copy.groups = self.groups.clone();
         copy.meters = self.meters.clone();
         copy.ports = self.ports.clone();
@@ -453,6 +460,30 @@ impl Pipeline {
         } else {
             self.unsettled.insert(usize::from(id));
         }
+    }
+
+    /// Replace the control graph every packet's walk follows (see
+    /// `sluice_core::graph`). OpenFlow never calls this: its graph is the
+    /// table sequence with goto-table edges, which the pipeline starts
+    /// with. A front end that builds other graphs (P4's control blocks)
+    /// does. Refused when a node applies a table this pipeline does not
+    /// have. Every cache entry becomes stale.
+    pub fn set_graph(&mut self, graph: Graph) -> std::result::Result<(), GraphError> {
+        for (i, n) in graph.nodes().iter().enumerate() {
+            if let Node::Apply { table, .. } = n {
+                if *table >= self.cfg.n_tables {
+                    return Err(GraphError::NoSuchTable { node: i as NodeId, table: *table });
+                }
+            }
+        }
+        self.graph = Arc::new(graph);
+        self.tables_changed();
+        Ok(())
+    }
+
+    /// The control graph walks follow.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
     }
 
     /// The flow generation (changes with every flow-table change).

@@ -22,6 +22,7 @@
 mod common;
 
 use proptest::prelude::*;
+use sluice_core::graph::{Graph, KeyTest, Next, Node};
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, table_id, OFPVID_PRESENT, OFP_NO_BUFFER};
 use sluice_ofp::group::{Bucket, GroupType};
@@ -34,6 +35,8 @@ use sluice_ofp::meter::{flags as mf, MeterBand};
 use sluice_ofp::multipart::{FlowStatsRequest, MultipartRequest, MultipartRequestBody};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_ofp::port::Port;
+use sluice_packet::key::FIXED_LAYOUT;
+use sluice_packet::Field;
 use sluice_pipeline::publish::Publisher;
 use sluice_pipeline::{CacheMode, Config, Datapath, JitOptions, Pipeline, Worker};
 
@@ -799,9 +802,23 @@ fn merge_bursts(seen: &[(usize, Seen)], groups: &[(usize, usize)]) -> Vec<(usize
 /// Run `ops` through every configuration; every one must see what the
 /// reference sees.
 fn check(ops: &[Op]) -> Result<(), TestCaseError> {
+    check_with(ops, None)
+}
+
+/// [`switch`] following `graph` instead of OpenFlow's table sequence.
+fn switch_with(datapath: Datapath, cache: CacheMode, jit: Jit, graph: Option<&Graph>) -> Pipeline {
+    let mut p = switch(datapath, cache, jit);
+    if let Some(g) = graph {
+        p.set_graph(g.clone()).expect("the graph names only the switch's tables");
+    }
+    p
+}
+
+/// [`check`] with every pipeline following `graph`.
+fn check_with(ops: &[Op], graph: Option<&Graph>) -> Result<(), TestCaseError> {
     let mut runs = Vec::new();
     for (d, c, j) in CONFIGS {
-        let mut p = switch(d, c, j);
+        let mut p = switch_with(d, c, j, graph);
         let mut seen = Vec::new();
         for (i, op) in ops.iter().enumerate() {
             let mut step = Vec::new();
@@ -820,7 +837,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
         (Datapath::Compiled, CacheMode::On, Jit::Background),
         (Datapath::Compiled, CacheMode::On, Jit::Daemon),
     ] {
-        let mut master = switch(d, c, j);
+        let mut master = switch_with(d, c, j, graph);
         let mut ws = [master.worker(), master.worker()];
         let mut pb = Publisher::new(master);
         let mut seen = Vec::new();
@@ -848,7 +865,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
         (Datapath::Reference, CacheMode::Off, Jit::Straight),
         (Datapath::Compiled, CacheMode::On, Jit::Daemon),
     ] {
-        let mut p = switch(d, c, j);
+        let mut p = switch_with(d, c, j, graph);
         let mut seen = Vec::new();
         for &(start, end) in &groups {
             let mut step = Vec::new();
@@ -932,6 +949,138 @@ proptest! {
         ops.extend(pkts.iter().map(|(in_port, p)| Op::Packet { in_port: *in_port, frame: p.build() }));
         check(&ops)?;
     }
+}
+
+// ---------------------------------------------------------------- graphs
+
+/// Key tests a graph may branch on: fields the packets and rules vary
+/// (ethertype IPv4, ingress port 1, IP protocol TCP, a VLAN tag present,
+/// metadata bit 0, which `write_metadata` and `set_field` rules set).
+fn key_test() -> impl Strategy<Value = KeyTest> {
+    let on = |field: Field, value: u64| {
+        let s = FIXED_LAYOUT.slot(field);
+        let mask = if s.width >= 64 { u64::MAX } else { ((1u64 << s.width) - 1) << s.shift };
+        KeyTest { word: s.word, mask, value: value << s.shift }
+    };
+    prop::sample::select(vec![
+        on(Field::EthType, 0x0800),
+        on(Field::InPort, 1),
+        on(Field::IpProto, 6),
+        KeyTest {
+            word: FIXED_LAYOUT.slot(Field::VlanVid).word,
+            mask: u64::from(OFPVID_PRESENT) << FIXED_LAYOUT.slot(Field::VlanVid).shift,
+            value: u64::from(OFPVID_PRESENT) << FIXED_LAYOUT.slot(Field::VlanVid).shift,
+        },
+        KeyTest { word: FIXED_LAYOUT.slot(Field::Metadata).word, mask: 1, value: 1 },
+    ])
+}
+
+/// A random control graph over the switch's tables: nodes in topological
+/// order (edges only go to later nodes, so it is acyclic), the last one
+/// `End`; applies with every kind of edge, branches on [`key_test`]s.
+fn graph() -> impl Strategy<Value = Graph> {
+    (3usize..9).prop_flat_map(|n| {
+        let node = move |i: usize| {
+            let later = (i as u16 + 1)..(n as u16);
+            let to = prop::sample::select(later.clone().collect::<Vec<_>>());
+            let next = prop_oneof![
+                2 => Just(Next::Entry),
+                2 => (to.clone(), to.clone()).prop_map(|(hit, miss)| Next::Hit { hit, miss }),
+                1 => (prop::sample::select(vec![0u32, 1]), to.clone(), to.clone())
+                    .prop_map(|(a, arm, default)| Next::Action { arms: vec![(a, arm)].into(), default }),
+                1 => to.clone().prop_map(Next::To),
+            ];
+            prop_oneof![
+                3 => (0..N_TABLES, next).prop_map(|(table, next)| Node::Apply { table, next }),
+                2 => (key_test(), to.clone(), to)
+                    .prop_map(|(test, then, otherwise)| Node::Branch { test, then, otherwise }),
+            ]
+            .boxed()
+        };
+        let nodes: Vec<BoxedStrategy<Node>> =
+            (0..n - 1).map(node).chain([Just(Node::End).boxed()]).collect();
+        nodes.prop_map(|v| Graph::new(v, 0).expect("edges only go forward"))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Random control graphs (branches on key bits, hit/miss and action
+    /// edges, goto edges) over random tables and traffic: every datapath,
+    /// cache mode, the published and burst paths agree with the reference
+    /// (caches must hold the bits branches read).
+    #[test]
+    fn datapaths_agree_on_graphs(
+        g in graph(),
+        flows in prop::collection::vec(flow_mod(), 1..30),
+        pkts in prop::collection::vec((prop::sample::select(PORTS.to_vec()), packet_spec()), 1..30),
+        tail in prop::collection::vec(op(), 0..10),
+    ) {
+        let mut ops: Vec<Op> = flows.into_iter().map(|mut f| { f.command = fc::ADD; Op::Flow(f) }).collect();
+        for _ in 0..2 {
+            ops.extend(pkts.iter().map(|(in_port, p)| Op::Packet { in_port: *in_port, frame: p.build() }));
+        }
+        ops.extend(tail);
+        ops.extend(pkts.iter().map(|(in_port, p)| Op::Packet { in_port: *in_port, frame: p.build() }));
+        check_with(&ops, Some(&g))?;
+    }
+}
+
+#[test]
+fn a_branch_on_key_bits_picks_the_table() {
+    // Node 0: IPv4 packets to table 1, others to table 2; both output.
+    let s = FIXED_LAYOUT.slot(Field::EthType);
+    let ipv4 = KeyTest { word: s.word, mask: 0xffff << s.shift, value: 0x0800 << s.shift };
+    let g = Graph::new(
+        vec![
+            Node::Branch { test: ipv4, then: 1, otherwise: 2 },
+            Node::Apply { table: 1, next: Next::To(3) },
+            Node::Apply { table: 2, next: Next::To(3) },
+            Node::End,
+        ],
+        0,
+    )
+    .unwrap();
+    let out = |table: u8, port: u32| FlowMod {
+        table_id: table,
+        command: fc::ADD,
+        buffer_id: OFP_NO_BUFFER,
+        out_port: port_no::ANY,
+        out_group: group_id::ANY,
+        instructions: vec![Instruction::WriteActions(vec![Action::Output { port, max_len: 0 }])],
+        ..FlowMod::default()
+    };
+    let spec = |l3| PacketSpec {
+        dst: 1,
+        src: 2,
+        vlan: None,
+        inner_vlan: None,
+        l3,
+        ip_src: 0,
+        ip_dst: 1,
+        sport: 0,
+        dport: 1,
+        ttl: 64,
+        dscp: 0,
+    };
+    let (ip, arp) = (spec(L3::Tcp).build(), spec(L3::Arp).build());
+    for (d, c, j) in CONFIGS {
+        let mut p = switch_with(d, c, j, Some(&g));
+        p.flow_mod(&out(1, 2)).unwrap();
+        p.flow_mod(&out(2, 3)).unwrap();
+        for _ in 0..3 {
+            for (frame, want) in [(&ip, 2u32), (&arp, 3)] {
+                let mut got = Vec::new();
+                p.process(1, frame, &mut |port: u32, _: Option<u32>, _: &[u8]| got.push(port));
+                assert_eq!(got, [want], "{d:?}/{c:?}/{j:?}");
+            }
+        }
+    }
+    // A graph naming a table the switch does not have is refused.
+    let far = Graph::new(vec![Node::Apply { table: N_TABLES, next: Next::Entry }], 0).unwrap();
+    let mut p = switch(Datapath::Compiled, CacheMode::On, Jit::Straight);
+    assert!(p.set_graph(far).is_err());
 }
 
 /// A rule in table 0 whose apply-actions change the packet's structure

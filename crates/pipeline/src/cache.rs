@@ -551,6 +551,15 @@ impl Caches {
         }
     }
 
+    /// Start loading item `id`'s slot (a staged burst reads it one stage
+    /// later).
+    #[inline]
+    pub(crate) fn prefetch_item(&self, id: u32) {
+        if let Some(s) = self.progs.slots.get(id as usize) {
+            sluice_core::prefetch(s);
+        }
+    }
+
     /// The composed program `id`.
     #[inline]
     pub(crate) fn program(&self, id: u32) -> Option<&Program> {

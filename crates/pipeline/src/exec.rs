@@ -656,16 +656,18 @@ impl Pipeline {
     /// 1. start loading every frame; copy and parse each;
     /// 2. hash each key for the exact cache and start loading its slot;
     /// 3. find each packet's first hops (exact cache, megaflow cache, or
-    ///    with caches off the table-0 lookup) and start loading the entry
-    ///    hit;
-    /// 4. start loading each hit entry's counter shard and instructions;
-    /// 5. run each packet, in order, exactly as [`Pipeline::process_with`]
+    ///    with caches off the table-0 lookup) and start loading the cache
+    ///    item (composed program) or the entry hit;
+    /// 4. start loading each item's program;
+    /// 5. start loading the counter cells each program or entry bumps
+    ///    (and an entry's ops);
+    /// 6. run each packet, in order, exactly as [`Pipeline::process_with`]
     ///    would (cache misses take the recording slow path then).
     ///
     /// Same results as calling `process_with` per frame: processing never
     /// changes the tables, so looking up every packet before running the
     /// first gives the same entries; meters, counters and packet-ins still
-    /// happen packet by packet in stage 5. Only cache statistics can differ
+    /// happen packet by packet in stage 6. Only cache statistics can differ
     /// (a flow's second packet in one burst misses where one at a time it
     /// would hit the entry the first installed).
     pub fn process_burst_with(
@@ -733,15 +735,23 @@ impl Pipeline {
         for (((p, ok), h), hop) in pkts.iter().zip(&loaded).zip(&hashes).zip(hops.iter_mut()) {
             if *ok {
                 *hop = self.first_hops(&mut cache, &p.key, *h);
-                match hop.as_ref().map(|r| (r, cache.program(r.prog))) {
-                    Some((_, Some(prog))) => prefetch(prog.as_ptr()),
-                    Some((r, None)) => {
+                match hop.as_ref() {
+                    // Its item's slot first; the program it points to in
+                    // the next stage (reading the slot here would wait for
+                    // it: the slab of a large cache is mostly not cached).
+                    Some(r) if r.prog != NO_PROG => cache.prefetch_item(r.prog),
+                    Some(r) => {
                         if let Some(e) = self.first_entry(&r.chain) {
                             prefetch(e);
                         }
                     }
                     None => {}
                 }
+            }
+        }
+        for hop in hops.iter().take(n).flatten() {
+            if let Some(prog) = cache.program(hop.prog) {
+                prefetch(prog.as_ptr());
             }
         }
         // Only a packet that takes the slow path installs (a miss, or a hit
@@ -758,7 +768,7 @@ impl Pipeline {
                 None => {
                     if let Some(e) = self.first_entry(&hop.chain) {
                         e.stats.prefetch(w.shard);
-                        prefetch(e.instructions.as_ptr());
+                        prefetch(Arc::as_ptr(&e.ops));
                     }
                 }
             }
@@ -1152,62 +1162,8 @@ impl Pipeline {
                     if other.is_some() {
                         cache.stats.chain_mismatches += 1;
                     }
-                    let guarded = t.has_guards();
-                    match rec.as_deref_mut() {
-                        // A guarded lookup is recorded only while the
-                        // frame is the one received (a hit rechecks the
-                        // recorded guards up front, on that frame).
-                        Some(r) if r.open && !(guarded && pkt.edited) => {
-                            cache.settle(r);
-                            let i = if guarded {
-                                let i = self.lookup_guarded(
-                                    t,
-                                    table,
-                                    pkt,
-                                    &mut r.wc,
-                                    indexed,
-                                    r.answers.get_or_insert_default(),
-                                );
-                                if let Some(a) = r.answers.as_deref() {
-                                    r.guard_len = a.chain().items().len();
-                                    r.guard_overflow |= a.chain().overflowed();
-                                }
-                                i
-                            } else if indexed {
-                                t.lookup_fast(&pkt.key, &mut r.wc)
-                            } else {
-                                t.lookup_scan_wc(&pkt.key, &mut r.wc)
-                            };
-                            let entry = i.map_or(Hop::NO_ENTRY, |i| i as u32);
-                            if !r.chain.push(Hop { table, entry }) {
-                                r.open = false;
-                            }
-                            i
-                        }
-                        Some(r) if guarded => {
-                            // Not recorded, and nothing after it: on a
-                            // hit this lookup runs live, guards included.
-                            r.open = false;
-                            self.lookup_guarded(
-                                t,
-                                table,
-                                pkt,
-                                &mut unused_wc,
-                                indexed,
-                                r.answers.get_or_insert_default(),
-                            )
-                        }
-                        None if guarded => self.lookup_guarded(
-                            t,
-                            table,
-                            pkt,
-                            &mut unused_wc,
-                            indexed,
-                            live_answers.get_or_insert_default(),
-                        ),
-                        _ if indexed => t.lookup_fast(&pkt.key, &mut unused_wc),
-                        _ => t.lookup(&pkt.key),
-                    }
+                    let (rec, live) = (rec.as_deref_mut(), &mut live_answers);
+                    self.walk_lookup(t, table, pkt, cache, rec, live, &mut unused_wc, indexed)
                 }
             };
             let Some(i) = found else {
@@ -1347,6 +1303,69 @@ impl Pipeline {
             for op in deferred.ordered() {
                 if let Flow::Stop = self.op(w, op, pkt, ctx, tx) {
                     return;
+                }
+            }
+        }
+    }
+
+    /// One lookup of a walk that is not replaying a recorded hop: recorded
+    /// in `rec` while the recording is open (see `cache.rs`), live
+    /// otherwise. A guarded lookup is recorded only while the frame is the
+    /// one received (a hit rechecks the recorded guards up front, on that
+    /// frame); one that cannot be recorded closes the recording, so on a
+    /// hit it and everything after it run live, guards included. Guard
+    /// results go to the recorder's answers, or with no recorder to
+    /// `live`'s.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn walk_lookup(
+        &self,
+        t: &FlowTable,
+        table: u8,
+        pkt: &Pkt,
+        cache: &Caches,
+        rec: Option<&mut Recorder>,
+        live: &mut Option<Box<Answers>>,
+        unused_wc: &mut FlowMask,
+        indexed: bool,
+    ) -> Option<usize> {
+        let guarded = t.has_guards();
+        match rec {
+            Some(r) if r.open && !(guarded && pkt.edited) => {
+                cache.settle(r);
+                let i = if guarded {
+                    let answers = r.answers.get_or_insert_default();
+                    let i = self.lookup_guarded(t, table, pkt, &mut r.wc, indexed, answers);
+                    r.guard_len = answers.chain().items().len();
+                    r.guard_overflow |= answers.chain().overflowed();
+                    i
+                } else if indexed {
+                    t.lookup_fast(&pkt.key, &mut r.wc)
+                } else {
+                    t.lookup_scan_wc(&pkt.key, &mut r.wc)
+                };
+                if !r.chain.push(Hop { table, entry: i.map_or(Hop::NO_ENTRY, |i| i as u32) }) {
+                    r.open = false;
+                }
+                i
+            }
+            rec => {
+                let answers = match rec {
+                    Some(r) => {
+                        if guarded {
+                            r.open = false;
+                        }
+                        &mut r.answers
+                    }
+                    None => live,
+                };
+                if guarded {
+                    let answers = answers.get_or_insert_default();
+                    self.lookup_guarded(t, table, pkt, unused_wc, indexed, answers)
+                } else if indexed {
+                    t.lookup_fast(&pkt.key, unused_wc)
+                } else {
+                    t.lookup(&pkt.key)
                 }
             }
         }

@@ -17,16 +17,20 @@
 //! A graph is plain data, checked when it is built ([`Graph::new`]): every
 //! edge names a node, and the graph is acyclic (a DAG, as P4 control flow
 //! is), so a walk visits each node at most once and ends. [`Next::Entry`]
-//! edges are resolved at run time through [`Graph::table_node`] and the
-//! walk only follows them to a higher table number (OpenFlow's rule; flow-
-//! mod validation refuses anything else), which keeps walks finite too.
+//! edges are resolved at run time: to [`Graph::table_node`] of the hit
+//! entry's next table, only if that is a higher table number (OpenFlow's
+//! rule; flow-mod validation refuses anything else). The acyclicity check
+//! counts every edge such an entry could take (to the node of each higher
+//! table), so no choice of goto-tables can make a walk loop.
 //!
 //! A branch reads key bits, so a cache entry recorded over it must hold
 //! those bits: [`KeyTest::unwildcard`] adds them to the un-wildcarding
 //! mask, exactly as a lookup adds the bits it consulted.
 //!
 //! # Invariants
-//! - Every edge of a built graph names a node; the graph is acyclic.
+//! - Every edge of a built graph names a node; the graph is acyclic,
+//!   counting each [`Next::Entry`] edge as edges to every higher table's
+//!   node.
 //! - Evaluating a node never panics, whatever the key.
 
 use sluice_packet::key::{FlowKey, FlowMask, KEY_WORDS};
@@ -148,6 +152,15 @@ impl Graph {
         if !exists(start) {
             return Err(GraphError::NoSuchNode { from: None, to: start });
         }
+        let mut table_node = Box::new([None; 256]);
+        for (i, n) in nodes.iter().enumerate() {
+            if let Node::Apply { table, .. } = n {
+                let slot = &mut table_node[usize::from(*table)];
+                if slot.is_none() {
+                    *slot = Some(i as NodeId);
+                }
+            }
+        }
         for (i, n) in nodes.iter().enumerate() {
             let from = Some(i as NodeId);
             if let Node::Branch { test, .. } = n {
@@ -155,7 +168,7 @@ impl Graph {
                     return Err(GraphError::NoSuchWord { node: i as NodeId, word: test.word });
                 }
             }
-            for to in edges(n) {
+            for to in edges(n, &table_node) {
                 if !exists(to) {
                     return Err(GraphError::NoSuchNode { from, to });
                 }
@@ -168,7 +181,8 @@ impl Graph {
             if colour[root] != 0 {
                 continue;
             }
-            let mut stack: Vec<(usize, Vec<NodeId>)> = vec![(root, edges(&nodes[root]).collect())];
+            let mut stack: Vec<(usize, Vec<NodeId>)> =
+                vec![(root, edges(&nodes[root], &table_node).collect())];
             colour[root] = 1;
             while let Some((n, rest)) = stack.last_mut() {
                 let n = *n;
@@ -178,7 +192,7 @@ impl Graph {
                         match colour[to] {
                             0 => {
                                 colour[to] = 1;
-                                stack.push((to, edges(&nodes[to]).collect()));
+                                stack.push((to, edges(&nodes[to], &table_node).collect()));
                             }
                             1 => return Err(GraphError::Cycle { node: to as NodeId }),
                             _ => {}
@@ -188,15 +202,6 @@ impl Graph {
                         colour[n] = 2;
                         stack.pop();
                     }
-                }
-            }
-        }
-        let mut table_node = Box::new([None; 256]);
-        for (i, n) in nodes.iter().enumerate() {
-            if let Node::Apply { table, .. } = n {
-                let slot = &mut table_node[usize::from(*table)];
-                if slot.is_none() {
-                    *slot = Some(i as NodeId);
                 }
             }
         }
@@ -267,12 +272,14 @@ impl Graph {
     }
 }
 
-/// The fixed edges of a node ([`Next::Entry`] edges are resolved at run
-/// time and only go to higher tables).
-fn edges(n: &Node) -> impl Iterator<Item = NodeId> + '_ {
+/// The edges a walk may take from a node: for [`Next::Entry`], to the node
+/// of every table above the node's own (whichever an entry names).
+fn edges<'a>(n: &'a Node, table_node: &[Option<NodeId>; 256]) -> impl Iterator<Item = NodeId> + 'a {
     let v: Vec<NodeId> = match n {
-        Node::Apply { next, .. } => match next {
-            Next::Entry => Vec::new(),
+        Node::Apply { table, next } => match next {
+            Next::Entry => {
+                table_node.iter().skip(usize::from(*table) + 1).flatten().copied().collect()
+            }
             Next::Hit { hit, miss } => vec![*hit, *miss],
             Next::Action { arms, default } => {
                 arms.iter().map(|&(_, to)| to).chain([*default]).collect()
@@ -364,6 +371,13 @@ mod tests {
             Node::End,
         ];
         assert!(Graph::new(diamond, 0).is_ok());
+        // A goto edge counts: table 0's entries may go to table 2, whose
+        // node goes on to a second node applying table 0.
+        let via_goto = vec![apply(0, Next::Entry), apply(2, Next::To(2)), apply(0, Next::Entry)];
+        assert!(matches!(Graph::new(via_goto, 0), Err(GraphError::Cycle { .. })));
+        assert!(Graph::new(vec![apply(0, Next::Entry), apply(2, Next::Entry)], 0).is_ok());
+        // The largest plain graph is accepted.
+        assert_eq!(Graph::tables(255).nodes().len(), 255);
         assert!(GraphError::Cycle { node: 3 }.to_string().contains("node 3"));
     }
 

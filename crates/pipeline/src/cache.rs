@@ -162,6 +162,9 @@ pub struct Hop {
 
 impl Hop {
     pub const NO_ENTRY: u32 = u32::MAX;
+    /// The `table` of a hop that records a control-graph branch's decision
+    /// (`entry` 1: taken, 0: not); no table has this id (ids end at 254).
+    pub const BRANCH: u8 = 255;
 }
 
 /// A chain prefix: the hops of the first `len` lookups.

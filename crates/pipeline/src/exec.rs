@@ -260,6 +260,8 @@ pub(crate) enum Step {
     Hit { table: Arc<Tally>, entry: Tally, flags: u16 },
     /// A lookup missed without a table-miss entry: count it, drop.
     Miss { table: Arc<Tally> },
+    /// A lookup missed and the graph goes on (not OpenFlow): count it.
+    MissOn { table: Arc<Tally> },
     /// A write-metadata instruction.
     Metadata { value: u64, mask: u64 },
     /// One action, lowered to the core's op (`lower.rs`), with the
@@ -1008,57 +1010,76 @@ impl Pipeline {
     /// keeps that live). Built from the entries as they are now; the cache
     /// entry holding it is dropped with the flow generation.
     fn compose(&self, chain: &Chain) -> Option<Box<Program>> {
-        // Composition follows goto-table; a graph with other edges (or
-        // branches on key bits) replays its chain through the walk.
-        if !self.graph.is_plain() {
-            return None;
-        }
+        let graph = &*self.graph;
         let mut steps = Vec::new();
         let mut set = DeferredSet::default();
-        let mut table = 0u8;
-        for (k, h) in chain.hops().iter().enumerate() {
+        let mut hops = chain.hops().iter();
+        let mut node = graph.start();
+        // The context of the last entry hit: the deferred set runs in it.
+        let mut last_ctx = None;
+        // Each node at most once (the graph is acyclic).
+        for _ in 0..=graph.nodes().len() {
+            let (table, next) = match graph.node(node) {
+                Some(Node::Branch { then, otherwise, .. }) => {
+                    // The recorded decision (every packet of the entry
+                    // takes it: the entry holds the bits it read).
+                    let h = hops.next()?;
+                    if h.table != Hop::BRANCH {
+                        return None;
+                    }
+                    node = if h.entry == 1 { *then } else { *otherwise };
+                    continue;
+                }
+                Some(Node::Apply { table, next }) => (*table, next),
+                Some(Node::End) | None => break,
+            };
+            // The next lookup must be the chain's next hop.
+            let h = hops.next()?;
             if h.table != table {
                 return None;
             }
             let t = self.tables.get(usize::from(table))?;
-            if h.entry == Hop::NO_ENTRY {
-                steps.push(Step::Miss { table: t.stats.clone() });
-                return Some(steps.into());
-            }
-            let e = t.entries().get(h.entry as usize)?;
-            steps.push(Step::Hit {
-                table: t.stats.clone(),
-                entry: e.stats.clone(),
-                flags: e.flags,
-            });
-            let ctx = self.entry_ctx(table, e);
-            let ops = &*e.ops;
-            if ops.meter.is_some() {
-                return None;
-            }
-            steps.extend(ops.apply.iter().map(|op| Step::Act { op: op.clone(), ctx }));
-            if ops.clear {
-                set.clear();
-            }
-            set.write(&ops.write);
-            if let Some((value, mask)) = ops.metadata {
-                steps.push(Step::Metadata { value, mask });
-            }
-            match ops.next {
-                Some(next) if next > table => {
-                    // The next lookup must be the chain's next hop.
-                    if k + 1 == chain.hops().len() {
-                        return None;
-                    }
-                    table = next;
+            let hit = if h.entry == Hop::NO_ENTRY {
+                if let Next::Entry = next {
+                    // OpenFlow: a miss without a table-miss entry drops.
+                    steps.push(Step::Miss { table: t.stats.clone() });
+                    return hops.next().is_none().then(|| steps.into());
                 }
-                _ => {
-                    steps.extend(set.ordered().map(|op| Step::Act { op: op.clone(), ctx }));
-                    return (k + 1 == chain.hops().len()).then(|| steps.into());
+                steps.push(Step::MissOn { table: t.stats.clone() });
+                None
+            } else {
+                let e = t.entries().get(h.entry as usize)?;
+                steps.push(Step::Hit {
+                    table: t.stats.clone(),
+                    entry: e.stats.clone(),
+                    flags: e.flags,
+                });
+                let ctx = self.entry_ctx(table, e);
+                last_ctx = Some(ctx);
+                let ops = &*e.ops;
+                if ops.meter.is_some() {
+                    return None;
                 }
+                steps.extend(ops.apply.iter().map(|op| Step::Act { op: op.clone(), ctx }));
+                if ops.clear {
+                    set.clear();
+                }
+                set.write(&ops.write);
+                if let Some((value, mask)) = ops.metadata {
+                    steps.push(Step::Metadata { value, mask });
+                }
+                Some((ops.action, ops.next))
+            };
+            match graph.after(table, next, hit) {
+                Some(n) => node = n,
+                None => break,
             }
         }
-        None
+        // The walk's end: the deferred set, and nothing left of the chain.
+        if let Some(ctx) = last_ctx {
+            steps.extend(set.ordered().map(|op| Step::Act { op: op.clone(), ctx }));
+        }
+        hops.next().is_none().then(|| steps.into())
     }
 
     /// Run a composed program: what [`Pipeline::walk`] does along the
@@ -1078,6 +1099,7 @@ impl Pipeline {
                     table.add(shard, FlowTable::LOOKUPS, 1);
                     return;
                 }
+                Step::MissOn { table } => table.add(shard, FlowTable::LOOKUPS, 1),
                 Step::Metadata { value, mask } => {
                     pkt.meta.metadata = (pkt.meta.metadata & !mask) | (value & mask);
                     refresh_metadata(&mut pkt.key, &pkt.meta);
@@ -1130,15 +1152,31 @@ impl Pipeline {
                 Some(Node::Apply { table, next }) => (*table, next),
                 Some(Node::Branch { test, then, otherwise }) => {
                     pkt.fresh();
+                    let taken = test.eval(&pkt.key);
+                    // A replayed chain holds the decision it recorded here;
+                    // the live one must be the same (the entry holds the
+                    // bits the branch reads).
+                    if let Some(h) = chain.and_then(|c| c.hops().get(hop_i)) {
+                        if h.table == Hop::BRANCH {
+                            hop_i += 1;
+                            if (h.entry == 1) != taken {
+                                cache.stats.chain_mismatches += 1;
+                            }
+                        }
+                    }
                     // The branch read these key bits: a cache entry recorded
-                    // over it holds them, as it holds a lookup's.
+                    // over it holds them, as it holds a lookup's, and the
+                    // decision, for composing.
                     if let Some(r) = rec.as_deref_mut() {
                         if r.open {
                             cache.settle(r);
                             test.unwildcard(&mut r.wc);
+                            if !r.chain.push(Hop { table: Hop::BRANCH, entry: u32::from(taken) }) {
+                                r.open = false;
+                            }
                         }
                     }
-                    node = if test.eval(&pkt.key) { *then } else { *otherwise };
+                    node = if taken { *then } else { *otherwise };
                     continue;
                 }
                 Some(Node::End) | None => {

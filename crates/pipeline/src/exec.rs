@@ -490,35 +490,26 @@ impl<'a> ExecOrder<'a> {
 
 static DUMMY: Instruction = Instruction::ClearActions;
 
-/// What an apply-actions list does to the recording of a cache entry
-/// (see `cache.rs`): structural edits end it, header set-fields make the
-/// next lookup pin the bits that decide whether they applied. TTLs are not
-/// key fields (and the parser fills no POF window yet; once it does, TTL
-/// edits under a window must end recording too).
+/// What an apply-actions list the reference interprets does to the
+/// recording of a cache entry: what its lowered ops do ([`note_ops`]; the
+/// cache is a fast-path matter, so one classification serves both). An
+/// action that lowers to `Nop` (experimenter actions and set-fields)
+/// ends the recording, as nothing vouches for what it does to the key.
 fn note_actions(r: &mut Recorder, list: &[Action]) {
     for a in list {
-        match a {
-            Action::Output { .. }
-            | Action::Group(_)
-            | Action::SetQueue(_)
-            | Action::SetNwTtl(_)
-            | Action::DecNwTtl
-            | Action::SetMplsTtl(_)
-            | Action::DecMplsTtl => {}
-            Action::SetField(Oxm::Basic { field, .. }) => {
-                match set_field_effect(crate::oxm_field::field(*field)) {
-                    SetFieldEffect::Neutral => {}
-                    SetFieldEffect::InPlace => r.dirty = true,
-                    SetFieldEffect::Structural => r.open = false,
-                }
-            }
-            _ => r.open = false,
+        match lower(a) {
+            Op::Nop => r.open = false,
+            op => note_ops(r, std::slice::from_ref(&op)),
         }
     }
 }
 
-/// [`note_actions`] for ops (what the fast paths run). `Nop` stands for
-/// an action that changes nothing the core models.
+/// What an apply-actions list does to the recording of a cache entry
+/// (see `cache.rs`): structural edits end it, header set-fields make the
+/// next lookup pin the bits that decide whether they applied. TTLs are not
+/// key fields (and the parser fills no POF window yet; once it does, TTL
+/// edits under a window must end recording too). `Nop` stands for an
+/// action that changes nothing the core models.
 fn note_ops(r: &mut Recorder, ops: &[Op]) {
     for op in ops {
         match op {
@@ -1338,11 +1329,7 @@ impl Pipeline {
             w.note(|| TraceEvent::ActionSet(ordered.clone()));
             self.actions(w, &ordered, pkt, ctx, tx);
         } else {
-            for op in deferred.ordered() {
-                if let Flow::Stop = self.op(w, op, pkt, ctx, tx) {
-                    return;
-                }
-            }
+            self.run_ops(w, deferred.ordered(), pkt, ctx, tx);
         }
     }
 
@@ -1462,10 +1449,11 @@ impl Pipeline {
         Flow::Continue
     }
 
-    fn run_ops(
+    /// Runs ops in order until one stops the packet.
+    fn run_ops<'a>(
         &self,
         w: &mut Worker,
-        ops: &[Op],
+        ops: impl IntoIterator<Item = &'a Op>,
         pkt: &mut Pkt,
         ctx: Ctx,
         tx: &mut dyn Tx,

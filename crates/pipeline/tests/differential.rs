@@ -924,6 +924,31 @@ fn check_with(ops: &[Op], graph: Option<&Graph>) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Tables first (every flow-mod an ADD), then the packets `rounds` times,
+/// then `tail`, then the packets once more.
+fn traffic(
+    flows: Vec<FlowMod>,
+    pkts: &[(u32, PacketSpec)],
+    rounds: usize,
+    tail: Vec<Op>,
+) -> Vec<Op> {
+    let packets =
+        || pkts.iter().map(|(in_port, p)| Op::Packet { in_port: *in_port, frame: p.build() });
+    let mut ops: Vec<Op> = flows
+        .into_iter()
+        .map(|mut f| {
+            f.command = fc::ADD;
+            Op::Flow(f)
+        })
+        .collect();
+    for _ in 0..rounds {
+        ops.extend(packets());
+    }
+    ops.extend(tail);
+    ops.extend(packets());
+    ops
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
 
@@ -941,13 +966,7 @@ proptest! {
         pkts in prop::collection::vec((prop::sample::select(PORTS.to_vec()), packet_spec()), 1..40),
         tail in prop::collection::vec(op(), 0..20),
     ) {
-        let mut ops: Vec<Op> = flows.into_iter().map(|mut f| { f.command = fc::ADD; Op::Flow(f) }).collect();
-        for _ in 0..3 {
-            ops.extend(pkts.iter().map(|(in_port, p)| Op::Packet { in_port: *in_port, frame: p.build() }));
-        }
-        ops.extend(tail);
-        ops.extend(pkts.iter().map(|(in_port, p)| Op::Packet { in_port: *in_port, frame: p.build() }));
-        check(&ops)?;
+        check(&traffic(flows, &pkts, 3, tail))?;
     }
 }
 
@@ -1024,13 +1043,7 @@ proptest! {
         pkts in prop::collection::vec((prop::sample::select(PORTS.to_vec()), packet_spec()), 1..30),
         tail in prop::collection::vec(op(), 0..10),
     ) {
-        let mut ops: Vec<Op> = flows.into_iter().map(|mut f| { f.command = fc::ADD; Op::Flow(f) }).collect();
-        for _ in 0..2 {
-            ops.extend(pkts.iter().map(|(in_port, p)| Op::Packet { in_port: *in_port, frame: p.build() }));
-        }
-        ops.extend(tail);
-        ops.extend(pkts.iter().map(|(in_port, p)| Op::Packet { in_port: *in_port, frame: p.build() }));
-        check_with(&ops, Some(&g))?;
+        check_with(&traffic(flows, &pkts, 2, tail), Some(&g))?;
     }
 }
 

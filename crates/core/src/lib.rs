@@ -23,6 +23,12 @@
 //! - [`tally`]: counters kept per worker shard, merged on read.
 //! - [`upcall`]: what workers hand up to the control plane, as neutral
 //!   values the front end turns into its messages.
+//! - [`cache`]: the exact-match and megaflow caches a worker keeps in
+//!   front of the tables, holding resolved chains, guard results and the
+//!   front end's composed programs; the recorder that decides what a
+//!   slow-path walk may cache.
+//! - [`pkt`]: a packet on its way through a walk (buffer, metadata, key,
+//!   parse), re-parsed only when an edit changed the frame's layout.
 //! - [`prefetch()`]: the software prefetch that staged bursts use.
 //! - [`layout`]: the key layout at run time, the fixed parser's fields
 //!   plus windows declared when a pipeline is built, each with a value
@@ -32,8 +38,8 @@
 //!
 //! Still in `sluice-pipeline`, to move here in later steps: tables with
 //! guards, the walk (which follows a [`graph::Graph`]), the forwarding
-//! ops' executor (ports, groups, upcalls), the caches, staged bursts and
-//! per-worker state.
+//! ops' executor (ports, groups, upcalls), staged bursts and per-worker
+//! state.
 //!
 //! ## Invariants
 //! - No control protocol (see above).
@@ -42,11 +48,13 @@
 //!   clock, and it bounds a wait, never decides forwarding.
 #![deny(unsafe_code)]
 
+pub mod cache;
 pub mod extract;
 pub mod graph;
 pub mod guard;
 pub mod layout;
 pub mod op;
+pub mod pkt;
 mod prefetch;
 pub mod publish;
 pub mod tally;

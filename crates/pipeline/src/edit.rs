@@ -71,7 +71,7 @@ pub fn remark_dscp(pkt: &mut Pkt, levels: u8) {
     if !sluice_packet::key::FIXED_LAYOUT.present(&pkt.key, sluice_packet::Field::IpDscp) {
         return;
     }
-    let old = pkt.field(FieldId::IpDscp) as u8;
+    let old = crate::exec::field(pkt, FieldId::IpDscp) as u8;
     let new = meter::remark_dscp(old, levels);
     if new != old
         && rw::apply_set_field(&mut pkt.buf, &pkt.info, sluice_packet::Field::IpDscp, &[new])

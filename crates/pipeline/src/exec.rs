@@ -31,10 +31,6 @@
 //! invalid-TTL packet-ins) and the whole frame is kept in a bounded buffer
 //! pool, unless `max_len` is `OFPCML_NO_BUFFER` or the pool is full.
 
-use crate::cache::Item;
-use crate::cache::{
-    set_field_effect, CacheStats, Caches, Chain, Hop, Recorder, Resolved, SetFieldEffect, NO_PROG,
-};
 use crate::edit;
 use crate::group::select_bucket;
 use crate::lower::lower;
@@ -43,9 +39,11 @@ use crate::ports::PortCounter;
 use crate::table::{FlowEntry, FlowTable};
 use crate::tally::{Shard, Tally};
 use crate::{CacheMode, Datapath, Pipeline};
+use sluice_core::cache::{CacheStats, Chain, Hop, Item, Recorder, Resolved, NO_PROG};
 use sluice_core::graph::{Next, Node};
 use sluice_core::guard::{Answers, Chain as GuardChain, GuardInput};
 use sluice_core::op::{DeferredSet, Edited, Op};
+pub use sluice_core::pkt::{Pkt, MAX_FRAME};
 use sluice_core::prefetch;
 use sluice_core::upcall::{Reason, Upcall};
 use sluice_ofp::action::Action;
@@ -55,9 +53,8 @@ use sluice_ofp::group::GroupType;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{packet_in_reason, Message, PacketIn, PacketOut};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
-use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT};
-use sluice_packet::parse::{parse_into, refresh_metadata, Meta, ParseInfo};
+use sluice_packet::parse::{refresh_metadata, Meta};
 use std::sync::Arc;
 
 /// Where transmitted frames go.
@@ -128,120 +125,27 @@ pub struct Scratch {
 /// Most frames one stage of [`Pipeline::process_burst_with`] holds.
 pub const BURST: usize = 32;
 
-/// Largest frame the pipeline handles.
-pub const MAX_FRAME: usize = 65_535;
-
 impl Scratch {
     fn take_pkt(&mut self) -> Box<Pkt> {
-        self.pool.pop().unwrap_or_else(|| {
-            Box::new(Pkt {
-                buf: PacketBuf::new(PacketBuf::DEFAULT_HEADROOM, MAX_FRAME + 64),
-                meta: Meta::default(),
-                key: FlowKey::ZERO,
-                info: ParseInfo::default(),
-                queue: None,
-                edited: false,
-                stale: false,
-            })
-        })
+        self.pool.pop().unwrap_or_default()
     }
 }
 
-/// One packet being processed.
-#[derive(Clone, Debug)]
-pub struct Pkt {
-    pub buf: PacketBuf,
-    pub meta: Meta,
-    pub key: FlowKey,
-    pub info: ParseInfo,
-    pub queue: Option<u32>,
-    /// Re-parsed since it was loaded: an action may have changed the
-    /// frame (guards see the frame, so a cache entry stops recording guard
-    /// results there).
-    pub edited: bool,
-    /// The key lags behind the bytes: an in-place header edit (one that
-    /// leaves the frame's layout, so `info`, as it was) changed a field
-    /// the key holds. Whatever reads the key calls [`Pkt::fresh`] first;
-    /// a run of set-fields followed by outputs never re-parses.
-    pub stale: bool,
+/// The value of OXM field `f` in `pkt`'s key (which must be fresh).
+pub(crate) fn field(pkt: &Pkt, f: FieldId) -> u128 {
+    debug_assert!(!pkt.stale, "key read while it lags behind the bytes");
+    FIXED_LAYOUT.get(&pkt.key, crate::oxm_field::field(f)).to_u128()
 }
 
-impl Pkt {
-    /// Make this the packet `data` received with `meta` (parsed); false if
-    /// the frame does not fit.
-    fn load(&mut self, data: &[u8], meta: Meta) -> bool {
-        if self.buf.load(data).is_err() {
-            return false;
-        }
-        self.meta = meta;
-        self.queue = None;
-        self.reparse();
-        self.edited = false;
-        true
-    }
-
-    /// Make this a copy of `other` (its key and parse need no redoing);
-    /// false if the frame does not fit.
-    fn copy_of(&mut self, other: &Pkt) -> bool {
-        if self.buf.load(other.data()).is_err() {
-            return false;
-        }
-        self.meta = other.meta;
-        self.key = other.key;
-        self.info = other.info;
-        self.queue = other.queue;
-        self.edited = other.edited;
-        self.stale = other.stale;
-        true
-    }
-
-    pub fn data(&self) -> &[u8] {
-        self.buf.data()
-    }
-
-    pub fn reparse(&mut self) {
-        parse_into(self.buf.data(), &self.meta, &mut self.key, &mut self.info);
-        self.edited = true;
-        self.stale = false;
-    }
-
-    /// Runs a header-edit op (the core's executor) and keeps the parse in
-    /// step: a structural change re-parses at once; a field written in
-    /// place leaves the layout (`info`) valid and only marks the key
-    /// [`Pkt::stale`].
-    #[inline]
-    pub fn edit(&mut self, op: &Op) -> Edited {
-        let r = sluice_core::op::edit(op, &mut self.buf, &self.info, &mut self.meta);
-        if r == Edited::Changed {
-            if in_place(op) {
-                self.stale = true;
-                self.edited = true;
-            } else {
-                self.reparse();
-            }
-        }
-        r
-    }
-
-    /// Brings the key up to date with the bytes (see [`Pkt::stale`]).
-    #[inline]
-    pub fn fresh(&mut self) {
-        if self.stale {
-            self.reparse();
-        }
-    }
-
-    pub(crate) fn field(&self, f: FieldId) -> u128 {
-        debug_assert!(!self.stale, "key read while it lags behind the bytes");
-        FIXED_LAYOUT.get(&self.key, crate::oxm_field::field(f)).to_u128()
-    }
-}
+/// A worker's caches, holding the OpenFlow front end's composed programs.
+pub(crate) type Caches = sluice_core::cache::Caches<Program>;
 
 /// A cache entry's replay of a packet's whole way through the tables
 /// (see [`Pipeline::compose`]): the counters to bump and the actions to
 /// run, in the order the walk would. The counters are the entries' own
 /// cells (shared), so flow, table and idle-time statistics stay exact.
-/// Kept by the worker's cache (`cache.rs`), run from there by id.
+/// Kept by the worker's cache (`sluice_core::cache`), run from there by
+/// id.
 pub(crate) type Program = [Step];
 
 /// Start loading the counter cells `prog` will bump.
@@ -491,7 +395,8 @@ impl<'a> ExecOrder<'a> {
 static DUMMY: Instruction = Instruction::ClearActions;
 
 /// What an apply-actions list the reference interprets does to the
-/// recording of a cache entry: what its lowered ops do ([`note_ops`]; the
+/// recording of a cache entry: what its lowered ops do
+/// ([`Recorder::note_ops`]; the
 /// cache is a fast-path matter, so one classification serves both). An
 /// action that lowers to `Nop` (experimenter actions and set-fields)
 /// ends the recording, as nothing vouches for what it does to the key.
@@ -499,51 +404,8 @@ fn note_actions(r: &mut Recorder, list: &[Action]) {
     for a in list {
         match lower(a) {
             Op::Nop => r.open = false,
-            op => note_ops(r, std::slice::from_ref(&op)),
+            op => r.note_ops(std::slice::from_ref(&op)),
         }
-    }
-}
-
-/// What an apply-actions list does to the recording of a cache entry
-/// (see `cache.rs`): structural edits end it, header set-fields make the
-/// next lookup pin the bits that decide whether they applied. TTLs are not
-/// key fields (and the parser fills no POF window yet; once it does, TTL
-/// edits under a window must end recording too). `Nop` stands for an
-/// action that changes nothing the core models.
-fn note_ops(r: &mut Recorder, ops: &[Op]) {
-    for op in ops {
-        match op {
-            Op::Output { .. }
-            | Op::Group(_)
-            | Op::SetQueue(_)
-            | Op::SetNwTtl(_)
-            | Op::DecNwTtl
-            | Op::SetMplsTtl(_)
-            | Op::DecMplsTtl
-            | Op::Nop => {}
-            Op::SetField { field, .. } => match set_field_effect(*field) {
-                SetFieldEffect::Neutral => {}
-                SetFieldEffect::InPlace => r.dirty = true,
-                SetFieldEffect::Structural => r.open = false,
-            },
-            _ => r.open = false,
-        }
-    }
-}
-
-/// Whether `op` keeps the frame's layout as parsed: a header field written
-/// in place, a pipeline field (metadata, tunnel id) that lives beside the
-/// frame (see `set_field_effect`), or a TTL set or decrement (TTLs are not
-/// key fields, but an extract window may cover one, so the key is still
-/// marked stale). Copying TTLs in or out is left to a full re-parse.
-#[inline]
-fn in_place(op: &Op) -> bool {
-    match op {
-        Op::SetField { field, .. } => {
-            !matches!(set_field_effect(*field), SetFieldEffect::Structural)
-        }
-        Op::SetNwTtl(_) | Op::DecNwTtl | Op::SetMplsTtl(_) | Op::DecMplsTtl => true,
-        _ => false,
     }
 }
 
@@ -1237,7 +1099,7 @@ impl Pipeline {
                 }
                 if !ops.apply.is_empty() {
                     if let Some(r) = rec.as_deref_mut() {
-                        note_ops(r, &ops.apply);
+                        r.note_ops(&ops.apply);
                     }
                     if let Flow::Stop = self.run_ops(w, &ops.apply, pkt, ctx, tx) {
                         return;
@@ -1727,7 +1589,7 @@ pub fn flow_hash(pkt: &Pkt) -> u64 {
     ];
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &f in FIELDS {
-        let v = pkt.field(f);
+        let v = field(pkt, f);
         for w in [(v >> 64) as u64, v as u64] {
             h ^= w;
             h = h.wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29);

@@ -351,18 +351,7 @@ pub fn fuzz_ops(data: &[u8]) {
     let frame = b.rest();
     let meta = sluice_packet::parse::Meta { in_port: 1, in_phy_port: 1, metadata: 5, tunnel_id: 0 };
     let fresh = || {
-        let mut p = Pkt {
-            buf: sluice_packet::PacketBuf::new(
-                sluice_packet::PacketBuf::DEFAULT_HEADROOM,
-                crate::exec::MAX_FRAME + 64,
-            ),
-            meta,
-            key: sluice_packet::FlowKey::ZERO,
-            info: sluice_packet::ParseInfo::default(),
-            queue: None,
-            edited: false,
-            stale: false,
-        };
+        let mut p = Pkt { meta, ..Pkt::new() };
         p.buf.load(frame).ok().map(|()| {
             p.reparse();
             p

@@ -65,7 +65,6 @@
 //!
 //! [`FlowKey`]: sluice_packet::key::FlowKey
 
-pub mod cache;
 pub mod codegen;
 pub mod control;
 mod edit;
@@ -88,7 +87,7 @@ pub use sluice_core::tally;
 
 pub use codegen::JitOptions;
 
-pub use cache::CacheStats;
+pub use sluice_core::cache::CacheStats;
 pub use control::Outgoing;
 pub use exec::{TraceEvent, Tx, Worker};
 pub use fuzz::{fuzz_datapath_diff, fuzz_ops, fuzz_pipeline};

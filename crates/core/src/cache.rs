@@ -4,20 +4,20 @@
 //! A cache entry remembers, for a class of packets, the *resolved chain*
 //! of a packet's way through the tables: which entry (by table id and
 //! position in the table's vector) each table lookup hit, or that the
-//! lookup missed. When the chain covers the packet's whole way and no
-//! meter is on it, the entry also holds a *composed program* (built by
-//! `exec.rs` at install time): the table and entry counter cells to bump
-//! and the actions to run, in the walk's order, each with its entry's
-//! context — Open vSwitch's megaflow actions, plus the counters OpenFlow
-//! needs. On a hit the pipeline runs the program, or skips only the
-//! lookups and runs the same walk as the slow path (the entries' ops, or
-//! with the `Reference` datapath their instructions read from the spec);
-//! either way table and entry counters, `last_used` for idle
-//! timeouts, meters, select-group hashing, packet-ins and TTL checks
-//! happen per packet, so a cache can only change speed, never a result.
-//! Programs live in a per-cache slab, referenced by id and counted by the
-//! entries holding them (no atomic reference count on a hit). Two caches,
-//! as in Open vSwitch's userspace datapath:
+//! lookup missed, and which way each key-bit branch of the control graph
+//! went. When the chain covers the packet's whole way, the entry can also
+//! hold a *composed program* `P`, built by the front end that walks
+//! (`sluice_pipeline::exec::compose` for OpenFlow): the table and entry
+//! counter cells to bump and the ops to run, in the walk's order — Open
+//! vSwitch's megaflow actions, plus the counters OpenFlow needs. On a hit
+//! the walker runs the program, or skips only the lookups and runs the
+//! same walk as its slow path; either way counters, idle times, meters,
+//! select-group hashing, upcalls and TTL checks happen per packet, so a
+//! cache can only change speed, never a result. Programs live in a
+//! per-cache slab, referenced by id and counted by the entries holding
+//! them (no atomic reference count on a hit). The cache knows nothing of
+//! what a program is; it stores, counts and frees them. Two caches, as in
+//! Open vSwitch's userspace datapath:
 //!
 //! - the **exact-match cache** (OVS's EMC) is keyed by the whole
 //!   [`FlowKey`]: a direct-mapped array of [`EXACT_SLOTS`] slots indexed by
@@ -28,10 +28,10 @@
 //!   probed in turn (no priorities: every megaflow matching a key is
 //!   correct for it, see *Invariants*).
 //!
-//! `CacheMode::On` probes exact, then megaflow, then the tables (a megaflow
-//! hit is copied into the exact cache); `CacheMode::Megaflow` skips the
-//! exact cache; `CacheMode::Off` bypasses both. `Pipeline::trace` always
-//! takes the slow path.
+//! A walker configured for both probes exact, then megaflow, then the
+//! tables (a megaflow hit is copied into the exact cache, [`Caches::promote`]);
+//! megaflow-only skips the exact cache; off bypasses both (the OpenFlow
+//! front end's `CacheMode`). Traces always take the slow path.
 //!
 //! ## Basic design
 //! While the slow path walks the tables it *records*: each lookup's table,
@@ -58,6 +58,9 @@
 //!   that point are done live even on a cache hit: the entry holds a chain
 //!   *prefix*, and the hit path falls back to a table lookup once the
 //!   prefix is used up. "When in doubt, do not cache" applies per lookup.
+//!
+//! [`Recorder::note_ops`] is this list in code: the walker reports every
+//! op it runs between lookups, whatever front end lowered it.
 //!
 //! ## Cost
 //! - Exact cache: one hash of the 24 key words (independent multiplies),
@@ -103,8 +106,8 @@
 //!   about to run; a disagreement (a bug) is counted in
 //!   [`CacheStats::chain_mismatches`] and the hop is looked up live.
 
-use crate::exec::Program;
-use sluice_core::guard::{Answers, Chain as GuardChain};
+use crate::guard::{Answers, Chain as GuardChain};
+use crate::op::Op;
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT, KEY_WORDS, PRESENCE_WORD};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -273,11 +276,11 @@ pub struct Resolved {
     pub chain: Chain,
     /// The composed program's id in the cache's program slab, or
     /// [`NO_PROG`].
-    pub(crate) prog: u32,
+    pub prog: u32,
 }
 
 /// No composed program.
-pub(crate) const NO_PROG: u32 = u32::MAX;
+pub const NO_PROG: u32 = u32::MAX;
 
 impl Default for Resolved {
     fn default() -> Self {
@@ -289,22 +292,28 @@ impl Default for Resolved {
 /// number of entries (exact and megaflow) holding each: a program is
 /// freed when the last entry holding it is overwritten or cleared. Ids
 /// instead of `Arc`s keep a cache hit free of atomic reference counting.
-#[derive(Debug, Default)]
-struct Programs {
-    slots: Vec<(Option<Item>, u32)>,
+#[derive(Debug)]
+struct Programs<P: ?Sized> {
+    slots: Vec<(Option<Item<P>>, u32)>,
     free: Vec<u32>,
+}
+
+impl<P: ?Sized> Default for Programs<P> {
+    fn default() -> Self {
+        Programs { slots: Vec::new(), free: Vec::new() }
+    }
 }
 
 /// What an entry's id names: its composed program, and the guard results
 /// its recorded walk saw (see `sluice_core::guard`), either or both.
 #[derive(Debug)]
-pub(crate) struct Item {
-    pub prog: Option<Box<Program>>,
+pub struct Item<P: ?Sized> {
+    pub prog: Option<Box<P>>,
     pub guards: Option<Box<GuardChain>>,
 }
 
-impl Programs {
-    fn add(&mut self, p: Item) -> u32 {
+impl<P: ?Sized> Programs<P> {
+    fn add(&mut self, p: Item<P>) -> u32 {
         match self.free.pop() {
             Some(id) => {
                 if let Some(s) = self.slots.get_mut(id as usize) {
@@ -420,6 +429,32 @@ impl Recorder {
         c.truncate(self.guard_len);
         (self.guard_len > 0).then_some(c)
     }
+    /// What ops a walk ran do to the recording (see *Basic design*):
+    /// structural edits end it, header set-fields make the next lookup pin
+    /// the bits that decide whether they applied. TTLs are not key fields
+    /// (and no front end declares an extract window yet; once one does,
+    /// TTL edits under a window must end recording too). `Nop` stands
+    /// for an action that changes nothing the core models.
+    pub fn note_ops(&mut self, ops: &[Op]) {
+        for op in ops {
+            match op {
+                Op::Output { .. }
+                | Op::Group(_)
+                | Op::SetQueue(_)
+                | Op::SetNwTtl(_)
+                | Op::DecNwTtl
+                | Op::SetMplsTtl(_)
+                | Op::DecMplsTtl
+                | Op::Nop => {}
+                Op::SetField { field, .. } => match set_field_effect(*field) {
+                    SetFieldEffect::Neutral => {}
+                    SetFieldEffect::InPlace => self.dirty = true,
+                    SetFieldEffect::Structural => self.open = false,
+                },
+                _ => self.open = false,
+            }
+        }
+    }
 }
 
 /// The bits that decide whether a header `set_field` applies: every
@@ -486,13 +521,13 @@ pub fn set_field_effect(f: sluice_packet::Field) -> SetFieldEffect {
     }
 }
 
-/// The caches of one pipeline.
-#[derive(Debug, Default)]
-pub struct Caches {
+/// The caches of one worker; `P` is the front end's composed program.
+#[derive(Debug)]
+pub struct Caches<P: ?Sized> {
     exact: Vec<ExactSlot>,
     mega: Vec<MegaSubtable>,
     mega_len: usize,
-    progs: Programs,
+    progs: Programs<P>,
     /// Counts megaflow hits for [`Caches::promote`].
     promote_tick: u32,
     /// Some item holds guard results (since the last clear): hits must
@@ -502,7 +537,21 @@ pub struct Caches {
     pub stats: CacheStats,
 }
 
-impl Caches {
+impl<P: ?Sized> Default for Caches<P> {
+    fn default() -> Self {
+        Caches {
+            exact: Vec::new(),
+            mega: Vec::new(),
+            mega_len: 0,
+            progs: Programs::default(),
+            promote_tick: 0,
+            guarded_items: false,
+            stats: CacheStats::default(),
+        }
+    }
+}
+
+impl<P: ?Sized> Caches<P> {
     /// Drop every entry (statistics are kept).
     pub fn clear(&mut self) {
         self.exact = Vec::new();
@@ -514,20 +563,20 @@ impl Caches {
 
     /// Keep a composed program; its id goes into [`Resolved::prog`]. Freed
     /// once no installed entry holds it (install the entry right away).
-    pub(crate) fn add_program(&mut self, p: Box<Program>) -> u32 {
+    pub fn add_program(&mut self, p: Box<P>) -> u32 {
         self.progs.add(Item { prog: Some(p), guards: None })
     }
 
     /// Keep a composed program (if any) and the guard results an entry's
     /// walk recorded; one id for both, as [`Caches::add_program`].
-    pub(crate) fn add_item(&mut self, item: Item) -> u32 {
+    pub fn add_item(&mut self, item: Item<P>) -> u32 {
         self.guarded_items |= item.guards.is_some();
         self.progs.add(item)
     }
 
     /// Whether an entry may carry guard results (see `guarded_items`).
     #[inline]
-    pub(crate) fn has_guarded_items(&self) -> bool {
+    pub fn has_guarded_items(&self) -> bool {
         self.guarded_items
     }
 
@@ -536,18 +585,18 @@ impl Caches {
     /// entry that named it, which must neither free the item nor let its id
     /// name another one before the packet ran. [`Caches::unpin`] after.
     #[inline]
-    pub(crate) fn pin(&mut self, id: u32) {
+    pub fn pin(&mut self, id: u32) {
         self.progs.retain(id);
     }
 
     /// Let go of an item [`Caches::pin`] held.
     #[inline]
-    pub(crate) fn unpin(&mut self, id: u32) {
+    pub fn unpin(&mut self, id: u32) {
         self.progs.release(id);
     }
 
     /// Free a program no entry took.
-    pub(crate) fn drop_if_unused(&mut self, id: u32) {
+    pub fn drop_if_unused(&mut self, id: u32) {
         if self.progs.slots.get(id as usize).is_some_and(|s| s.1 == 0) {
             self.progs.retain(id);
             self.progs.release(id);
@@ -557,21 +606,21 @@ impl Caches {
     /// Start loading item `id`'s slot (a staged burst reads it one stage
     /// later).
     #[inline]
-    pub(crate) fn prefetch_item(&self, id: u32) {
+    pub fn prefetch_item(&self, id: u32) {
         if let Some(s) = self.progs.slots.get(id as usize) {
-            sluice_core::prefetch(s);
+            crate::prefetch(s);
         }
     }
 
     /// The composed program `id`.
     #[inline]
-    pub(crate) fn program(&self, id: u32) -> Option<&Program> {
+    pub fn program(&self, id: u32) -> Option<&P> {
         self.progs.slots.get(id as usize)?.0.as_ref()?.prog.as_deref()
     }
 
     /// The guard results entry item `id` must see again on a hit.
     #[inline]
-    pub(crate) fn guard_chain(&self, id: u32) -> Option<&GuardChain> {
+    pub fn guard_chain(&self, id: u32) -> Option<&GuardChain> {
         self.progs.slots.get(id as usize)?.0.as_ref()?.guards.as_deref()
     }
 
@@ -587,7 +636,7 @@ impl Caches {
     pub fn exact_hash_prefetch(&self, key: &FlowKey) -> u64 {
         let h = hash_key(key);
         if let Some(s) = self.exact.get(h as usize & (EXACT_SLOTS - 1)) {
-            sluice_core::prefetch(s);
+            crate::prefetch(s);
         }
         h
     }
@@ -734,7 +783,7 @@ mod tests {
 
     #[test]
     fn exact_hits_only_same_key_and_generation() {
-        let mut c = Caches::default();
+        let mut c = Caches::<[u8]>::default();
         let mut k = FlowKey::ZERO;
         k.words[3] = 0x0a00_0001;
         let ch = chain(&[(0, 3), (1, Hop::NO_ENTRY)]);
@@ -750,7 +799,7 @@ mod tests {
 
     #[test]
     fn megaflow_matches_on_masked_bits_only() {
-        let mut c = Caches::default();
+        let mut c = Caches::<[u8]>::default();
         let mut wc = FlowMask::ZERO;
         wc.words[3] = 0xffff_0000;
         let mut k = FlowKey::ZERO;
@@ -770,7 +819,7 @@ mod tests {
 
     #[test]
     fn megaflow_is_bounded() {
-        let mut c = Caches::default();
+        let mut c = Caches::<[u8]>::default();
         let mut wc = FlowMask::ZERO;
         wc.words[0] = u64::MAX;
         for i in 0..(MEGAFLOW_MAX as u64 + 10) {
@@ -791,7 +840,7 @@ mod tests {
     /// and is freed (its id reused) when the last one is replaced.
     #[test]
     fn programs_are_freed_with_their_last_entry() {
-        let mut c = Caches::default();
+        let mut c = Caches::<[u8]>::default();
         let mut wc = FlowMask::ZERO;
         wc.words[0] = u64::MAX;
         let k = FlowKey::ZERO;
@@ -828,7 +877,7 @@ mod tests {
 
     #[test]
     fn settle_adds_presence_vlan_and_ethertype() {
-        let c = Caches::default();
+        let c = Caches::<[u8]>::default();
         let mut r = Recorder::new(FlowKey::ZERO, None);
         c.settle(&mut r);
         assert!(r.wc.is_zero());

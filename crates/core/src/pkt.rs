@@ -1,0 +1,146 @@
+//! One packet on its way through a walk: the frame in a buffer with
+//! headroom, its metadata, its key and its parse, kept in step.
+//!
+//! The key is the parse's summary of the bytes. Edits go through
+//! [`Pkt::edit`], which runs the core's executor ([`crate::op::edit`])
+//! and keeps the two in step the cheap way: an edit that changes the
+//! frame's layout re-parses at once; one that writes a field in place
+//! (see [`in_place`]) leaves the parse's offsets valid and only marks the
+//! key [`Pkt::stale`]. Whatever reads the key (a lookup, a branch, a
+//! select group's hash, a meter's remark) calls [`Pkt::fresh`] first, so
+//! a run of set-fields followed by outputs never re-parses.
+//!
+//! Knows no control protocol: ports, queues and metadata are numbers.
+
+use crate::cache::{set_field_effect, SetFieldEffect};
+use crate::op::{Edited, Op};
+use sluice_packet::buf::PacketBuf;
+use sluice_packet::key::FlowKey;
+use sluice_packet::parse::{parse_into, Meta, ParseInfo};
+
+/// Largest frame a packet holds.
+pub const MAX_FRAME: usize = 65_535;
+
+/// One packet being processed.
+#[derive(Clone, Debug)]
+pub struct Pkt {
+    pub buf: PacketBuf,
+    pub meta: Meta,
+    pub key: FlowKey,
+    pub info: ParseInfo,
+    /// The output queue an op chose, if any.
+    pub queue: Option<u32>,
+    /// Re-parsed since it was loaded: an op may have changed the frame
+    /// (guards see the frame, so a cache entry stops recording guard
+    /// results there).
+    pub edited: bool,
+    /// The key lags behind the bytes: an in-place header edit (one that
+    /// leaves the frame's layout, so `info`, as it was) changed a field
+    /// the key holds. Whatever reads the key calls [`Pkt::fresh`] first.
+    pub stale: bool,
+}
+
+impl Default for Pkt {
+    fn default() -> Self {
+        Pkt::new()
+    }
+}
+
+impl Pkt {
+    /// An empty packet whose buffer holds [`MAX_FRAME`] bytes after the
+    /// default headroom (one allocation, reused for every frame loaded).
+    pub fn new() -> Pkt {
+        Pkt {
+            buf: PacketBuf::new(PacketBuf::DEFAULT_HEADROOM, MAX_FRAME + 64),
+            meta: Meta::default(),
+            key: FlowKey::ZERO,
+            info: ParseInfo::default(),
+            queue: None,
+            edited: false,
+            stale: false,
+        }
+    }
+
+    /// Make this the packet `data` received with `meta` (parsed); false if
+    /// the frame does not fit.
+    pub fn load(&mut self, data: &[u8], meta: Meta) -> bool {
+        if self.buf.load(data).is_err() {
+            return false;
+        }
+        self.meta = meta;
+        self.queue = None;
+        self.reparse();
+        self.edited = false;
+        true
+    }
+
+    /// Make this a copy of `other` (its key and parse need no redoing);
+    /// false if the frame does not fit.
+    pub fn copy_of(&mut self, other: &Pkt) -> bool {
+        if self.buf.load(other.data()).is_err() {
+            return false;
+        }
+        self.meta = other.meta;
+        self.key = other.key;
+        self.info = other.info;
+        self.queue = other.queue;
+        self.edited = other.edited;
+        self.stale = other.stale;
+        true
+    }
+
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        self.buf.data()
+    }
+
+    /// Parse the bytes again (key and offsets).
+    pub fn reparse(&mut self) {
+        parse_into(self.buf.data(), &self.meta, &mut self.key, &mut self.info);
+        self.edited = true;
+        self.stale = false;
+    }
+
+    /// Runs a header-edit op (the core's executor) and keeps the parse in
+    /// step: a structural change re-parses at once; a field written in
+    /// place leaves the layout (`info`) valid and only marks the key
+    /// [`Pkt::stale`].
+    #[inline]
+    pub fn edit(&mut self, op: &Op) -> Edited {
+        let r = crate::op::edit(op, &mut self.buf, &self.info, &mut self.meta);
+        if r == Edited::Changed {
+            if in_place(op) {
+                self.stale = true;
+                self.edited = true;
+            } else {
+                self.reparse();
+            }
+        }
+        r
+    }
+
+    /// Brings the key up to date with the bytes (see [`Pkt::stale`]).
+    #[inline]
+    pub fn fresh(&mut self) {
+        if self.stale {
+            self.reparse();
+        }
+    }
+}
+
+/// Whether `op` keeps the frame's layout as parsed: a header field written
+/// in place, a pipeline field (metadata, tunnel id) that lives beside the
+/// frame (see [`set_field_effect`]), or a TTL set or decrement (TTLs are
+/// not key fields, but an extract window may cover one, so the key is
+/// still marked stale). Copying TTLs in or out, and every other edit, is
+/// left to a full re-parse.
+#[inline]
+pub fn in_place(op: &Op) -> bool {
+    match op {
+        Op::SetField { field, .. } => {
+            !matches!(set_field_effect(*field), SetFieldEffect::Structural)
+        }
+        Op::SetNwTtl(_) | Op::DecNwTtl | Op::SetMplsTtl(_) | Op::DecMplsTtl => true,
+        _ => false,
+    }
+}

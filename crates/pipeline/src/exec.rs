@@ -16,13 +16,16 @@
 //! 4. After any action that changes headers the packet is re-parsed, so
 //!    later matches (goto-table) and actions see the new packet.
 //!
-//! Two executions of step 3, one meaning: the `Reference` datapath and
-//! [`Pipeline::trace`] interpret the entry's `Instruction`s and `Action`s
-//! straight from the spec (`ActionSet`, [`Pipeline::action`], `edit.rs`);
-//! every other datapath runs the ops the flow-mod lowered them to
-//! (`FlowEntry::ops`, `lower.rs`) with the core's deferred set, and so do
-//! cache entries' composed programs. The differential tests hold the two
-//! to the same results.
+//! Two walks, one meaning: the reference walk (`reference.rs`), for the
+//! oracle configuration and every trace, scans each table linearly and
+//! interprets the entry's `Instruction`s and `Action`s straight from the
+//! spec (`ActionSet`, [`Pipeline::action`], `edit.rs`); the fast walk
+//! here, for every other configuration, looks up through the index or
+//! compiled code and the caches and runs the ops the flow-mod lowered the
+//! instructions to (`FlowEntry::ops`, `lower.rs`) with the core's deferred
+//! set, and so do cache entries' composed programs. The differential
+//! tests hold the two to the same results; ports, groups, meters and
+//! packet-ins (below) serve both.
 //!
 //! Packet-ins carry the reason (`NO_MATCH` when the entry was a table-miss
 //! entry, `ACTION` otherwise, `INVALID_TTL` for TTL expiry), the table id,
@@ -119,7 +122,7 @@ pub struct Scratch {
     #[allow(clippy::vec_box)]
     burst: Vec<Box<Pkt>>,
     /// Trace being recorded, if any.
-    trace: Option<Vec<TraceEvent>>,
+    pub(crate) trace: Option<Vec<TraceEvent>>,
 }
 
 /// Most frames one stage of [`Pipeline::process_burst_with`] holds.
@@ -219,7 +222,7 @@ fn reason_code(r: Reason) -> u8 {
 /// A guard's position, as cache entries record it: table, entry position
 /// and index in the entry's guards (stable within a flow generation, which
 /// is all a cache entry lives).
-fn tag(table: u8, entry: usize, guard: usize) -> u64 {
+pub(crate) fn tag(table: u8, entry: usize, guard: usize) -> u64 {
     (u64::from(table) << 56) | ((entry as u64 & 0xff_ffff_ffff) << 16) | (guard as u64 & 0xffff)
 }
 
@@ -231,78 +234,14 @@ fn untag(t: u64) -> (u8, usize, usize) {
 /// Why a packet is on its way to the controller.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ctx {
-    table_id: u8,
-    cookie: u64,
-    reason: Reason,
+    pub(crate) table_id: u8,
+    pub(crate) cookie: u64,
+    pub(crate) reason: Reason,
     /// Group chain depth left.
-    depth: usize,
+    pub(crate) depth: usize,
     /// Interpret the OpenFlow actions straight from the spec (the
-    /// reference datapath and traces) rather than run their lowered ops.
-    spec: bool,
-}
-
-/// The action set of §5.10: at most one action of each type (one set-field
-/// per field).
-#[derive(Clone, Debug, Default)]
-pub struct ActionSet {
-    actions: Vec<Action>,
-}
-
-pub(crate) fn set_slot(a: &Action) -> (u16, Option<FieldId>) {
-    let f = match a {
-        Action::SetField(Oxm::Basic { field, .. }) => Some(*field),
-        _ => None,
-    };
-    (a.type_code(), f)
-}
-
-/// Execution rank of an action in the action set.
-pub(crate) fn set_rank(a: &Action) -> u8 {
-    match a {
-        Action::CopyTtlIn => 0,
-        Action::PopVlan | Action::PopMpls(_) | Action::PopPbb => 1,
-        Action::PushMpls(_) => 2,
-        Action::PushPbb(_) => 3,
-        Action::PushVlan(_) => 4,
-        Action::CopyTtlOut => 5,
-        Action::DecMplsTtl | Action::DecNwTtl => 6,
-        Action::SetMplsTtl(_) | Action::SetNwTtl(_) | Action::SetField(_) => 7,
-        Action::SetQueue(_) => 8,
-        Action::Group(_) => 9,
-        Action::Output { .. } => 10,
-        Action::Experimenter { .. } => 11,
-    }
-}
-
-impl ActionSet {
-    pub fn clear(&mut self) {
-        self.actions.clear();
-    }
-
-    pub fn write(&mut self, list: &[Action]) {
-        for a in list {
-            let slot = set_slot(a);
-            match self.actions.iter_mut().find(|x| set_slot(x) == slot) {
-                Some(x) => *x = a.clone(),
-                None => self.actions.push(a.clone()),
-            }
-        }
-    }
-
-    /// The actions in execution order; with a group action the output is
-    /// dropped (§5.10).
-    pub fn ordered(&self) -> Vec<Action> {
-        let mut v = self.actions.clone();
-        v.sort_by_key(set_rank);
-        if v.iter().any(|a| matches!(a, Action::Group(_))) {
-            v.retain(|a| !matches!(a, Action::Output { .. }));
-        }
-        v
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.actions.is_empty()
-    }
+    /// reference walk, `reference.rs`) rather than run their lowered ops.
+    pub(crate) spec: bool,
 }
 
 /// One step of a packet's way through the pipeline, recorded by
@@ -336,81 +275,8 @@ pub enum TraceEvent {
     Drop(&'static str),
 }
 
-/// Execution rank of an instruction: §5.9 runs an entry's instructions as
-/// meter, apply-actions, clear-actions, write-actions, write-metadata,
-/// goto-table, whatever order the FLOW_MOD listed them in (experimenter
-/// instructions are rejected at flow-mod time and come last).
-pub(crate) fn exec_rank(i: &Instruction) -> u8 {
-    match i {
-        Instruction::Meter(_) => 0,
-        Instruction::ApplyActions(_) => 1,
-        Instruction::ClearActions => 2,
-        Instruction::WriteActions(_) => 3,
-        Instruction::WriteMetadata { .. } => 4,
-        Instruction::GotoTable(_) => 5,
-        Instruction::Experimenter { .. } => 6,
-    }
-}
-
-/// An entry's instructions in execution order. Flow-mod validation allows
-/// at most one instruction of each type, so there are at most seven: an
-/// insertion sort of references on the stack, no allocation. (Longer
-/// lists, which validation never lets through, are sorted on the heap.)
-enum ExecOrder<'a> {
-    Small([&'a Instruction; 8], usize),
-    Large(Vec<&'a Instruction>),
-}
-
-impl<'a> ExecOrder<'a> {
-    #[inline]
-    fn of(ins: &'a [Instruction]) -> ExecOrder<'a> {
-        let Some(first) = ins.first() else { return ExecOrder::Small([&DUMMY; 8], 0) };
-        if ins.len() > 8 {
-            let mut v: Vec<&Instruction> = ins.iter().collect();
-            v.sort_by_key(|i| exec_rank(i));
-            return ExecOrder::Large(v);
-        }
-        let mut a = [first; 8];
-        for (n, i) in ins.iter().enumerate().skip(1) {
-            // Stable: an equal rank stays after the earlier one.
-            let mut j = n;
-            while j > 0 && exec_rank(a[j - 1]) > exec_rank(i) {
-                a[j] = a[j - 1];
-                j -= 1;
-            }
-            a[j] = i;
-        }
-        ExecOrder::Small(a, ins.len())
-    }
-
-    #[inline]
-    fn as_slice(&self) -> &[&'a Instruction] {
-        match self {
-            ExecOrder::Small(a, n) => a.get(..*n).unwrap_or(&[]),
-            ExecOrder::Large(v) => v,
-        }
-    }
-}
-
-static DUMMY: Instruction = Instruction::ClearActions;
-
-/// What an apply-actions list the reference interprets does to the
-/// recording of a cache entry: what its lowered ops do
-/// ([`Recorder::note_ops`]; the
-/// cache is a fast-path matter, so one classification serves both). An
-/// action that lowers to `Nop` (experimenter actions and set-fields)
-/// ends the recording, as nothing vouches for what it does to the key.
-fn note_actions(r: &mut Recorder, list: &[Action]) {
-    for a in list {
-        match lower(a) {
-            Op::Nop => r.open = false,
-            op => r.note_ops(std::slice::from_ref(&op)),
-        }
-    }
-}
-
 /// The outcome of one action on a packet.
-enum Flow {
+pub(crate) enum Flow {
     Continue,
     /// The packet is gone (dropped by a meter, TTL expiry).
     Stop,
@@ -423,7 +289,7 @@ enum Flow {
 /// pipeline or any published copy of it.
 #[derive(Debug)]
 pub struct Worker {
-    shard: Shard,
+    pub(crate) shard: Shard,
     pub(crate) now_ns: u64,
     pub(crate) scratch: Scratch,
     pub(crate) cache: Caches,
@@ -472,7 +338,7 @@ impl Worker {
 
     /// Record a trace event; `e` is only built when tracing.
     #[inline]
-    fn note(&mut self, e: impl FnOnce() -> TraceEvent) {
+    pub(crate) fn note(&mut self, e: impl FnOnce() -> TraceEvent) {
         if let Some(t) = &mut self.scratch.trace {
             t.push(e());
         }
@@ -532,7 +398,8 @@ impl Pipeline {
         frames: &[&[u8]],
         tx: &mut dyn Tx,
     ) {
-        if w.scratch.trace.is_some() {
+        if self.is_oracle(w) {
+            // The reference walks one packet at a time.
             for f in frames {
                 self.process_with(w, in_port, f, tx);
             }
@@ -742,8 +609,12 @@ impl Pipeline {
     }
 
     fn run_tables_with(&self, w: &mut Worker, cache: &mut Caches, pkt: &mut Pkt, tx: &mut dyn Tx) {
+        if self.is_oracle(w) {
+            self.ref_walk(w, pkt, tx);
+            return;
+        }
         let mode = self.cfg.cache;
-        if mode == CacheMode::Off || w.scratch.trace.is_some() {
+        if mode == CacheMode::Off {
             self.walk(w, cache, pkt, tx, None, None);
             return;
         }
@@ -846,7 +717,7 @@ impl Pipeline {
 
     /// The context actions of entry `e` of `table` run in (packet-in
     /// reason and cookie, group depth).
-    fn entry_ctx(&self, table: u8, e: &FlowEntry) -> Ctx {
+    pub(crate) fn entry_ctx(&self, table: u8, e: &FlowEntry) -> Ctx {
         Ctx {
             table_id: table,
             cookie: e.cookie,
@@ -983,13 +854,12 @@ impl Pipeline {
         let mut node = graph.start();
         // The context of the last entry hit: the deferred set runs in it.
         let mut last_ctx: Option<Ctx> = None;
-        let mut set = ActionSet::default();
         let now = w.now_ns;
         let shard = w.shard;
+        // `Datapath::Reference` with caches on: linear-scan lookups (their
+        // masks are valid un-wildcarding), lowered ops like every other
+        // fast configuration.
         let indexed = self.cfg.datapath != Datapath::Reference;
-        // The reference and traces interpret the spec's instructions; every
-        // other datapath runs the ops they were lowered to at flow-mod time.
-        let spec = !indexed || w.scratch.trace.is_some();
         let mut deferred = DeferredSet::default();
         let mut hop_i = 0usize;
         // The classifier always reports consulted bits; unrecorded walks
@@ -1033,7 +903,7 @@ impl Pipeline {
                     continue;
                 }
                 Some(Node::End) | None => {
-                    self.finish(w, pkt, last_ctx, &mut set, &mut deferred, spec, tx);
+                    self.finish(w, pkt, last_ctx, &mut deferred, tx);
                     return;
                 }
             };
@@ -1058,16 +928,15 @@ impl Pipeline {
                 }
             };
             let Some(i) = found else {
-                w.note(|| TraceEvent::Lookup { table, entry: None });
                 if let Next::Entry = next {
-                    w.note(|| TraceEvent::Drop("no matching entry and no table-miss entry"));
+                    // OpenFlow: no entry and no table-miss entry drops.
                     return;
                 }
                 // A graph that goes on after a miss (P4's default path).
                 match graph.after(table, next, None) {
                     Some(n) => node = n,
                     None => {
-                        self.finish(w, pkt, last_ctx, &mut set, &mut deferred, spec, tx);
+                        self.finish(w, pkt, last_ctx, &mut deferred, tx);
                         return;
                     }
                 }
@@ -1075,124 +944,59 @@ impl Pipeline {
             };
             t.stats.add(shard, FlowTable::MATCHED, 1);
             let Some(e) = t.entries().get(i) else { return };
-            // Trace events are built only when tracing (the match clone
-            // would otherwise cost an allocation per packet).
-            let tracing = w.scratch.trace.is_some();
-            if tracing {
-                w.note(|| TraceEvent::Lookup {
-                    table,
-                    entry: Some((e.priority, e.cookie, e.r#match.clone())),
-                });
-            }
             e.hit(shard, pkt.data().len(), now);
-            let ctx = Ctx { spec, ..self.entry_ctx(table, e) };
+            let ctx = self.entry_ctx(table, e);
             last_ctx = Some(ctx);
-            if !spec {
-                let ops = &*e.ops;
-                if let Some(m) = ops.meter {
-                    if let Some(r) = rec.as_deref_mut() {
-                        r.open = false;
-                    }
-                    if let Flow::Stop = self.meter(w, m, pkt) {
-                        return;
-                    }
+            let ops = &*e.ops;
+            if let Some(m) = ops.meter {
+                // A DSCP remark would change the key by time, not by key:
+                // later lookups are not predictable.
+                if let Some(r) = rec.as_deref_mut() {
+                    r.open = false;
                 }
-                if !ops.apply.is_empty() {
-                    if let Some(r) = rec.as_deref_mut() {
-                        r.note_ops(&ops.apply);
-                    }
-                    if let Flow::Stop = self.run_ops(w, &ops.apply, pkt, ctx, tx) {
-                        return;
-                    }
-                }
-                if ops.clear {
-                    deferred.clear();
-                }
-                deferred.write(&ops.write);
-                if let Some((value, mask)) = ops.metadata {
-                    pkt.meta.metadata = (pkt.meta.metadata & !mask) | (value & mask);
-                    refresh_metadata(&mut pkt.key, &pkt.meta);
-                }
-                match graph.after(table, next, Some((ops.action, ops.next))) {
-                    Some(n) => node = n,
-                    None => {
-                        self.finish(w, pkt, last_ctx, &mut set, &mut deferred, spec, tx);
-                        return;
-                    }
-                }
-                continue;
-            }
-            let mut goto = None;
-            let order = ExecOrder::of(&e.instructions);
-            for &ins in order.as_slice() {
-                if tracing {
-                    w.note(|| TraceEvent::Instruction(ins.clone()));
-                }
-                match ins {
-                    Instruction::Meter(m) => {
-                        // A DSCP remark would change the key by time, not
-                        // by key: later lookups are not predictable.
-                        if let Some(r) = rec.as_deref_mut() {
-                            r.open = false;
-                        }
-                        if let Flow::Stop = self.meter(w, *m, pkt) {
-                            return;
-                        }
-                    }
-                    Instruction::ApplyActions(list) => {
-                        if let Some(r) = rec.as_deref_mut() {
-                            note_actions(r, list);
-                        }
-                        if let Flow::Stop = self.actions(w, list, pkt, ctx, tx) {
-                            return;
-                        }
-                    }
-                    Instruction::ClearActions => set.clear(),
-                    Instruction::WriteActions(list) => set.write(list),
-                    Instruction::WriteMetadata { metadata, mask } => {
-                        pkt.meta.metadata = (pkt.meta.metadata & !mask) | (metadata & mask);
-                        refresh_metadata(&mut pkt.key, &pkt.meta);
-                    }
-                    Instruction::GotoTable(t) => goto = Some(*t),
-                    Instruction::Experimenter { .. } => {}
+                if let Flow::Stop = self.meter(w, m, pkt) {
+                    return;
                 }
             }
-            match graph.after(table, next, Some((e.ops.action, goto))) {
+            if !ops.apply.is_empty() {
+                if let Some(r) = rec.as_deref_mut() {
+                    r.note_ops(&ops.apply);
+                }
+                if let Flow::Stop = self.run_ops(w, &ops.apply, pkt, ctx, tx) {
+                    return;
+                }
+            }
+            if ops.clear {
+                deferred.clear();
+            }
+            deferred.write(&ops.write);
+            if let Some((value, mask)) = ops.metadata {
+                pkt.meta.metadata = (pkt.meta.metadata & !mask) | (value & mask);
+                refresh_metadata(&mut pkt.key, &pkt.meta);
+            }
+            match graph.after(table, next, Some((ops.action, ops.next))) {
                 Some(n) => node = n,
                 None => {
-                    self.finish(w, pkt, last_ctx, &mut set, &mut deferred, spec, tx);
+                    self.finish(w, pkt, last_ctx, &mut deferred, tx);
                     return;
                 }
             }
         }
     }
 
-    /// The end of a walk: the deferred ops run (the spec's action set on
-    /// the reference datapath and in traces, the lowered ops elsewhere),
-    /// in the context of the last entry hit.
-    #[allow(clippy::too_many_arguments)]
+    /// The end of a walk: the deferred ops run in the context of the last
+    /// entry hit.
     #[inline]
     fn finish(
         &self,
         w: &mut Worker,
         pkt: &mut Pkt,
         ctx: Option<Ctx>,
-        set: &mut ActionSet,
         deferred: &mut DeferredSet,
-        spec: bool,
         tx: &mut dyn Tx,
     ) {
         let Some(ctx) = ctx else { return };
-        if spec {
-            if set.is_empty() && w.scratch.trace.is_none() {
-                return;
-            }
-            let ordered = set.ordered();
-            w.note(|| TraceEvent::ActionSet(ordered.clone()));
-            self.actions(w, &ordered, pkt, ctx, tx);
-        } else {
-            self.run_ops(w, deferred.ordered(), pkt, ctx, tx);
-        }
+        self.run_ops(w, deferred.ordered(), pkt, ctx, tx);
     }
 
     /// One lookup of a walk that is not replaying a recorded hop: recorded
@@ -1280,7 +1084,7 @@ impl Pipeline {
         })
     }
 
-    fn meter(&self, w: &mut Worker, id: u32, pkt: &mut Pkt) -> Flow {
+    pub(crate) fn meter(&self, w: &mut Worker, id: u32, pkt: &mut Pkt) -> Flow {
         let Some(m) = self.meters.get(id) else { return Flow::Continue };
         let verdict = m.apply(pkt.data().len(), w.now_ns);
         w.note(|| TraceEvent::Meter { meter: id, verdict });
@@ -1293,22 +1097,6 @@ impl Pipeline {
                 Flow::Continue
             }
         }
-    }
-
-    fn actions(
-        &self,
-        w: &mut Worker,
-        list: &[Action],
-        pkt: &mut Pkt,
-        ctx: Ctx,
-        tx: &mut dyn Tx,
-    ) -> Flow {
-        for a in list {
-            if let Flow::Stop = self.action(w, a, pkt, ctx, tx) {
-                return Flow::Stop;
-            }
-        }
-        Flow::Continue
     }
 
     /// Runs ops in order until one stops the packet.
@@ -1349,26 +1137,8 @@ impl Pipeline {
         Flow::Continue
     }
 
-    fn action(&self, w: &mut Worker, a: &Action, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) -> Flow {
-        match a {
-            Action::Output { port, max_len } => self.output(w, *port, *max_len, pkt, ctx, tx),
-            Action::Group(g) => self.group(w, *g, pkt, ctx, tx),
-            Action::SetQueue(q) => pkt.queue = Some(*q),
-            _ => match edit::apply(a, pkt) {
-                edit::Outcome::Done => {}
-                edit::Outcome::InvalidTtl => {
-                    let ctx = Ctx { reason: Reason::InvalidTtl, ..ctx };
-                    let len = self.switch_config.miss_send_len;
-                    self.packet_in(w, pkt, ctx, len);
-                    return Flow::Stop;
-                }
-            },
-        }
-        Flow::Continue
-    }
-
     #[inline]
-    fn output(
+    pub(crate) fn output(
         &self,
         w: &mut Worker,
         port: u32,
@@ -1432,7 +1202,7 @@ impl Pipeline {
         w.note(|| TraceEvent::Output { port });
     }
 
-    fn packet_in(&self, w: &mut Worker, pkt: &Pkt, ctx: Ctx, max_len: u16) {
+    pub(crate) fn packet_in(&self, w: &mut Worker, pkt: &Pkt, ctx: Ctx, max_len: u16) {
         if !self.ports.packet_in_allowed(pkt.meta.in_port) {
             w.note(|| TraceEvent::Drop("ingress port has NO_PACKET_IN"));
             return;
@@ -1464,7 +1234,7 @@ impl Pipeline {
         });
     }
 
-    fn group(&self, w: &mut Worker, id: u32, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) {
+    pub(crate) fn group(&self, w: &mut Worker, id: u32, pkt: &mut Pkt, ctx: Ctx, tx: &mut dyn Tx) {
         if ctx.depth == 0 {
             return;
         }
@@ -1536,7 +1306,7 @@ impl Pipeline {
             cookie: u64::MAX,
             reason: Reason::Action,
             depth: self.cfg.max_group_depth,
-            spec: self.cfg.datapath == Datapath::Reference,
+            spec: self.cfg.is_oracle(),
         };
         // Lowered once per message, like a flow entry's at flow-mod time.
         let ops: Vec<Op> =

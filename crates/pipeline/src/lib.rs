@@ -1,12 +1,14 @@
 //! # sluice-pipeline: the reference OpenFlow 1.3.5 pipeline
 //!
 //! What happens to every packet under every flow table, group and meter the
-//! OpenFlow 1.3.5 spec allows, written for clarity first. It is the oracle
-//! every fast path (tuple-space classifier, caches, generated code) is
-//! tested against, so its rule is: straight from the spec, no cleverness
-//! that could hide a bug. The fast paths live beside it in this crate
-//! (table index, caches) and change only which lookups run, never what
-//! a packet's instructions do.
+//! OpenFlow 1.3.5 spec allows. Its reference walk (`reference.rs`) is
+//! written for clarity first: linear scans, instructions and actions
+//! interpreted straight from the spec, no cleverness that could hide a
+//! bug. It is the oracle every fast path (tuple-space classifier, compiled
+//! tables, caches, the lowering of actions to the core's ops) is tested
+//! against. The fast walk (`exec.rs`) runs the ops `lower.rs` made of the
+//! instructions at flow-mod time, over the index, compiled code and the
+//! core's caches (`sluice_core::cache`).
 //!
 //! ## The API is small
 //! - [`Pipeline::handle`] applies one controller message (flow-mod,
@@ -35,7 +37,10 @@
 //! every setting must give identical frames, messages and counters
 //! (`tests/differential.rs`, [`fuzz_datapath_diff`]):
 //! - `Datapath::Reference`: each table's priority-sorted vector is scanned
-//!   linearly (the oracle). `Datapath::Classifier`: each table
+//!   linearly; with caches off this is the oracle, the reference walk
+//!   ([`Config::is_oracle`]); with caches on, the fast walk runs lowered
+//!   ops over linear scans (the scan's masks un-wildcard the cache
+//!   entries). `Datapath::Classifier`: each table
 //!   also keeps a `sluice-classifier` tuple-space index of its entries
 //!   (see `table.rs` for the cost of flow-mods). `Datapath::Compiled`
 //!   (default): every table also gets native code from Cranelift
@@ -48,9 +53,9 @@
 //!   entry's composed program (the counters and actions of the packet's
 //!   whole way) or replays its chain of entries; either way counters,
 //!   idle times, groups, meters and packet-ins happen per packet as on the
-//!   slow path (see `cache.rs`). [`Pipeline::process_burst_with`] stages a
-//!   burst so its cache misses overlap. [`Pipeline::trace`] always takes
-//!   the slow path.
+//!   slow path (see `sluice_core::cache`). [`Pipeline::process_burst_with`]
+//!   stages a burst so its cache misses overlap. [`Pipeline::trace`]
+//!   always takes the reference walk.
 //!   [`Pipeline::set_datapath`], [`Pipeline::set_cache`] switch at run
 //!   time; [`Pipeline::cache_stats`] and [`Worker::cache_stats`] report
 //!   hits and misses. Caches belong to a [`Worker`], never to the shared
@@ -78,6 +83,7 @@ pub mod meter;
 pub mod oxm_field;
 pub mod ports;
 pub mod publish;
+pub mod reference;
 pub mod rule;
 pub mod stats;
 pub mod table;
@@ -87,10 +93,10 @@ pub use sluice_core::tally;
 
 pub use codegen::JitOptions;
 
-pub use sluice_core::cache::CacheStats;
 pub use control::Outgoing;
 pub use exec::{TraceEvent, Tx, Worker};
 pub use fuzz::{fuzz_datapath_diff, fuzz_ops, fuzz_pipeline};
+pub use sluice_core::cache::CacheStats;
 
 use group::GroupTable;
 use meter::MeterTable;
@@ -157,6 +163,15 @@ impl Config {
         }
     }
 
+    /// Whether this is the oracle configuration: `Datapath::Reference`
+    /// with caches off, where packets take the OpenFlow reference walk
+    /// (`reference.rs`: linear scans, instructions and actions
+    /// interpreted from the spec). Every other configuration runs the
+    /// fast walk over lowered ops.
+    pub fn is_oracle(&self) -> bool {
+        self.datapath == Datapath::Reference && self.cache == CacheMode::Off
+    }
+
     /// Counter shards: the owner's, one per worker, one shared.
     pub fn shards(&self) -> usize {
         self.workers.saturating_add(2)
@@ -166,7 +181,8 @@ impl Config {
 /// The flow-table lookup structure.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Datapath {
-    /// Linear scan of the priority-sorted entries: the oracle.
+    /// Linear scan of the priority-sorted entries: with caches off, the
+    /// oracle (see [`Config::is_oracle`]).
     Reference,
     /// Tuple-space search (`sluice-classifier`).
     Classifier,
@@ -179,7 +195,7 @@ pub enum Datapath {
     Compiled,
 }
 
-/// Caches in front of the table lookups (see `cache.rs`).
+/// Caches in front of the table lookups (see `sluice_core::cache`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CacheMode {
     /// Every packet is classified by the tables. The default: measured with

@@ -13,8 +13,8 @@
 //! datapath with the reference, check the lowering and the core's executor
 //! against the spec's reading.
 
-use crate::exec::{set_rank, set_slot};
 use crate::oxm_field;
+use crate::reference::{set_rank, set_slot};
 use sluice_core::op::{Deferred, EntryOps, Op};
 use sluice_ofp::action::Action;
 use sluice_ofp::instruction::Instruction;
@@ -78,7 +78,7 @@ pub fn lower_instructions(ins: &[Instruction]) -> EntryOps {
     let mut apply = Vec::new();
     let mut write = Vec::new();
     let mut ordered: Vec<&Instruction> = ins.iter().collect();
-    ordered.sort_by_key(|i| crate::exec::exec_rank(i));
+    ordered.sort_by_key(|i| crate::reference::exec_rank(i));
     for i in ordered {
         match i {
             Instruction::Meter(m) => out.meter = Some(*m),

@@ -17,6 +17,10 @@
 //!   exact and runs no guard twice for one packet.
 //! - [`op`]: the op IR front ends lower their actions into, and the
 //!   executor of its header edits.
+//! - [`window`]: protocol-oblivious window edits (POF's `{offset,
+//!   length}` in bits): set, modify, insert, remove, Internet checksum and
+//!   copy to the metadata, at any bit position ([`fuzz_window`] checks
+//!   them against a bit-by-bit model).
 //! - [`publish`]: one writer, many lock-free readers of a pipeline
 //!   version (left-right copies brought up to date by replaying the
 //!   master's change log), and the wait a barrier needs.
@@ -59,6 +63,8 @@ mod prefetch;
 pub mod publish;
 pub mod tally;
 pub mod upcall;
+pub mod window;
 
 pub use extract::fuzz_extract;
 pub use prefetch::prefetch;
+pub use window::fuzz_window;

@@ -16,9 +16,11 @@
 //! and upcalls move into the core their executor is the front end's, which
 //! is why [`edit`] reports them as [`Edited::NotAnEdit`].
 //!
-//! The ops mirror what OpenFlow 1.3.5 needs today; protocol-oblivious
-//! window edits (set, insert and remove bytes, checksum), meters and
-//! neutral upcalls are the next ops (ARCHITECTURE.md, target map).
+//! Protocol-oblivious window edits ([`Op::Window`]: set, modify, insert
+//! and remove bits at any bit position, checksum, copy to the metadata)
+//! are [`crate::window`]'s, run from [`edit`] like the others. Beyond
+//! what OpenFlow 1.3.5 needs and those, meters and neutral upcalls are
+//! the next ops (ARCHITECTURE.md, target map).
 //!
 //! # Invariants
 //! - [`edit`] never panics and never reads or writes outside the buffer:
@@ -31,6 +33,8 @@ use sluice_packet::buf::PacketBuf;
 use sluice_packet::parse::{Meta, ParseInfo};
 use sluice_packet::rewrite as rw;
 use sluice_packet::{Field, FieldValue};
+
+use crate::window::{self, WindowOp};
 
 /// One thing an action does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,6 +76,9 @@ pub enum Op {
     /// Does nothing (an action the front end accepted that changes
     /// nothing the core models).
     Nop,
+    /// A protocol-oblivious window edit ([`crate::window`]). Boxed: a
+    /// `WindowOp` is several times the size of every other op.
+    Window(Box<WindowOp>),
 }
 
 /// What [`edit`] did.
@@ -116,6 +123,7 @@ pub fn edit(op: &Op, buf: &mut PacketBuf, info: &ParseInfo, meta: &mut Meta) -> 
         Op::CopyTtlOut => rw::copy_ttl_out(buf, info),
         Op::CopyTtlIn => rw::copy_ttl_in(buf, info),
         Op::Nop => return Edited::Unchanged,
+        Op::Window(w) => return window::apply(w, buf, info, meta),
         Op::Output { .. } | Op::Group(_) | Op::SetQueue(_) => return Edited::NotAnEdit,
     };
     match r {
@@ -283,6 +291,31 @@ mod tests {
         assert_eq!(bytes.len(), 68);
         assert_eq!(&bytes[12..14], &[0x81, 0x00]);
         assert!(FIXED_LAYOUT.get(&key, Field::VlanVid).to_u128() & 0x1000 != 0);
+    }
+
+    #[test]
+    fn window_edits_run_through_edit() {
+        use crate::layout::Base;
+        use crate::window::Pos;
+        // The IPv4 TTL (L3 bit 64) set to 9 through a window; the checksum
+        // is the caller's business (a Checksum window op).
+        let set = WindowOp::Set { at: Pos::new(Base::L3, 64), len: 8, value: 9, mask: 0xff };
+        let (e, bytes, _, key) = run(&Op::Window(Box::new(set)), &udp_frame());
+        assert_eq!((e, bytes[22]), (Edited::Changed, 9));
+        assert_eq!(FIXED_LAYOUT.get(&key, Field::Ipv4Dst).as_slice(), &[10, 0, 0, 2]);
+        let past = WindowOp::Remove { at: Pos::new(Base::Payload, 0), len_bits: 8 * 40 };
+        let (e, bytes, _, _) = run(&Op::Window(Box::new(past)), &udp_frame());
+        assert_eq!((e, bytes), (Edited::Unchanged, udp_frame()));
+    }
+
+    /// `Op` was 20 bytes (alignment 4) before `Op::Window`. Any pointer in
+    /// a variant raises the alignment to 8, so 24 is the least it can be
+    /// with a boxed variant; the box keeps `WindowOp`'s own size (48
+    /// bytes, 16-aligned) out of every op.
+    #[test]
+    fn window_edits_are_boxed_so_op_stays_small() {
+        assert!(std::mem::size_of::<Op>() <= 24, "{}", std::mem::size_of::<Op>());
+        assert!(std::mem::size_of::<WindowOp>() > 24);
     }
 
     fn d(slot: u32, rank: u8, supersedes: Option<u32>, port: u32) -> Deferred {

@@ -33,6 +33,11 @@
 //!   slow-path walk may cache.
 //! - [`pkt`]: a packet on its way through a walk (buffer, metadata, key,
 //!   parse), re-parsed only when an edit changed the frame's layout.
+//! - [`walk`]: the fast walk every front end's fast configurations run:
+//!   the control graph, lookups with guards, entries' ops, the caches in
+//!   front, composed programs and staged bursts, generic over the
+//!   front end's tables and forwarding ([`walk::Frontend`]), and the
+//!   worker state it keeps.
 //! - [`prefetch()`]: the software prefetch that staged bursts use.
 //! - [`layout`]: the key layout at run time, the fixed parser's fields
 //!   plus windows declared when a pipeline is built, each with a value
@@ -40,10 +45,10 @@
 //!   area; and [`extract`]: the program that fills those windows from the
 //!   frame after the fixed parser ([`fuzz_extract`] checks it).
 //!
-//! Still in `sluice-pipeline`, to move here in later steps: tables with
-//! guards, the walk (which follows a [`graph::Graph`]), the forwarding
-//! ops' executor (ports, groups, upcalls), staged bursts and per-worker
-//! state.
+//! Still the front end's: the tables themselves (OpenFlow's flow tables
+//! with their index and compiled code implement [`walk::Table`]), ports,
+//! groups, meters and the making of upcalls (the forwarding ops'
+//! executor, [`walk::Frontend::forward`]).
 //!
 //! ## Invariants
 //! - No control protocol (see above).
@@ -63,6 +68,7 @@ mod prefetch;
 pub mod publish;
 pub mod tally;
 pub mod upcall;
+pub mod walk;
 pub mod window;
 
 pub use extract::fuzz_extract;

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_pipeline::ports::PortCounter;
-use sluice_pipeline::{Pipeline, Tx, Worker};
+use sluice_pipeline::{Pipeline, Tx, Worker, WorkerExt};
 use sluice_ports::{Port, RxBuf, BURST};
 use tracing::{debug, warn};
 
@@ -332,7 +332,7 @@ fn process_burst(
             p.process_burst_with(ctx, in_port, &frames[..part.len()], batch);
         }
     }
-    if ctx.has_async() {
+    if ctx.has_upcalls() {
         shared.push_async(ctx.take_async());
     }
     // Counted before transmitting: whoever sees a frame of this burst on

@@ -297,7 +297,7 @@ pub fn fuzz_datapath_diff(data: &[u8]) {
                     &frame,
                     &mut sink,
                 );
-                o.asyncs.extend(w.take_async());
+                o.asyncs.extend(crate::WorkerExt::take_async(&mut w));
                 continue;
             }
             let p = pb.master_mut();

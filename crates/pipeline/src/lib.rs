@@ -94,7 +94,7 @@ pub use sluice_core::tally;
 pub use codegen::JitOptions;
 
 pub use control::Outgoing;
-pub use exec::{TraceEvent, Tx, Worker};
+pub use exec::{TraceEvent, Tx, Worker, WorkerExt};
 pub use fuzz::{fuzz_datapath_diff, fuzz_ops, fuzz_pipeline};
 pub use sluice_core::cache::CacheStats;
 
@@ -196,18 +196,7 @@ pub enum Datapath {
 }
 
 /// Caches in front of the table lookups (see `sluice_core::cache`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CacheMode {
-    /// Every packet is classified by the tables. The default: measured with
-    /// `sluice bench`, a cache hit (hash and compare of the 192-byte key,
-    /// chain replay) still costs more than the tuple-space lookup it saves.
-    #[default]
-    Off,
-    /// Megaflow cache only.
-    Megaflow,
-    /// Exact-match cache, then megaflow cache, then the tables.
-    On,
-}
+pub use sluice_core::walk::CacheMode;
 
 impl Default for Config {
     fn default() -> Self {
@@ -303,7 +292,7 @@ impl Pipeline {
             now_ns: 0,
             seq: 0,
             async_out: Vec::new(),
-            local: Some(Box::new(Worker::new(Shard::OWNER))),
+            local: None,
             next_shard: 1,
             unsettled: TableSet::default(),
             jit_waiting: TableSet::default(),
@@ -326,7 +315,7 @@ impl Pipeline {
         } else {
             Shard::shared(shards)
         };
-        Worker::new(shard)
+        Worker::new(shard, exec::OfWorker::default())
     }
 
     /// A copy of this pipeline to publish to workers: same tables (with

@@ -26,12 +26,13 @@
 //! (`Graph::after`), ports, groups, meters and packet-ins (`exec.rs`).
 
 use crate::edit;
-use crate::exec::{tag, Ctx, Flow, Pkt, TraceEvent, Tx, Worker};
+use crate::exec::{Ctx, Flow, Pkt, TraceEvent, Tx, Worker};
 use crate::table::FlowTable;
 use crate::Pipeline;
 use sluice_core::graph::{Next, Node};
 use sluice_core::guard::{Answers, GuardInput};
 use sluice_core::upcall::Reason;
+use sluice_core::walk::tag;
 use sluice_ofp::action::Action;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::{FieldId, Oxm};
@@ -125,7 +126,7 @@ impl Pipeline {
     /// or a trace.
     #[inline]
     pub(crate) fn is_oracle(&self, w: &Worker) -> bool {
-        w.scratch.trace.is_some() || self.cfg.is_oracle()
+        w.ext.trace.is_some() || self.cfg.is_oracle()
     }
 
     /// The reference walk of one packet from the graph's start (see the
@@ -166,9 +167,9 @@ impl Pipeline {
                 t.lookup(&pkt.key)
             };
             let Some(e) = found.and_then(|i| t.entries().get(i)) else {
-                w.note(|| TraceEvent::Lookup { table, entry: None });
+                w.ext.note(|| TraceEvent::Lookup { table, entry: None });
                 if let Next::Entry = next {
-                    w.note(|| TraceEvent::Drop("no matching entry and no table-miss entry"));
+                    w.ext.note(|| TraceEvent::Drop("no matching entry and no table-miss entry"));
                     return;
                 }
                 // A graph that goes on after a miss (P4's default path).
@@ -179,7 +180,7 @@ impl Pipeline {
                 continue;
             };
             t.stats.add(w.shard, FlowTable::MATCHED, 1);
-            w.note(|| TraceEvent::Lookup {
+            w.ext.note(|| TraceEvent::Lookup {
                 table,
                 entry: Some((e.priority, e.cookie, e.r#match.clone())),
             });
@@ -190,7 +191,7 @@ impl Pipeline {
             let mut order: Vec<&Instruction> = e.instructions.iter().collect();
             order.sort_by_key(|i| exec_rank(i));
             for ins in order {
-                w.note(|| TraceEvent::Instruction(ins.clone()));
+                w.ext.note(|| TraceEvent::Instruction(ins.clone()));
                 match ins {
                     Instruction::Meter(m) => {
                         if let Flow::Stop = self.meter(w, *m, pkt) {
@@ -221,7 +222,7 @@ impl Pipeline {
         // entry hit.
         let Some(ctx) = last_ctx else { return };
         let ordered = set.ordered();
-        w.note(|| TraceEvent::ActionSet(ordered.clone()));
+        w.ext.note(|| TraceEvent::ActionSet(ordered.clone()));
         self.actions(w, &ordered, pkt, ctx, tx);
     }
 

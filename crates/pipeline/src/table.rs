@@ -77,6 +77,7 @@ use crate::tally::{Shard, Tally};
 use sluice_classifier::{Classifier, RuleId, RuleSpec};
 use sluice_core::guard::GuardSet;
 use sluice_core::op::EntryOps;
+use sluice_core::walk::Counting;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Match;
 use sluice_packet::key::{FlowKey, FlowMask};
@@ -117,10 +118,10 @@ pub struct FlowEntry {
 
 impl FlowEntry {
     /// Counters of [`FlowEntry::stats`].
-    pub const PACKETS: usize = 0;
-    pub const BYTES: usize = 1;
+    pub const PACKETS: usize = sluice_core::walk::ENTRY_PACKETS;
+    pub const BYTES: usize = sluice_core::walk::ENTRY_BYTES;
     /// Pipeline time (ns) of the last packet (a maximum, not a sum).
-    pub const USED: usize = 2;
+    pub const USED: usize = sluice_core::walk::ENTRY_USED;
 
     /// Fresh counters for an entry, for a pipeline with `shards` shards.
     pub fn new_stats(shards: usize) -> Tally {
@@ -149,21 +150,15 @@ impl FlowEntry {
     /// and `NO_BYT_COUNTS`).
     #[inline]
     pub(crate) fn hit(&self, s: Shard, bytes: usize, now_ns: u64) {
-        Self::count(&self.stats, self.flags, s, bytes, now_ns);
+        Self::counting(self.flags).count(&self.stats, s, bytes, now_ns);
     }
 
-    /// [`FlowEntry::hit`] on an entry's counters and flags held apart from
-    /// the entry (a cache's composed program).
+    /// Which counters a hit of an entry with `flags` bumps: OpenFlow's
+    /// `NO_PKT_COUNTS` and `NO_BYT_COUNTS` opt out.
     #[inline]
-    pub(crate) fn count(stats: &Tally, flags: u16, s: Shard, bytes: usize, now_ns: u64) {
+    pub(crate) fn counting(flags: u16) -> Counting {
         use sluice_ofp::message::flow_mod_flags as ff;
-        if flags & ff::NO_PKT_COUNTS == 0 {
-            stats.add(s, Self::PACKETS, 1);
-        }
-        if flags & ff::NO_BYT_COUNTS == 0 {
-            stats.add(s, Self::BYTES, bytes as u64);
-        }
-        stats.raise(s, Self::USED, now_ns);
+        Counting { packets: flags & ff::NO_PKT_COUNTS == 0, bytes: flags & ff::NO_BYT_COUNTS == 0 }
     }
 }
 
@@ -314,8 +309,8 @@ pub struct FlowTable {
 }
 
 impl FlowTable {
-    pub const LOOKUPS: usize = 0;
-    pub const MATCHED: usize = 1;
+    pub const LOOKUPS: usize = sluice_core::walk::TABLE_LOOKUPS;
+    pub const MATCHED: usize = sluice_core::walk::TABLE_MATCHED;
 
     /// An empty table counting into `shards` shards.
     pub fn new(max_entries: usize, shards: usize) -> Self {

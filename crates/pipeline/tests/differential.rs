@@ -38,7 +38,7 @@ use sluice_ofp::port::Port;
 use sluice_packet::key::FIXED_LAYOUT;
 use sluice_packet::Field;
 use sluice_pipeline::publish::Publisher;
-use sluice_pipeline::{CacheMode, Config, Datapath, JitOptions, Pipeline, Worker};
+use sluice_pipeline::{CacheMode, Config, Datapath, JitOptions, Pipeline, Worker, WorkerExt};
 
 const N_TABLES: u8 = 4;
 const PORTS: [u32; 4] = [1, 2, 3, 4];

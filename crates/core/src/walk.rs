@@ -1,0 +1,1016 @@
+//! # The fast walk: a packet's way through a front end's tables
+//!
+//! ## What?
+//! The forwarding loop every fast configuration runs: follow the
+//! pipeline's control [`Graph`] from its start, look each applied table up
+//! (through the front end's index or compiled code, with guards), count
+//! the hit, run the entry's lowered ops ([`EntryOps`]), collect its
+//! deferred ops, and at the end run the deferred set. In front of the
+//! tables sit the worker's exact and megaflow caches ([`crate::cache`]):
+//! a miss walks while recording and installs what it may; a hit re-checks
+//! the guards its walk saw, then runs the entry's composed [`Program`] or
+//! replays its chain of entries. [`burst`] stages up to [`BURST`] packets
+//! so their cache misses overlap.
+//!
+//! ## Basic design
+//! The walk knows no control protocol. A front end describes itself with
+//! three traits: [`Frontend`] (its graph, tables, configuration, and the
+//! forwarding the core does not own: ports, groups, meters, upcalls),
+//! [`Table`] (lookups with and without un-wildcarding and guards) and
+//! [`Entry`] (an entry's ops, guards and counters). The walk is generic
+//! over them, so each front end gets its own monomorphised copy with no
+//! indirect calls on the hot path. A front end keeps its own reference
+//! walk beside this one (OpenFlow's is `sluice_pipeline::reference`) and
+//! tests this one against it.
+//!
+//! What a front end decides, it decides once: `Frontend::ctx` gives the
+//! context an entry's ops run in (OpenFlow: table id, cookie, packet-in
+//! reason, group depth), captured into composed programs at install
+//! time; forwarding ops ([`Op::Output`], [`Op::Group`]) and a TTL that
+//! expires go back to the front end with that context.
+//!
+//! ## Costs
+//! Per packet on a cache hit with a composed program: one exact-cache
+//! probe (or the megaflow probes), the program's steps (counter adds and
+//! ops), nothing else. On a miss: the lookups, the recording (masks OR-ed
+//! per lookup), composing and installing. Without caches: the lookups and
+//! the entries' ops. No allocation per packet once the worker's packet
+//! pool and caches are warm.
+//!
+//! ## Invariants
+//! - Same frames, upcalls, counters and guard invocation order as the
+//!   front end's reference walk, for every configuration, cache mode and
+//!   burst size (the front ends' differential tests).
+//! - Bounded: a walk visits at most as many nodes as the graph has (the
+//!   graph is acyclic, goto edges count as edges to every later table).
+//! - Workers take no lock: everything shared is read-only or an atomic
+//!   counter shard; the caches, packet pool and upcall queue are the
+//!   worker's own.
+
+use crate::cache::{CacheStats, Caches, Chain, Hop, Item, Recorder, Resolved, NO_PROG};
+use crate::graph::{Graph, Next, Node};
+use crate::guard::{Answers, Chain as GuardChain, GuardInput, GuardSet};
+use crate::op::{DeferredSet, Edited, EntryOps, Op};
+use crate::pkt::Pkt;
+use crate::prefetch;
+use crate::tally::{Shard, Tally};
+use crate::upcall::Upcall;
+use sluice_packet::key::{FlowKey, FlowMask};
+use sluice_packet::parse::{refresh_metadata, Meta};
+use std::fmt;
+use std::sync::Arc;
+
+/// Most frames one stage of [`burst`] holds.
+pub const BURST: usize = 32;
+
+/// A table's counters ([`Table::counters`]): lookups, then matches.
+pub const TABLE_LOOKUPS: usize = 0;
+pub const TABLE_MATCHED: usize = 1;
+/// An entry's counters ([`Entry::counters`]): packets, bytes, and the
+/// time of the last packet (a maximum, not a sum).
+pub const ENTRY_PACKETS: usize = 0;
+pub const ENTRY_BYTES: usize = 1;
+pub const ENTRY_USED: usize = 2;
+
+/// Where transmitted frames go.
+pub trait Tx {
+    /// Send `frame` on port `port` (the front end's port number), on
+    /// `queue` if an op chose one.
+    fn transmit(&mut self, port: u32, queue: Option<u32>, frame: &[u8]);
+}
+
+impl<F: FnMut(u32, Option<u32>, &[u8])> Tx for F {
+    fn transmit(&mut self, port: u32, queue: Option<u32>, frame: &[u8]) {
+        self(port, queue, frame)
+    }
+}
+
+/// The outcome of one op on a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    /// The packet is gone (dropped by a meter, TTL expiry).
+    Stop,
+}
+
+/// Which of an entry's counters a hit bumps (a rule may opt out of
+/// packet or byte counting; the time of use is always kept).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counting {
+    pub packets: bool,
+    pub bytes: bool,
+}
+
+impl Counting {
+    /// Count one packet of `bytes` at `now_ns` in `stats` (an entry's
+    /// counters: [`ENTRY_PACKETS`], [`ENTRY_BYTES`], [`ENTRY_USED`]).
+    #[inline]
+    pub fn count(self, stats: &Tally, s: Shard, bytes: usize, now_ns: u64) {
+        if self.packets {
+            stats.add(s, ENTRY_PACKETS, 1);
+        }
+        if self.bytes {
+            stats.add(s, ENTRY_BYTES, bytes as u64);
+        }
+        stats.raise(s, ENTRY_USED, now_ns);
+    }
+}
+
+/// Which caches stand in front of the tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CacheMode {
+    /// Every packet is classified by the tables. The default: measured with
+    /// `sluice bench`, a cache hit (hash and compare of the 192-byte key,
+    /// chain replay) still costs more than the tuple-space lookup it saves.
+    #[default]
+    Off,
+    /// Megaflow cache only.
+    Megaflow,
+    /// Exact-match cache, then megaflow cache, then the tables.
+    On,
+}
+
+/// One flow entry, as the walk sees it.
+pub trait Entry {
+    /// What the entry does, lowered when it was installed.
+    fn ops(&self) -> &Arc<EntryOps>;
+    /// Predicates run after its mask/value match.
+    fn guards(&self) -> &GuardSet;
+    /// Its counters ([`ENTRY_PACKETS`], [`ENTRY_BYTES`], [`ENTRY_USED`]).
+    fn counters(&self) -> &Tally;
+    /// Which counters a hit bumps.
+    fn counting(&self) -> Counting;
+}
+
+/// One table, as the walk sees it: entries in priority order and the
+/// lookups over them. Every lookup gives the first (highest priority,
+/// oldest) matching entry's position, the scan's answer.
+pub trait Table {
+    type Entry: Entry;
+    /// Lookups and matches ([`TABLE_LOOKUPS`], [`TABLE_MATCHED`]).
+    fn counters(&self) -> &Arc<Tally>;
+    fn entries(&self) -> &[Self::Entry];
+    /// Whether any entry carries guards.
+    fn has_guards(&self) -> bool;
+    /// The fast lookup (index or compiled code); ORs the key bits it
+    /// consulted into `wc`.
+    fn lookup_fast(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize>;
+    /// The linear scan.
+    fn lookup_scan(&self, key: &FlowKey) -> Option<usize>;
+    /// The linear scan, OR-ing every examined entry's mask into `wc`.
+    fn lookup_scan_wc(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize>;
+    /// A lookup that offers matching guarded candidates to `accept` in
+    /// priority order and takes the first accepted (unguarded entries are
+    /// taken as they are); `indexed` picks the fast structures.
+    fn lookup_guarded(
+        &self,
+        key: &FlowKey,
+        wc: &mut FlowMask,
+        indexed: bool,
+        accept: &mut dyn FnMut(usize) -> bool,
+    ) -> Option<usize>;
+}
+
+/// A front end's published pipeline, as the walk sees it.
+pub trait Frontend: Sized {
+    type Table: Table;
+    /// The context an entry's ops run in; captured into composed programs.
+    type Ctx: Copy + fmt::Debug;
+    /// What the front end keeps per worker beside the core's state.
+    type Ext: fmt::Debug;
+
+    fn graph(&self) -> &Graph;
+    fn table(&self, id: u8) -> Option<&Self::Table>;
+    /// The flow generation: bumped by every change to any table; cache
+    /// entries of another generation are misses.
+    fn generation(&self) -> u64;
+    fn cache_mode(&self) -> CacheMode;
+    /// Whether lookups use the fast structures (else linear scans).
+    fn indexed(&self) -> bool;
+    /// The context entry `e` of table `table` runs its ops in.
+    fn ctx(&self, table: u8, e: &<Self::Table as Table>::Entry) -> Self::Ctx;
+    /// Run meter `id` on the packet.
+    fn meter(&self, w: &mut Worker<Self>, id: u32, pkt: &mut Pkt) -> Flow;
+    /// Run a forwarding op ([`Op::Output`], [`Op::Group`]).
+    fn forward(
+        &self,
+        w: &mut Worker<Self>,
+        op: &Op,
+        pkt: &mut Pkt,
+        ctx: Self::Ctx,
+        tx: &mut dyn Tx,
+    ) -> Flow;
+    /// A TTL decrement reached zero: the packet stops here; the front end
+    /// may tell its controller.
+    fn ttl_expired(&self, w: &mut Worker<Self>, pkt: &Pkt, ctx: Self::Ctx);
+}
+
+/// One step of a composed program.
+#[derive(Debug)]
+pub enum Step<C> {
+    /// A lookup hit an entry: the table's lookup and match counters, the
+    /// entry's counters.
+    Hit { table: Arc<Tally>, entry: Tally, counting: Counting },
+    /// A lookup missed where a miss ends the walk: count it, stop.
+    Miss { table: Arc<Tally> },
+    /// A lookup missed and the graph goes on: count it.
+    MissOn { table: Arc<Tally> },
+    /// Write the metadata.
+    Metadata { value: u64, mask: u64 },
+    /// One op, with the context of the entry it came from.
+    Act { op: Op, ctx: C },
+}
+
+/// A cache entry's replay of a packet's whole way through the tables
+/// ([`compose`]): the counters to bump and the ops to run, in the order
+/// the walk would. The counters are the entries' own cells (shared), so
+/// flow, table and idle-time statistics stay exact.
+pub type Program<C> = [Step<C>];
+
+/// Start loading the counter cells `prog` will bump.
+fn prefetch_counters<C>(prog: &Program<C>, s: Shard) {
+    for step in prog {
+        if let Step::Hit { entry, .. } = step {
+            entry.prefetch(s);
+        }
+    }
+}
+
+/// One forwarding thread's private state: its counter shard, the clock
+/// reading of its current burst, packet buffers, caches, the upcalls its
+/// packets produced, and the front end's own part.
+pub struct Worker<F: Frontend> {
+    pub shard: Shard,
+    pub now_ns: u64,
+    /// Free packets (the packet and its copies), boxed so taking one and
+    /// giving it back moves a pointer, not the key.
+    #[allow(clippy::vec_box)]
+    pool: Vec<Box<Pkt>>,
+    /// The packets of the burst being staged (empty between bursts).
+    #[allow(clippy::vec_box)]
+    burst: Vec<Box<Pkt>>,
+    pub cache: Caches<Program<F::Ctx>>,
+    /// Upcalls of this worker's packets, oldest first.
+    pub upcalls: Vec<Upcall>,
+    pub ext: F::Ext,
+}
+
+impl<F: Frontend> fmt::Debug for Worker<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker")
+            .field("shard", &self.shard)
+            .field("now_ns", &self.now_ns)
+            .field("cache", &self.cache.stats)
+            .field("upcalls", &self.upcalls.len())
+            .field("ext", &self.ext)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: Frontend> Worker<F> {
+    pub fn new(shard: Shard, ext: F::Ext) -> Worker<F> {
+        Worker {
+            shard,
+            now_ns: 0,
+            pool: Vec::new(),
+            burst: Vec::new(),
+            cache: Caches::default(),
+            upcalls: Vec::new(),
+            ext,
+        }
+    }
+
+    /// Move this worker's clock (never backwards): meters and idle times
+    /// use it. Call once per burst.
+    pub fn set_now(&mut self, now_ns: u64) {
+        self.now_ns = self.now_ns.max(now_ns);
+    }
+
+    /// This worker's cache hits and misses.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats
+    }
+
+    /// The counter shard this worker writes.
+    pub fn shard(&self) -> Shard {
+        self.shard
+    }
+
+    /// Whether packets queued upcalls.
+    pub fn has_upcalls(&self) -> bool {
+        !self.upcalls.is_empty()
+    }
+
+    /// A packet from the pool (allocated on first use only).
+    #[inline]
+    pub fn take_pkt(&mut self) -> Box<Pkt> {
+        self.pool.pop().unwrap_or_default()
+    }
+
+    /// Give a packet back to the pool.
+    #[inline]
+    pub fn put_pkt(&mut self, p: Box<Pkt>) {
+        self.pool.push(p);
+    }
+}
+
+/// A guard's position, as answers and cache entries record it: table,
+/// entry position and index in the entry's guards (stable within a flow
+/// generation, which is all a cache entry lives).
+pub fn tag(table: u8, entry: usize, guard: usize) -> u64 {
+    (u64::from(table) << 56) | ((entry as u64 & 0xff_ffff_ffff) << 16) | (guard as u64 & 0xffff)
+}
+
+/// The inverse of [`tag`].
+pub fn untag(t: u64) -> (u8, usize, usize) {
+    ((t >> 56) as u8, ((t >> 16) & 0xff_ffff_ffff) as usize, (t & 0xffff) as usize)
+}
+
+/// Run one loaded packet from the graph's start: through the caches when
+/// they are on, else straight through the lookups.
+pub fn run<F: Frontend>(f: &F, w: &mut Worker<F>, pkt: &mut Pkt, tx: &mut dyn Tx) {
+    // Set apart while the packet runs, so a hit's program can be run
+    // straight from it while the worker is borrowed mutably.
+    let mut cache = std::mem::take(&mut w.cache);
+    run_with(f, w, &mut cache, pkt, tx);
+    w.cache = cache;
+}
+
+fn run_with<F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    cache: &mut Caches<Program<F::Ctx>>,
+    pkt: &mut Pkt,
+    tx: &mut dyn Tx,
+) {
+    let mode = f.cache_mode();
+    if mode == CacheMode::Off {
+        walk(f, w, cache, pkt, tx, None, None);
+        return;
+    }
+    let gen = f.generation();
+    let mut hit = None;
+    if mode == CacheMode::On {
+        hit = cache.lookup_exact(&pkt.key, gen);
+    }
+    if hit.is_none() {
+        hit = cache.lookup_megaflow(&pkt.key, gen);
+        if let (Some(r), CacheMode::On) = (&hit, mode) {
+            cache.promote(&pkt.key, r, gen);
+        }
+    }
+    match hit {
+        Some(r) => run_hit(f, w, cache, pkt, tx, &r),
+        None => record_walk(f, w, cache, pkt, tx, None),
+    }
+}
+
+/// A packet whose cache entry (or, caches off, first lookup) is `r`.
+#[inline]
+fn run_hit<F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    cache: &mut Caches<Program<F::Ctx>>,
+    pkt: &mut Pkt,
+    tx: &mut dyn Tx,
+    r: &Resolved,
+) {
+    if let Some(fresh) = recheck_guards(f, cache, r.prog, pkt) {
+        let primed = Some(Box::new(Answers::primed(fresh)));
+        record_walk(f, w, cache, pkt, tx, primed);
+        return;
+    }
+    match cache.program(r.prog) {
+        Some(prog) => run_program(f, w, pkt, prog, tx),
+        None => walk(f, w, cache, pkt, tx, Some(&r.chain), None),
+    }
+}
+
+/// A cache hit's guard check: re-runs the guards entry item `id`'s walk
+/// recorded, in order (see [`crate::guard`]). `None` when every result is
+/// the recorded one (or nothing was recorded); otherwise the results
+/// computed, to prime the slow path.
+#[inline]
+fn recheck_guards<F: Frontend>(
+    f: &F,
+    cache: &mut Caches<Program<F::Ctx>>,
+    id: u32,
+    pkt: &Pkt,
+) -> Option<GuardChain> {
+    if !cache.has_guarded_items() {
+        return None;
+    }
+    recheck_recorded(f, cache, id, pkt)
+}
+
+/// [`recheck_guards`] once some item holds guard results (kept out of
+/// the hit path of a pipeline without guards).
+#[inline(never)]
+fn recheck_recorded<F: Frontend>(
+    f: &F,
+    cache: &mut Caches<Program<F::Ctx>>,
+    id: u32,
+    pkt: &Pkt,
+) -> Option<GuardChain> {
+    let recorded = *cache.guard_chain(id)?;
+    cache.stats.guard_rechecks += 1;
+    let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port };
+    let find = |tag: u64| {
+        let (table, entry, index) = untag(tag);
+        let e = f.table(table)?.entries().get(entry)?;
+        e.guards().as_slice().get(index).map(|g| &**g)
+    };
+    let mut fresh = GuardChain::default();
+    if Answers::recheck(&recorded, find, &input, &mut fresh) {
+        return None;
+    }
+    cache.stats.guard_changed += 1;
+    Some(fresh)
+}
+
+/// The slow path of a cache miss: walk the tables recording the lookups,
+/// then install the entry (see [`crate::cache`]).
+fn record_walk<F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    cache: &mut Caches<Program<F::Ctx>>,
+    pkt: &mut Pkt,
+    tx: &mut dyn Tx,
+    answers: Option<Box<Answers>>,
+) {
+    let (mode, gen) = (f.cache_mode(), f.generation());
+    // The walk may rewrite the packet's key: the recorder keeps the one
+    // the cache entry is for.
+    let mut rec = Recorder::new(pkt.key, answers);
+    walk(f, w, cache, pkt, tx, None, Some(&mut rec));
+    if rec.chain.is_empty() || rec.guard_overflow {
+        cache.stats.uncacheable += 1;
+        return;
+    }
+    cache.stats.installs += 1;
+    let composed = compose(f, &rec.chain);
+    if composed.is_some() {
+        cache.stats.composed += 1;
+    }
+    let prog = match (composed, rec.guard_chain()) {
+        (None, None) => NO_PROG,
+        (Some(p), None) => cache.add_program(p),
+        (p, g) => cache.add_item(Item { prog: p, guards: g.map(Box::new) }),
+    };
+    let res = Resolved { chain: rec.chain, prog };
+    if mode == CacheMode::On {
+        cache.install_exact(&rec.key, res, gen);
+    }
+    cache.install_megaflow(&rec.key, &rec.wc, res, gen);
+    if prog != NO_PROG {
+        cache.drop_if_unused(prog);
+    }
+}
+
+/// The program that replays a packet's whole way through the tables
+/// along `chain`, or `None` when the chain does not cover it (recording
+/// stopped before the last lookup) or a meter is on the way (a meter may
+/// drop or remark depending on time, and the walk keeps that live). Built
+/// from the entries as they are now; the cache entry holding it is
+/// dropped with the flow generation.
+pub fn compose<F: Frontend>(f: &F, chain: &Chain) -> Option<Box<Program<F::Ctx>>> {
+    let graph = f.graph();
+    let mut steps = Vec::new();
+    let mut set = DeferredSet::default();
+    let mut hops = chain.hops().iter();
+    let mut node = graph.start();
+    // The context of the last entry hit: the deferred set runs in it.
+    let mut last_ctx = None;
+    // Each node at most once (the graph is acyclic).
+    for _ in 0..=graph.nodes().len() {
+        let (table, next) = match graph.node(node) {
+            Some(Node::Branch { then, otherwise, .. }) => {
+                // The recorded decision (every packet of the entry takes
+                // it: the entry holds the bits it read).
+                let h = hops.next()?;
+                if h.table != Hop::BRANCH {
+                    return None;
+                }
+                node = if h.entry == 1 { *then } else { *otherwise };
+                continue;
+            }
+            Some(Node::Apply { table, next }) => (*table, next),
+            Some(Node::End) | None => break,
+        };
+        // The next lookup must be the chain's next hop.
+        let h = hops.next()?;
+        if h.table != table {
+            return None;
+        }
+        let t = f.table(table)?;
+        let hit = if h.entry == Hop::NO_ENTRY {
+            if let Next::Entry = next {
+                // A miss on an entry edge ends the walk (OpenFlow: no
+                // table-miss entry drops).
+                steps.push(Step::Miss { table: t.counters().clone() });
+                return hops.next().is_none().then(|| steps.into());
+            }
+            steps.push(Step::MissOn { table: t.counters().clone() });
+            None
+        } else {
+            let e = t.entries().get(h.entry as usize)?;
+            steps.push(Step::Hit {
+                table: t.counters().clone(),
+                entry: e.counters().clone(),
+                counting: e.counting(),
+            });
+            let ctx = f.ctx(table, e);
+            last_ctx = Some(ctx);
+            let ops = &**e.ops();
+            if ops.meter.is_some() {
+                return None;
+            }
+            steps.extend(ops.apply.iter().map(|op| Step::Act { op: op.clone(), ctx }));
+            if ops.clear {
+                set.clear();
+            }
+            set.write(&ops.write);
+            if let Some((value, mask)) = ops.metadata {
+                steps.push(Step::Metadata { value, mask });
+            }
+            Some((ops.action, ops.next))
+        };
+        match graph.after(table, next, hit) {
+            Some(n) => node = n,
+            None => break,
+        }
+    }
+    // The walk's end: the deferred set, and nothing left of the chain.
+    if let Some(ctx) = last_ctx {
+        steps.extend(set.ordered().map(|op| Step::Act { op: op.clone(), ctx }));
+    }
+    hops.next().is_none().then(|| steps.into())
+}
+
+/// Run a composed program: what [`walk`] does along the program's chain
+/// (counters of every table and entry, metadata, every op in order with
+/// its entry's context), without reading the entries.
+fn run_program<F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    pkt: &mut Pkt,
+    prog: &Program<F::Ctx>,
+    tx: &mut dyn Tx,
+) {
+    let (shard, now) = (w.shard, w.now_ns);
+    for step in prog {
+        match step {
+            Step::Hit { table, entry, counting } => {
+                table.add(shard, TABLE_LOOKUPS, 1);
+                table.add(shard, TABLE_MATCHED, 1);
+                counting.count(entry, shard, pkt.data().len(), now);
+            }
+            Step::Miss { table } => {
+                table.add(shard, TABLE_LOOKUPS, 1);
+                return;
+            }
+            Step::MissOn { table } => table.add(shard, TABLE_LOOKUPS, 1),
+            Step::Metadata { value, mask } => {
+                pkt.meta.metadata = (pkt.meta.metadata & !mask) | (value & mask);
+                refresh_metadata(&mut pkt.key, &pkt.meta);
+            }
+            Step::Act { op, ctx } => {
+                if let Flow::Stop = run_op(f, w, op, pkt, *ctx, tx) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The table walk proper. With `chain`, the hops it names replace the
+/// lookups (further lookups are live); with `rec`, lookups are recorded
+/// for a cache entry while the packet's key stays predictable.
+fn walk<F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    cache: &mut Caches<Program<F::Ctx>>,
+    pkt: &mut Pkt,
+    tx: &mut dyn Tx,
+    chain: Option<&Chain>,
+    mut rec: Option<&mut Recorder>,
+) {
+    let graph = f.graph();
+    let mut node = graph.start();
+    // The context of the last entry hit: the deferred set runs in it.
+    let mut last_ctx: Option<F::Ctx> = None;
+    let now = w.now_ns;
+    let shard = w.shard;
+    let indexed = f.indexed();
+    let mut deferred = DeferredSet::default();
+    let mut hop_i = 0usize;
+    // The fast lookups always report consulted bits; unrecorded walks
+    // collect them here and ignore them.
+    let mut unused_wc = FlowMask::ZERO;
+    // Guard results of an unrecorded walk (a recorded one keeps them in
+    // its recorder).
+    let mut live_answers: Option<Box<Answers>> = None;
+    // Bounded: a graph is acyclic and its goto edges only go to higher
+    // tables, so no walk visits more nodes than the graph has.
+    for _ in 0..=graph.nodes().len() {
+        let (table, next) = match graph.node(node) {
+            Some(Node::Apply { table, next }) => (*table, next),
+            Some(Node::Branch { test, then, otherwise }) => {
+                pkt.fresh();
+                let taken = test.eval(&pkt.key);
+                // A replayed chain holds the decision it recorded here;
+                // the live one must be the same (the entry holds the bits
+                // the branch reads).
+                if let Some(h) = chain.and_then(|c| c.hops().get(hop_i)) {
+                    if h.table == Hop::BRANCH {
+                        hop_i += 1;
+                        if (h.entry == 1) != taken {
+                            cache.stats.chain_mismatches += 1;
+                        }
+                    }
+                }
+                // The branch read these key bits: a cache entry recorded
+                // over it holds them, as it holds a lookup's, and the
+                // decision, for composing.
+                if let Some(r) = rec.as_deref_mut() {
+                    if r.open {
+                        cache.settle(r);
+                        test.unwildcard(&mut r.wc);
+                        if !r.chain.push(Hop { table: Hop::BRANCH, entry: u32::from(taken) }) {
+                            r.open = false;
+                        }
+                    }
+                }
+                node = if taken { *then } else { *otherwise };
+                continue;
+            }
+            Some(Node::End) | None => break,
+        };
+        let hop = chain.and_then(|c| c.hops().get(hop_i).copied());
+        hop_i += 1;
+        let Some(t) = f.table(table) else { return };
+        pkt.fresh();
+        t.counters().add(shard, TABLE_LOOKUPS, 1);
+        let found = match hop {
+            Some(h)
+                if h.table == table
+                    && (h.entry == Hop::NO_ENTRY || (h.entry as usize) < t.entries().len()) =>
+            {
+                (h.entry != Hop::NO_ENTRY).then_some(h.entry as usize)
+            }
+            other => {
+                if other.is_some() {
+                    cache.stats.chain_mismatches += 1;
+                }
+                let (rec, live) = (rec.as_deref_mut(), &mut live_answers);
+                walk_lookup(t, table, pkt, cache, rec, live, &mut unused_wc, indexed)
+            }
+        };
+        let Some(i) = found else {
+            if let Next::Entry = next {
+                // A miss on an entry edge ends the walk (OpenFlow: no
+                // entry and no table-miss entry drops).
+                return;
+            }
+            // A graph that goes on after a miss (P4's default path).
+            match graph.after(table, next, None) {
+                Some(n) => node = n,
+                None => break,
+            }
+            continue;
+        };
+        t.counters().add(shard, TABLE_MATCHED, 1);
+        let Some(e) = t.entries().get(i) else { return };
+        e.counting().count(e.counters(), shard, pkt.data().len(), now);
+        let ctx = f.ctx(table, e);
+        last_ctx = Some(ctx);
+        let ops = &**e.ops();
+        if let Some(m) = ops.meter {
+            // A DSCP remark would change the key by time, not by key:
+            // later lookups are not predictable.
+            if let Some(r) = rec.as_deref_mut() {
+                r.open = false;
+            }
+            if let Flow::Stop = f.meter(w, m, pkt) {
+                return;
+            }
+        }
+        if !ops.apply.is_empty() {
+            if let Some(r) = rec.as_deref_mut() {
+                r.note_ops(&ops.apply);
+            }
+            if let Flow::Stop = run_ops(f, w, &ops.apply, pkt, ctx, tx) {
+                return;
+            }
+        }
+        if ops.clear {
+            deferred.clear();
+        }
+        deferred.write(&ops.write);
+        if let Some((value, mask)) = ops.metadata {
+            pkt.meta.metadata = (pkt.meta.metadata & !mask) | (value & mask);
+            refresh_metadata(&mut pkt.key, &pkt.meta);
+        }
+        match graph.after(table, next, Some((ops.action, ops.next))) {
+            Some(n) => node = n,
+            None => break,
+        }
+    }
+    // The end of the walk: the deferred ops, in the context of the last
+    // entry hit.
+    if let Some(ctx) = last_ctx {
+        run_ops(f, w, deferred.ordered(), pkt, ctx, tx);
+    }
+}
+
+/// One lookup of a walk that is not replaying a recorded hop: recorded in
+/// `rec` while the recording is open (see [`crate::cache`]), live
+/// otherwise. A guarded lookup is recorded only while the frame is the
+/// one received (a hit rechecks the recorded guards up front, on that
+/// frame); one that cannot be recorded closes the recording, so on a hit
+/// it and everything after it run live, guards included. Guard results go
+/// to the recorder's answers, or with no recorder to `live`'s.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn walk_lookup<T: Table, P: ?Sized>(
+    t: &T,
+    table: u8,
+    pkt: &Pkt,
+    cache: &Caches<P>,
+    rec: Option<&mut Recorder>,
+    live: &mut Option<Box<Answers>>,
+    unused_wc: &mut FlowMask,
+    indexed: bool,
+) -> Option<usize> {
+    let guarded = t.has_guards();
+    match rec {
+        Some(r) if r.open && !(guarded && pkt.edited) => {
+            cache.settle(r);
+            let i = if guarded {
+                let answers = r.answers.get_or_insert_default();
+                let i = lookup_guarded(t, table, pkt, &mut r.wc, indexed, answers);
+                r.guard_len = answers.chain().items().len();
+                r.guard_overflow |= answers.chain().overflowed();
+                i
+            } else if indexed {
+                t.lookup_fast(&pkt.key, &mut r.wc)
+            } else {
+                t.lookup_scan_wc(&pkt.key, &mut r.wc)
+            };
+            if !r.chain.push(Hop { table, entry: i.map_or(Hop::NO_ENTRY, |i| i as u32) }) {
+                r.open = false;
+            }
+            i
+        }
+        rec => {
+            let answers = match rec {
+                Some(r) => {
+                    if guarded {
+                        r.open = false;
+                    }
+                    &mut r.answers
+                }
+                None => live,
+            };
+            if guarded {
+                let answers = answers.get_or_insert_default();
+                lookup_guarded(t, table, pkt, unused_wc, indexed, answers)
+            } else if indexed {
+                t.lookup_fast(&pkt.key, unused_wc)
+            } else {
+                t.lookup_scan(&pkt.key)
+            }
+        }
+    }
+}
+
+/// A lookup in table `table` (`t`), which has guarded entries: each
+/// matching guarded candidate's guards run through `answers`, in the
+/// order of the guard semantics ([`Table::lookup_guarded`]). Out of line:
+/// the walk of tables without guards stays as small as before.
+#[inline(never)]
+fn lookup_guarded<T: Table>(
+    t: &T,
+    table: u8,
+    pkt: &Pkt,
+    wc: &mut FlowMask,
+    indexed: bool,
+    answers: &mut Answers,
+) -> Option<usize> {
+    let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port };
+    let entries = t.entries();
+    t.lookup_guarded(&pkt.key, wc, indexed, &mut |i| match entries.get(i) {
+        Some(e) => answers.all(e.guards().as_slice(), |g| tag(table, i, g), &input),
+        None => false,
+    })
+}
+
+/// Runs ops in order until one stops the packet.
+pub fn run_ops<'a, F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    ops: impl IntoIterator<Item = &'a Op>,
+    pkt: &mut Pkt,
+    ctx: F::Ctx,
+    tx: &mut dyn Tx,
+) -> Flow {
+    for op in ops {
+        if let Flow::Stop = run_op(f, w, op, pkt, ctx, tx) {
+            return Flow::Stop;
+        }
+    }
+    Flow::Continue
+}
+
+/// Executes one op: header edits here ([`Pkt::edit`]), forwarding by the
+/// front end.
+#[inline]
+pub fn run_op<F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    op: &Op,
+    pkt: &mut Pkt,
+    ctx: F::Ctx,
+    tx: &mut dyn Tx,
+) -> Flow {
+    match op {
+        Op::Output { .. } | Op::Group(_) => f.forward(w, op, pkt, ctx, tx),
+        Op::SetQueue(q) => {
+            pkt.queue = Some(*q);
+            Flow::Continue
+        }
+        _ => match pkt.edit(op) {
+            Edited::Changed | Edited::Unchanged | Edited::NotAnEdit => Flow::Continue,
+            Edited::InvalidTtl => {
+                f.ttl_expired(w, pkt, ctx);
+                Flow::Stop
+            }
+        },
+    }
+}
+
+/// Run up to [`BURST`] frames received with `meta` in stages, so the cache
+/// misses of different packets overlap instead of queueing:
+/// 1. start loading every frame; copy and parse each;
+/// 2. hash each key for the exact cache and start loading its slot;
+/// 3. find each packet's first hops (exact cache, megaflow cache, or with
+///    caches off the first lookup) and start loading the cache item
+///    (composed program) or the entry hit;
+/// 4. start loading each item's program;
+/// 5. start loading the counter cells each program or entry bumps (and an
+///    entry's ops);
+/// 6. run each packet, in order, exactly as [`run`] would (cache misses
+///    take the recording slow path then).
+///
+/// Same results as running the frames one at a time: forwarding never
+/// changes the tables, so looking up every packet before running the
+/// first gives the same entries; meters, counters and upcalls still
+/// happen packet by packet in stage 6. Only cache statistics can differ
+/// (a flow's second packet in one burst misses where one at a time it
+/// would hit the entry the first installed). A frame that does not fit a
+/// packet buffer is dropped.
+pub fn burst<F: Frontend>(f: &F, w: &mut Worker<F>, meta: Meta, frames: &[&[u8]], tx: &mut dyn Tx) {
+    for chunk in frames.chunks(BURST) {
+        stage_burst(f, w, meta, chunk, tx);
+    }
+}
+
+/// One stage-by-stage burst of at most [`BURST`] frames.
+fn stage_burst<F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    meta: Meta,
+    frames: &[&[u8]],
+    tx: &mut dyn Tx,
+) {
+    let n = frames.len().min(BURST);
+    let frames = &frames[..n];
+    for fr in frames {
+        prefetch(fr.as_ptr());
+    }
+    let mut pkts = std::mem::take(&mut w.burst);
+    let mut loaded = [false; BURST];
+    for (fr, ok) in frames.iter().zip(loaded.iter_mut()) {
+        let mut p = w.take_pkt();
+        *ok = p.load(fr, meta);
+        pkts.push(p);
+    }
+    let mode = f.cache_mode();
+    // The cache is set apart for the burst, so a hit's program can be run
+    // straight from it while the worker is borrowed mutably.
+    let mut cache = std::mem::take(&mut w.cache);
+    let mut hashes = [0u64; BURST];
+    if mode == CacheMode::On {
+        for ((p, ok), h) in pkts.iter().zip(&loaded).zip(hashes.iter_mut()) {
+            if *ok {
+                *h = cache.exact_hash_prefetch(&p.key);
+            }
+        }
+    }
+    let mut hops: [Option<Resolved>; BURST] = [None; BURST];
+    for (((p, ok), h), hop) in pkts.iter().zip(&loaded).zip(&hashes).zip(hops.iter_mut()) {
+        if *ok {
+            *hop = first_hops(f, &mut cache, &p.key, *h);
+            match hop.as_ref() {
+                // Its item's slot first; the program it points to in the
+                // next stage (reading the slot here would wait for it: the
+                // slab of a large cache is mostly not cached).
+                Some(r) if r.prog != NO_PROG => cache.prefetch_item(r.prog),
+                Some(r) => {
+                    if let Some(e) = first_entry(f, &r.chain) {
+                        prefetch(e);
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+    for hop in hops.iter().take(n).flatten() {
+        if let Some(prog) = cache.program(hop.prog) {
+            prefetch(prog.as_ptr());
+        }
+    }
+    // Only a packet that takes the slow path installs (a miss, or a hit
+    // whose recorded guard results changed): without one, nothing the
+    // burst resolved can be replaced before it runs.
+    let pin = cache.has_guarded_items()
+        || hops.iter().zip(&loaded).take(n).any(|(h, ok)| *ok && h.is_none());
+    for hop in hops.iter().take(n).flatten() {
+        if pin && hop.prog != NO_PROG {
+            cache.pin(hop.prog);
+        }
+        match cache.program(hop.prog) {
+            Some(prog) => prefetch_counters(prog, w.shard),
+            None => {
+                if let Some(e) = first_entry(f, &hop.chain) {
+                    e.counters().prefetch(w.shard);
+                    prefetch(Arc::as_ptr(e.ops()));
+                }
+            }
+        }
+    }
+    for ((p, ok), hop) in pkts.iter_mut().zip(&loaded).zip(&hops) {
+        if !*ok {
+            continue;
+        }
+        match hop {
+            Some(r) => run_hit(f, w, &mut cache, p, tx, r),
+            None => record_walk(f, w, &mut cache, p, tx, None),
+        }
+    }
+    for hop in hops.iter().take(n).flatten().filter(|h| pin && h.prog != NO_PROG) {
+        cache.unpin(hop.prog);
+    }
+    w.cache = cache;
+    w.pool.append(&mut pkts);
+    w.burst = pkts;
+}
+
+/// The first hops of a packet with `key` without running it: a cache
+/// hit's chain, or with caches off the first table's lookup as a one-hop
+/// chain (`None`: a cache miss, for the recording slow path).
+#[inline]
+fn first_hops<F: Frontend>(
+    f: &F,
+    cache: &mut Caches<Program<F::Ctx>>,
+    key: &FlowKey,
+    exact_hash: u64,
+) -> Option<Resolved> {
+    let gen = f.generation();
+    match f.cache_mode() {
+        CacheMode::Off => {
+            let t = f.table(0)?;
+            if t.has_guards() || !f.graph().is_plain() {
+                // Guards run in packet order, in the run stage, and a
+                // graph may start elsewhere than table 0: no lookup ahead
+                // of time (an empty chain: all live).
+                return Some(Resolved { chain: Chain::default(), prog: NO_PROG });
+            }
+            let i = if f.indexed() {
+                let mut unused_wc = FlowMask::ZERO;
+                t.lookup_fast(key, &mut unused_wc)
+            } else {
+                t.lookup_scan(key)
+            };
+            let mut chain = Chain::default();
+            chain.push(Hop { table: 0, entry: i.map_or(Hop::NO_ENTRY, |i| i as u32) });
+            Some(Resolved { chain, prog: NO_PROG })
+        }
+        CacheMode::On => match cache.lookup_exact_hashed(key, exact_hash, gen) {
+            Some(r) => Some(r),
+            None => {
+                let r = cache.lookup_megaflow(key, gen)?;
+                cache.promote(key, &r, gen);
+                Some(r)
+            }
+        },
+        CacheMode::Megaflow => cache.lookup_megaflow(key, gen),
+    }
+}
+
+/// The entry a chain's first hop names, if any.
+#[inline]
+fn first_entry<'a, F: Frontend>(f: &'a F, c: &Chain) -> Option<&'a <F::Table as Table>::Entry> {
+    let h = c.hops().first()?;
+    f.table(h.table)?.entries().get(h.entry as usize)
+}

@@ -19,13 +19,16 @@
 //! Two walks, one meaning: the reference walk (`reference.rs`), for the
 //! oracle configuration and every trace, scans each table linearly and
 //! interprets the entry's `Instruction`s and `Action`s straight from the
-//! spec (`ActionSet`, [`Pipeline::action`], `edit.rs`); the fast walk
-//! here, for every other configuration, looks up through the index or
-//! compiled code and the caches and runs the ops the flow-mod lowered the
-//! instructions to (`FlowEntry::ops`, `lower.rs`) with the core's deferred
-//! set, and so do cache entries' composed programs. The differential
-//! tests hold the two to the same results; ports, groups, meters and
-//! packet-ins (below) serve both.
+//! spec (`ActionSet`, [`Pipeline::action`], `edit.rs`); every other
+//! configuration runs the core's fast walk (`sluice_core::walk`): lookups
+//! through the index or compiled code and the caches, the ops the
+//! flow-mod lowered the instructions to (`FlowEntry::ops`, `lower.rs`),
+//! the core's deferred set, and cache entries' composed programs. This
+//! module is what the core sees of OpenFlow (it implements the core's
+//! `Frontend`, `Table` and `Entry` for `Pipeline`, `FlowTable` and
+//! `FlowEntry`) and the forwarding the core hands back: ports, groups,
+//! meters and packet-ins, which serve both walks. The differential tests
+//! hold the two walks to the same results.
 //!
 //! Packet-ins carry the reason (`NO_MATCH` when the entry was a table-miss
 //! entry, `ACTION` otherwise, `INVALID_TTL` for TTL expiry), the table id,

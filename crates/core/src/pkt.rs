@@ -74,6 +74,15 @@ impl Pkt {
         true
     }
 
+    /// Make the frame already in [`Pkt::buf`] (swapped in by the caller,
+    /// see `walk::burst_lent`) the packet received with `meta` (parsed).
+    pub fn adopt(&mut self, meta: Meta) {
+        self.meta = meta;
+        self.queue = None;
+        self.reparse();
+        self.edited = false;
+    }
+
     /// Make this a copy of `other` (its key and parse need no redoing);
     /// false if the frame does not fit.
     pub fn copy_of(&mut self, other: &Pkt) -> bool {

@@ -55,6 +55,7 @@ use crate::pkt::Pkt;
 use crate::prefetch;
 use crate::tally::{Shard, Tally};
 use crate::upcall::Upcall;
+use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::{FlowKey, FlowMask};
 use sluice_packet::parse::{refresh_metadata, Meta};
 use std::fmt;
@@ -849,8 +850,8 @@ pub fn run_op<F: Frontend>(
     }
 }
 
-/// Run up to [`BURST`] frames received with `meta` in stages, so the cache
-/// misses of different packets overlap instead of queueing:
+/// Run frames received with `meta` in stages of up to [`BURST`], so the
+/// cache misses of different packets overlap instead of queueing:
 /// 1. start loading every frame; copy and parse each;
 /// 2. hash each key for the exact cache and start loading its slot;
 /// 3. find each packet's first hops (exact cache, megaflow cache, or with
@@ -871,7 +872,76 @@ pub fn run_op<F: Frontend>(
 /// packet buffer is dropped.
 pub fn burst<F: Frontend>(f: &F, w: &mut Worker<F>, meta: Meta, frames: &[&[u8]], tx: &mut dyn Tx) {
     for chunk in frames.chunks(BURST) {
-        stage_burst(f, w, meta, chunk, tx);
+        stage_burst(f, w, meta, &mut Copied(chunk), tx);
+    }
+}
+
+/// [`burst`] without copying the frames: each packet runs in the caller's
+/// buffer, swapped with a pooled packet's for the burst and swapped back
+/// after it (so the caller keeps its buffers, holding whatever the
+/// packets' edits left; a port refills them on its next receive). The
+/// frames may be pushed into their headroom and grown into their
+/// tailroom like any packet's; an edit that needs more room than a
+/// buffer has is refused as for any packet.
+pub fn burst_lent<F: Frontend, B: AsRef<PacketBuf> + AsMut<PacketBuf>>(
+    f: &F,
+    w: &mut Worker<F>,
+    meta: Meta,
+    bufs: &mut [B],
+    tx: &mut dyn Tx,
+) {
+    for chunk in bufs.chunks_mut(BURST) {
+        stage_burst(f, w, meta, &mut Lent(chunk), tx);
+    }
+}
+
+/// Where a staged burst's frames come from (at most [`BURST`]).
+trait Frames {
+    fn count(&self) -> usize;
+    /// The first byte of frame `i`, to prefetch.
+    fn first_byte(&self, i: usize) -> *const u8;
+    /// Make `pkt` frame `i`, received with `meta`; false if it does not fit.
+    fn load(&mut self, i: usize, pkt: &mut Pkt, meta: Meta) -> bool;
+    /// After the burst: give back what `load` took from frame `i`.
+    fn restore(&mut self, i: usize, pkt: &mut Pkt);
+}
+
+/// Frames copied into pooled packets.
+struct Copied<'a>(&'a [&'a [u8]]);
+
+impl Frames for Copied<'_> {
+    fn count(&self) -> usize {
+        self.0.len().min(BURST)
+    }
+    fn first_byte(&self, i: usize) -> *const u8 {
+        self.0.get(i).map_or(std::ptr::null(), |f| f.as_ptr())
+    }
+    fn load(&mut self, i: usize, pkt: &mut Pkt, meta: Meta) -> bool {
+        self.0.get(i).is_some_and(|fr| pkt.load(fr, meta))
+    }
+    fn restore(&mut self, _: usize, _: &mut Pkt) {}
+}
+
+/// The caller's buffers, swapped into pooled packets for the burst.
+struct Lent<'a, B>(&'a mut [B]);
+
+impl<B: AsRef<PacketBuf> + AsMut<PacketBuf>> Frames for Lent<'_, B> {
+    fn count(&self) -> usize {
+        self.0.len().min(BURST)
+    }
+    fn first_byte(&self, i: usize) -> *const u8 {
+        self.0.get(i).map_or(std::ptr::null(), |b| b.as_ref().data().as_ptr())
+    }
+    fn load(&mut self, i: usize, pkt: &mut Pkt, meta: Meta) -> bool {
+        let Some(b) = self.0.get_mut(i) else { return false };
+        std::mem::swap(&mut pkt.buf, b.as_mut());
+        pkt.adopt(meta);
+        true
+    }
+    fn restore(&mut self, i: usize, pkt: &mut Pkt) {
+        if let Some(b) = self.0.get_mut(i) {
+            std::mem::swap(&mut pkt.buf, b.as_mut());
+        }
     }
 }
 
@@ -880,19 +950,18 @@ fn stage_burst<F: Frontend>(
     f: &F,
     w: &mut Worker<F>,
     meta: Meta,
-    frames: &[&[u8]],
+    frames: &mut impl Frames,
     tx: &mut dyn Tx,
 ) {
-    let n = frames.len().min(BURST);
-    let frames = &frames[..n];
-    for fr in frames {
-        prefetch(fr.as_ptr());
+    let n = frames.count();
+    for i in 0..n {
+        prefetch(frames.first_byte(i));
     }
     let mut pkts = std::mem::take(&mut w.burst);
     let mut loaded = [false; BURST];
-    for (fr, ok) in frames.iter().zip(loaded.iter_mut()) {
+    for (i, ok) in loaded.iter_mut().enumerate().take(n) {
         let mut p = w.take_pkt();
-        *ok = p.load(fr, meta);
+        *ok = frames.load(i, &mut p, meta);
         pkts.push(p);
     }
     let mode = f.cache_mode();
@@ -962,6 +1031,9 @@ fn stage_burst<F: Frontend>(
         cache.unpin(hop.prog);
     }
     w.cache = cache;
+    for (i, p) in pkts.iter_mut().enumerate() {
+        frames.restore(i, p);
+    }
     w.pool.append(&mut pkts);
     w.burst = pkts;
 }

@@ -24,7 +24,9 @@
 //!    capped, so this is short); the version is never held across
 //!    `poll(2)` or `rx_burst`.
 //!
-//! Frames leaving the pipeline are copied into one reusable per-worker
+//! Received frames are not copied into the pipeline: each `RxBuf` is lent
+//! to it for the burst (`Pipeline::process_lent_with`). Frames leaving the
+//! pipeline are copied into one reusable per-worker
 //! arena ([`TxBatch`]) because the pipeline lends them only for the
 //! duration of the call; the arena is bounded ([`TX_ARENA_MAX`]) and is not
 //! reallocated once warm, so steady-state forwarding allocates nothing.
@@ -279,7 +281,7 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
                         complete_l4_checksum(b.frame_mut());
                     }
                 }
-                process_burst(&shared, &mut ctx, slot.no, &bufs[..n], &mut batch, &mut flood);
+                process_burst(&shared, &mut ctx, slot.no, &mut bufs[..n], &mut batch, &mut flood);
                 if n < BURST {
                     break;
                 }
@@ -299,7 +301,7 @@ fn process_burst(
     shared: &Shared,
     ctx: &mut Worker,
     in_port: u32,
-    bufs: &[RxBuf],
+    bufs: &mut [RxBuf],
     batch: &mut TxBatch,
     flood: &mut Vec<u32>,
 ) {
@@ -319,18 +321,13 @@ fn process_burst(
         flood.clear();
         flood.extend(p.ports().numbers().filter(|&n| n <= sluice_ports::spec::OFPP_MAX));
         let mut t = lock(&shared.learn);
-        for b in bufs {
+        for b in bufs.iter() {
             learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, batch);
         }
     } else {
-        // Staged: the burst's lookups overlap their cache misses.
-        for part in bufs.chunks(BURST) {
-            let mut frames: [&[u8]; BURST] = [&[]; BURST];
-            for (f, b) in frames.iter_mut().zip(part) {
-                *f = b.frame();
-            }
-            p.process_burst_with(ctx, in_port, &frames[..part.len()], batch);
-        }
+        // Staged (the burst's lookups overlap their cache misses), each
+        // packet in its own receive buffer: no copy on the way in.
+        p.process_lent_with(ctx, in_port, bufs, batch);
     }
     if ctx.has_upcalls() {
         shared.push_async(ctx.take_async());

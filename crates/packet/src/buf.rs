@@ -53,6 +53,20 @@ impl core::fmt::Debug for PacketBuf {
     }
 }
 
+/// A buffer is its own buffer (so code that takes any `AsMut<PacketBuf>`,
+/// such as a port's receive buffer, takes a plain one too).
+impl AsRef<PacketBuf> for PacketBuf {
+    fn as_ref(&self) -> &PacketBuf {
+        self
+    }
+}
+
+impl AsMut<PacketBuf> for PacketBuf {
+    fn as_mut(&mut self) -> &mut PacketBuf {
+        self
+    }
+}
+
 impl PacketBuf {
     /// Default headroom: room for several pushed headers (PBB is 18 bytes,
     /// MPLS and VLAN 4 each).
@@ -175,11 +189,81 @@ impl PacketBuf {
             self.end = self.start + len;
         }
     }
+
+    /// Largest packet the buffer holds with its full headroom.
+    pub fn capacity(&self) -> usize {
+        self.mem.len() - self.reserve
+    }
+
+    /// Empties the buffer (the packet will start after the full headroom)
+    /// and returns the writable area a receiver may fill in place; finish
+    /// with [`PacketBuf::commit`]. This is how a port hands a frame over
+    /// without a copy.
+    pub fn spare_mut(&mut self) -> &mut [u8] {
+        self.start = self.reserve;
+        self.end = self.reserve;
+        &mut self.mem[self.reserve..]
+    }
+
+    /// Declares the first `len` bytes of [`PacketBuf::spare_mut`] to be the
+    /// packet (clamped to the capacity).
+    pub fn commit(&mut self, len: usize) {
+        self.start = self.reserve;
+        self.end = self.reserve + len.min(self.capacity());
+    }
+
+    /// Grows the packet by `n` bytes at the front, into the headroom only,
+    /// and returns the whole packet; `None` (and no change) when the
+    /// headroom is too small.
+    pub fn push_front(&mut self, n: usize) -> Option<&mut [u8]> {
+        self.start = self.start.checked_sub(n)?;
+        Some(self.data_mut())
+    }
+
+    /// Removes `n` bytes from the front; false (and no change) if the packet
+    /// is shorter than `n`.
+    pub fn pull_front(&mut self, n: usize) -> bool {
+        if n > self.len() {
+            return false;
+        }
+        self.start += n;
+        true
+    }
+
+    /// Sets the packet's length (shrinking, or growing into the bytes after
+    /// it); false (and no change) if the buffer cannot hold it.
+    pub fn set_len(&mut self, len: usize) -> bool {
+        match self.start.checked_add(len) {
+            Some(end) if end <= self.mem.len() => {
+                self.end = end;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn filled_in_place_then_grown_and_shrunk_at_the_front() {
+        let mut b = PacketBuf::new(4, 8);
+        assert_eq!(b.capacity(), 8);
+        b.spare_mut()[..3].copy_from_slice(&[1, 2, 3]);
+        b.commit(3);
+        assert_eq!((b.data(), b.headroom()), (&[1u8, 2, 3][..], 4));
+        b.push_front(2).unwrap().copy_from_slice(&[8, 9, 1, 2, 3]);
+        assert_eq!(b.data(), &[8, 9, 1, 2, 3]);
+        assert!(b.push_front(3).is_none(), "only the headroom is used");
+        assert!(b.pull_front(2));
+        assert!(!b.pull_front(4));
+        assert!(b.set_len(2) && b.data() == [1, 2]);
+        assert!(!b.set_len(9));
+        b.commit(100);
+        assert_eq!(b.len(), 8, "commit clamps to the capacity");
+    }
 
     #[test]
     fn insert_front_and_back() {

@@ -58,6 +58,7 @@ use sluice_ofp::group::GroupType;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{packet_in_reason, Message, PacketIn, PacketOut};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
+use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT};
 use sluice_packet::parse::Meta;
 use std::sync::Arc;
@@ -250,6 +251,17 @@ impl Pipeline {
         self.with_local(|p, w| p.process_burst_with(w, in_port, frames, tx));
     }
 
+    /// [`Pipeline::process_burst`] on frames in the caller's buffers, lent
+    /// for the burst (see [`Pipeline::process_lent_with`]).
+    pub fn process_lent<B: AsRef<PacketBuf> + AsMut<PacketBuf>>(
+        &mut self,
+        in_port: u32,
+        bufs: &mut [B],
+        tx: &mut dyn Tx,
+    ) {
+        self.with_local(|p, w| p.process_lent_with(w, in_port, bufs, tx));
+    }
+
     /// Runs `f` with the owner's worker context at the pipeline's clock,
     /// then moves what it queued to the pipeline's queue.
     fn with_local<R>(&mut self, f: impl FnOnce(&Pipeline, &mut Worker) -> R) -> R {
@@ -291,6 +303,32 @@ impl Pipeline {
         }
         let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
         sluice_core::walk::burst(self, w, meta, frames, tx);
+    }
+
+    /// [`Pipeline::process_burst_with`] on frames in the caller's buffers,
+    /// without copying them: each packet runs in its own buffer, lent for
+    /// the burst (`sluice_core::walk::burst_lent`; the buffer holds
+    /// whatever the packet's edits left when it comes back). The daemon's
+    /// receive path.
+    pub fn process_lent_with<B: AsRef<PacketBuf> + AsMut<PacketBuf>>(
+        &self,
+        w: &mut Worker,
+        in_port: u32,
+        bufs: &mut [B],
+        tx: &mut dyn Tx,
+    ) {
+        if self.is_oracle(w) {
+            for b in bufs.iter() {
+                self.process_with(w, in_port, b.as_ref().data(), tx);
+            }
+            return;
+        }
+        let bytes = bufs.iter().map(|b| b.as_ref().len() as u64).sum();
+        if !self.receive(w, in_port, bufs.len(), bytes) {
+            return;
+        }
+        let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
+        sluice_core::walk::burst_lent(self, w, meta, bufs, tx);
     }
 
     /// Counts `n` frames of `bytes` received on `in_port`; false when they

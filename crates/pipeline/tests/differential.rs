@@ -35,6 +35,7 @@ use sluice_ofp::meter::{flags as mf, MeterBand};
 use sluice_ofp::multipart::{FlowStatsRequest, MultipartRequest, MultipartRequestBody};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_ofp::port::Port;
+use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::FIXED_LAYOUT;
 use sluice_packet::Field;
 use sluice_pipeline::publish::Publisher;
@@ -858,12 +859,14 @@ fn check_with(ops: &[Op], graph: Option<&Graph>) -> Result<(), TestCaseError> {
     // compared with the reference's outputs of the same packets, merged.
     let groups = burst_groups(ops);
     let mut burst_runs = Vec::new();
-    for (d, c, j) in [
-        (Datapath::Compiled, CacheMode::On, Jit::Straight),
-        (Datapath::Compiled, CacheMode::Off, Jit::Probe),
-        (Datapath::Classifier, CacheMode::Megaflow, Jit::Straight),
-        (Datapath::Reference, CacheMode::Off, Jit::Straight),
-        (Datapath::Compiled, CacheMode::On, Jit::Daemon),
+    // `lent`: the frames run in the caller's buffers (the daemon's
+    // receive path, `process_lent`) instead of being copied in.
+    for (d, c, j, lent) in [
+        (Datapath::Compiled, CacheMode::On, Jit::Straight, false),
+        (Datapath::Compiled, CacheMode::Off, Jit::Probe, false),
+        (Datapath::Classifier, CacheMode::Megaflow, Jit::Straight, true),
+        (Datapath::Reference, CacheMode::Off, Jit::Straight, false),
+        (Datapath::Compiled, CacheMode::On, Jit::Daemon, true),
     ] {
         let mut p = switch_with(d, c, j, graph);
         let mut seen = Vec::new();
@@ -882,7 +885,21 @@ fn check_with(ops: &[Op], graph: Option<&Graph>) -> Result<(), TestCaseError> {
                     let mut tx = Vec::new();
                     let mut sink =
                         |port: u32, q: Option<u32>, f: &[u8]| tx.push((port, q, f.to_vec()));
-                    p.process_burst(*in_port, &frames, &mut sink);
+                    if lent {
+                        // A port's receive buffer: default headroom, room
+                        // for a 1500-byte frame with tags.
+                        let mut bufs: Vec<PacketBuf> = frames
+                            .iter()
+                            .map(|f| {
+                                let mut b = PacketBuf::new(PacketBuf::DEFAULT_HEADROOM, 2048);
+                                b.load(f).expect("test frames fit");
+                                b
+                            })
+                            .collect();
+                        p.process_lent(*in_port, &mut bufs, &mut sink);
+                    } else {
+                        p.process_burst(*in_port, &frames, &mut sink);
+                    }
                     step.push(Seen::Tx(tx));
                     step.push(Seen::Async(p.take_async()));
                 }
@@ -896,13 +913,13 @@ fn check_with(ops: &[Op], graph: Option<&Graph>) -> Result<(), TestCaseError> {
         }
         seen.push((ops.len(), Seen::Replies(stats(&mut p))));
         prop_assert_eq!(p.cache_stats().chain_mismatches, 0);
-        burst_runs.push((d, c, j, seen));
+        burst_runs.push((d, c, j, lent, seen));
     }
     let merged = merge_bursts(&runs[0].3, &groups);
-    for (d, c, j, seen) in &burst_runs {
+    for (d, c, j, lent, seen) in &burst_runs {
         prop_assert_eq!(seen.len(), merged.len());
         for ((i, a), (_, b)) in merged.iter().zip(seen.iter()) {
-            prop_assert!(a == b, "burst {:?}/{:?}/{:?} differs from the reference at op {} ({:?})\nreference: {:?}\n     this: {:?}", d, c, j, i, ops.get(*i), a, b);
+            prop_assert!(a == b, "burst {:?}/{:?}/{:?} (lent: {}) differs from the reference at op {} ({:?})\nreference: {:?}\n     this: {:?}", d, c, j, lent, i, ops.get(*i), a, b);
         }
     }
     let (_, _, _, oracle, _) = &runs[0];

@@ -40,6 +40,7 @@
 //! afterwards. [`testutil`] uses this to run real tests in private namespaces.
 #![warn(missing_docs)]
 
+use sluice_packet::buf::PacketBuf;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -73,18 +74,15 @@ pub const DEFAULT_RX_CAPACITY: usize = 2048;
 /// (with any VLAN tag the NIC or kernel had stripped put back in place).
 #[derive(Clone)]
 pub struct RxBuf {
-    data: Box<[u8]>,
-    reserve: usize,
-    start: usize,
-    len: usize,
+    buf: PacketBuf,
     csum_partial: bool,
 }
 
 impl std::fmt::Debug for RxBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RxBuf")
-            .field("len", &self.len)
-            .field("start", &self.start)
+            .field("len", &self.len())
+            .field("start", &self.headroom())
             .field("capacity", &self.capacity())
             .finish()
     }
@@ -104,13 +102,7 @@ impl RxBuf {
 
     /// A buffer with explicit headroom and frame capacity.
     pub fn with_headroom(headroom: usize, capacity: usize) -> RxBuf {
-        RxBuf {
-            data: vec![0u8; headroom.saturating_add(capacity)].into_boxed_slice(),
-            reserve: headroom,
-            start: headroom,
-            len: 0,
-            csum_partial: false,
-        }
+        RxBuf { buf: PacketBuf::new(headroom, capacity), csum_partial: false }
     }
 
     /// `n` default buffers, e.g. `RxBuf::burst(BURST)` for one worker.
@@ -120,32 +112,32 @@ impl RxBuf {
 
     /// The frame.
     pub fn frame(&self) -> &[u8] {
-        &self.data[self.start..self.start + self.len]
+        self.buf.data()
     }
 
     /// The frame, writable in place.
     pub fn frame_mut(&mut self) -> &mut [u8] {
-        &mut self.data[self.start..self.start + self.len]
+        self.buf.data_mut()
     }
 
     /// Frame length in bytes.
     pub fn len(&self) -> usize {
-        self.len
+        self.buf.len()
     }
 
     /// True when no frame is held.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.buf.is_empty()
     }
 
     /// Largest frame a port can put into this buffer.
     pub fn capacity(&self) -> usize {
-        self.data.len() - self.reserve
+        self.buf.capacity()
     }
 
     /// Free bytes in front of the frame.
     pub fn headroom(&self) -> usize {
-        self.start
+        self.buf.headroom()
     }
 
     /// True when the kernel reported that the frame's L4 checksum was not yet
@@ -158,47 +150,32 @@ impl RxBuf {
     /// Grows the frame by `n` bytes at the front (into the headroom) and returns the
     /// whole new frame; `None` (and no change) when the headroom is too small.
     pub fn push_front(&mut self, n: usize) -> Option<&mut [u8]> {
-        let start = self.start.checked_sub(n)?;
-        self.start = start;
-        self.len += n;
-        Some(self.frame_mut())
+        self.buf.push_front(n)
     }
 
     /// Removes `n` bytes from the front; false (and no change) if the frame is
     /// shorter than `n`.
     pub fn pull_front(&mut self, n: usize) -> bool {
-        if n > self.len {
-            return false;
-        }
-        self.start += n;
-        self.len -= n;
-        true
+        self.buf.pull_front(n)
     }
 
     /// Sets the frame length (shrinking, or growing into bytes after it); false (and
     /// no change) if the buffer cannot hold it.
     pub fn set_len(&mut self, len: usize) -> bool {
-        if self.start.checked_add(len).is_none_or(|end| end > self.data.len()) {
-            return false;
-        }
-        self.len = len;
-        true
+        self.buf.set_len(len)
     }
 
     /// Empties the buffer (frame starts after the full headroom again) and returns
     /// the writable area a port may fill; finish with [`RxBuf::commit`].
     pub fn spare_mut(&mut self) -> &mut [u8] {
-        self.start = self.reserve;
-        self.len = 0;
         self.csum_partial = false;
-        &mut self.data[self.reserve..]
+        self.buf.spare_mut()
     }
 
     /// Declares the first `len` bytes of [`RxBuf::spare_mut`] to be the frame
     /// (clamped to the capacity).
     pub fn commit(&mut self, len: usize, csum_partial: bool) {
-        self.start = self.reserve;
-        self.len = len.min(self.capacity());
+        self.buf.commit(len);
         self.csum_partial = csum_partial;
     }
 
@@ -213,6 +190,20 @@ impl RxBuf {
             }
             None => false,
         }
+    }
+}
+
+/// The packet buffer itself: the datapath lends it to the pipeline for a
+/// burst instead of copying the frame out (`sluice_core::walk::burst_lent`).
+impl AsMut<PacketBuf> for RxBuf {
+    fn as_mut(&mut self) -> &mut PacketBuf {
+        &mut self.buf
+    }
+}
+
+impl AsRef<PacketBuf> for RxBuf {
+    fn as_ref(&self) -> &PacketBuf {
+        &self.buf
     }
 }
 

@@ -63,6 +63,7 @@ impl Pkt {
 
     /// Make this the packet `data` received with `meta` (parsed); false if
     /// the frame does not fit.
+    #[inline]
     pub fn load(&mut self, data: &[u8], meta: Meta) -> bool {
         if self.buf.load(data).is_err() {
             return false;

@@ -910,15 +910,19 @@ trait Frames {
 struct Copied<'a>(&'a [&'a [u8]]);
 
 impl Frames for Copied<'_> {
+    #[inline]
     fn count(&self) -> usize {
         self.0.len().min(BURST)
     }
+    #[inline]
     fn first_byte(&self, i: usize) -> *const u8 {
         self.0.get(i).map_or(std::ptr::null(), |f| f.as_ptr())
     }
+    #[inline]
     fn load(&mut self, i: usize, pkt: &mut Pkt, meta: Meta) -> bool {
         self.0.get(i).is_some_and(|fr| pkt.load(fr, meta))
     }
+    #[inline]
     fn restore(&mut self, _: usize, _: &mut Pkt) {}
 }
 
@@ -926,18 +930,22 @@ impl Frames for Copied<'_> {
 struct Lent<'a, B>(&'a mut [B]);
 
 impl<B: AsRef<PacketBuf> + AsMut<PacketBuf>> Frames for Lent<'_, B> {
+    #[inline]
     fn count(&self) -> usize {
         self.0.len().min(BURST)
     }
+    #[inline]
     fn first_byte(&self, i: usize) -> *const u8 {
         self.0.get(i).map_or(std::ptr::null(), |b| b.as_ref().data().as_ptr())
     }
+    #[inline]
     fn load(&mut self, i: usize, pkt: &mut Pkt, meta: Meta) -> bool {
         let Some(b) = self.0.get_mut(i) else { return false };
         std::mem::swap(&mut pkt.buf, b.as_mut());
         pkt.adopt(meta);
         true
     }
+    #[inline]
     fn restore(&mut self, i: usize, pkt: &mut Pkt) {
         if let Some(b) = self.0.get_mut(i) {
             std::mem::swap(&mut pkt.buf, b.as_mut());
@@ -1041,7 +1049,7 @@ fn stage_burst<F: Frontend>(
 /// The first hops of a packet with `key` without running it: a cache
 /// hit's chain, or with caches off the first table's lookup as a one-hop
 /// chain (`None`: a cache miss, for the recording slow path).
-#[inline]
+#[inline(never)]
 fn first_hops<F: Frontend>(
     f: &F,
     cache: &mut Caches<Program<F::Ctx>>,

@@ -10,7 +10,9 @@
 //! a miss walks while recording and installs what it may; a hit re-checks
 //! the guards its walk saw, then runs the entry's composed [`Program`] or
 //! replays its chain of entries. [`burst`] stages up to [`BURST`] packets
-//! so their cache misses overlap.
+//! so their cache misses overlap; [`burst_lent`] does the same on frames
+//! in the caller's buffers (a port's receive buffers), without copying
+//! them.
 //!
 //! ## Basic design
 //! The walk knows no control protocol. A front end describes itself with

@@ -152,39 +152,77 @@ pub struct Deferred {
     pub op: Op,
 }
 
-/// The deferred ops a packet has collected ([`Deferred`]).
-#[derive(Clone, Debug, Default)]
-pub struct DeferredSet {
-    ops: Vec<Deferred>,
+/// The deferred ops a packet has collected ([`Deferred`]): references to
+/// the entries' own ops (which outlive the walk), never copies, kept in
+/// the set itself up to [`DeferredSet::INLINE`] slots, so a walk neither
+/// allocates nor clones an op for them. More distinct slots than that (an
+/// OpenFlow action set has at most a few dozen) spill to the heap.
+#[derive(Clone, Debug)]
+pub struct DeferredSet<'a> {
+    len: usize,
+    inline: [&'a Deferred; DeferredSet::INLINE],
+    spill: Vec<&'a Deferred>,
 }
 
-impl DeferredSet {
+/// What fills the set's unused inline slots.
+static EMPTY: Deferred = Deferred { slot: u32::MAX, rank: u8::MAX, supersedes: None, op: Op::Nop };
+
+impl Default for DeferredSet<'_> {
+    fn default() -> Self {
+        DeferredSet { len: 0, inline: [&EMPTY; DeferredSet::INLINE], spill: Vec::new() }
+    }
+}
+
+impl<'a> DeferredSet<'a> {
+    /// Slots kept without allocating.
+    pub const INLINE: usize = 16;
+
+    /// The ops in the set, in the order they were first written (sorted
+    /// by [`DeferredSet::ordered`]).
+    fn ops(&mut self) -> &mut [&'a Deferred] {
+        if self.spill.is_empty() {
+            &mut self.inline[..self.len.min(Self::INLINE)]
+        } else {
+            &mut self.spill
+        }
+    }
+
     /// Forget every op.
     pub fn clear(&mut self) {
-        self.ops.clear();
+        self.len = 0;
+        self.spill.clear();
     }
 
     /// Add `list`'s ops, each replacing the one in its slot.
-    pub fn write(&mut self, list: &[Deferred]) {
+    pub fn write(&mut self, list: &'a [Deferred]) {
         for d in list {
-            match self.ops.iter_mut().find(|x| x.slot == d.slot) {
-                Some(x) => *x = d.clone(),
-                None => self.ops.push(d.clone()),
+            if let Some(x) = self.ops().iter_mut().find(|x| x.slot == d.slot) {
+                *x = d;
+                continue;
             }
+            if self.len < Self::INLINE && self.spill.is_empty() {
+                self.inline[self.len] = d;
+            } else {
+                if self.spill.is_empty() {
+                    self.spill.extend_from_slice(&self.inline[..self.len]);
+                }
+                self.spill.push(d);
+            }
+            self.len += 1;
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.len == 0
     }
 
     /// Puts the set in running order and returns the ops to run, in that
-    /// order, leaving out superseded ones. Sorting in place is stable and,
-    /// for a set of OpenFlow's size (at most a few dozen), does not
-    /// allocate.
-    pub fn ordered(&mut self) -> impl Iterator<Item = &Op> {
-        self.ops.sort_by_key(|d| d.rank);
-        let ops = &self.ops;
+    /// order, leaving out superseded ones. The sort is stable and in
+    /// place.
+    pub fn ordered(&mut self) -> impl Iterator<Item = &'a Op> + '_ {
+        let ops = self.ops();
+        ops.sort_by_key(|d| d.rank);
+        let ops = &*ops;
         ops.iter().filter(move |d| !ops.iter().any(|x| x.supersedes == Some(d.slot))).map(|d| &d.op)
     }
 }
@@ -333,11 +371,13 @@ mod tests {
 
     #[test]
     fn deferred_set_replaces_by_slot_and_runs_by_rank() {
+        let (first, again) =
+            ([d(1, 5, None, 10), d(2, 1, None, 20), d(3, 5, None, 30)], [d(1, 5, None, 11)]);
         let mut set = DeferredSet::default();
         assert!(set.is_empty());
-        set.write(&[d(1, 5, None, 10), d(2, 1, None, 20), d(3, 5, None, 30)]);
+        set.write(&first);
         // Slot 1 rewritten in place: still ahead of slot 3 (equal rank).
-        set.write(&[d(1, 5, None, 11)]);
+        set.write(&again);
         assert_eq!(ports(&mut set), [20, 11, 30]);
         // Running does not consume the set; sorting again is stable.
         assert_eq!(ports(&mut set), [20, 11, 30]);
@@ -348,11 +388,43 @@ mod tests {
 
     #[test]
     fn a_superseding_op_voids_its_target_only_while_present() {
+        let (both, one) = ([d(7, 9, None, 1), d(8, 8, Some(7), 2)], [d(7, 9, None, 1)]);
         let mut set = DeferredSet::default();
-        set.write(&[d(7, 9, None, 1), d(8, 8, Some(7), 2)]);
+        set.write(&both);
         assert_eq!(ports(&mut set), [2]);
         set.clear();
-        set.write(&[d(7, 9, None, 1)]);
+        set.write(&one);
         assert_eq!(ports(&mut set), [1]);
+    }
+
+    /// More slots than the set keeps inline spill to the heap with the
+    /// same order and replacement rules; clearing goes back inline.
+    #[test]
+    fn a_large_set_spills_and_keeps_its_rules() {
+        let n = DeferredSet::INLINE as u32 + 5;
+        let many: Vec<Deferred> = (0..n).map(|i| d(i, (n - i) as u8 % 3, None, i)).collect();
+        let later = [d(2, 0, None, 1000), d(n + 1, 0, Some(0), 2000)];
+        let mut set = DeferredSet::default();
+        set.write(&many[..4]);
+        set.write(&many);
+        set.write(&later);
+        let mut want: Vec<(u8, u32)> =
+            many.iter().map(|x| (x.rank, x.slot)).chain([(0, n + 1)]).collect();
+        want.retain(|&(_, slot)| slot != 0);
+        want.iter_mut().filter(|w| w.1 == 2).for_each(|w| w.0 = 0);
+        // Stable by rank over first-written order (slot order here).
+        want.sort_by_key(|w| w.0);
+        let ports_want: Vec<u32> = want
+            .iter()
+            .map(|&(_, slot)| match slot {
+                2 => 1000,
+                s if s == n + 1 => 2000,
+                s => s,
+            })
+            .collect();
+        assert_eq!(ports(&mut set), ports_want);
+        set.clear();
+        set.write(&later[..1]);
+        assert_eq!(ports(&mut set), [1000]);
     }
 }

@@ -65,8 +65,10 @@
 //! Packets are parsed once into a fixed-layout [`FlowKey`] of u64 words
 //! (`sluice_packet::key`); matches are compiled to masks at flow-mod time
 //! ([`rule::Rule`]). Frames are rewritten in one reusable buffer with
-//! headroom; no allocation happens per packet except for what goes to the
-//! controller.
+//! headroom; on the fast walk no allocation happens per packet except for
+//! what goes to the controller and cache installs (the deferred set holds
+//! references to the entries' ops, in place). The reference walk allocates
+//! freely: it is written for clarity.
 //!
 //! [`FlowKey`]: sluice_packet::key::FlowKey
 

@@ -151,17 +151,24 @@ impl Extract {
     }
 }
 
-/// The window's value read bit by bit (the model the fuzz entry checks
-/// [`Extract::run`] against), or `None` when absent.
-fn model(frame: &[u8], info: &ParseInfo, w: &Window) -> Option<u64> {
-    let base = match w.base {
+/// A base's byte offset read straight from the parse's fields (not
+/// through [`Base::offset`]): the models of the extract stage and of the
+/// window edits (`window.rs`) both use it.
+pub(crate) fn model_base(info: &ParseInfo, b: Base) -> Option<usize> {
+    Some(match b {
         Base::Frame => 0,
         Base::L2End => usize::from(info.ethertype_offset?) + 2,
         Base::L2_5 => usize::from(info.l2_5?),
         Base::L3 => usize::from(info.l3?),
         Base::L4 => usize::from(info.l4?),
         Base::Payload => usize::from(info.payload?),
-    };
+    })
+}
+
+/// The window's value read bit by bit (the model the fuzz entry checks
+/// [`Extract::run`] against), or `None` when absent.
+fn model(frame: &[u8], info: &ParseInfo, w: &Window) -> Option<u64> {
+    let base = model_base(info, w.base)?;
     let first = base as u64 * 8 + u64::from(w.bit_offset);
     if first + u64::from(w.bit_len) > frame.len() as u64 * 8 {
         return None;

@@ -461,24 +461,11 @@ fn to_metadata(frame: &[u8], metadata: &mut u64, meta_bit: u8, from: usize, len:
 /// parse directly. Slow and plain on purpose.
 mod model {
     use super::{Pos, WindowOp, CHECKSUM_FIELD_BITS};
-    use crate::layout::Base;
     use crate::op::Edited;
     use sluice_packet::parse::ParseInfo;
 
-    fn base(info: &ParseInfo, b: Base) -> Option<usize> {
-        let o = match b {
-            Base::Frame => 0,
-            Base::L2End => usize::from(info.ethertype_offset?) + 2,
-            Base::L2_5 => usize::from(info.l2_5?),
-            Base::L3 => usize::from(info.l3?),
-            Base::L4 => usize::from(info.l4?),
-            Base::Payload => usize::from(info.payload?),
-        };
-        Some(o)
-    }
-
     fn bit(info: &ParseInfo, p: Pos) -> Option<u64> {
-        Some(base(info, p.base)? as u64 * 8 + u64::from(p.bit_offset))
+        Some(crate::extract::model_base(info, p.base)? as u64 * 8 + u64::from(p.bit_offset))
     }
 
     fn bits(frame: &[u8]) -> Vec<bool> {

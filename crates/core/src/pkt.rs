@@ -68,15 +68,14 @@ impl Pkt {
         if self.buf.load(data).is_err() {
             return false;
         }
-        self.meta = meta;
-        self.queue = None;
-        self.reparse();
-        self.edited = false;
+        self.adopt(meta);
         true
     }
 
-    /// Make the frame already in [`Pkt::buf`] (swapped in by the caller,
-    /// see `walk::burst_lent`) the packet received with `meta` (parsed).
+    /// Make the frame already in [`Pkt::buf`] (copied in by
+    /// [`Pkt::load`], or swapped in by the caller, see
+    /// `walk::burst_lent`) the packet received with `meta` (parsed).
+    #[inline]
     pub fn adopt(&mut self, meta: Meta) {
         self.meta = meta;
         self.queue = None;

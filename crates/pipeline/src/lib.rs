@@ -6,8 +6,9 @@
 //! interpreted straight from the spec, no cleverness that could hide a
 //! bug. It is the oracle every fast path (tuple-space classifier, compiled
 //! tables, caches, the lowering of actions to the core's ops) is tested
-//! against. The fast walk (`exec.rs`) runs the ops `lower.rs` made of the
-//! instructions at flow-mod time, over the index, compiled code and the
+//! against. Every other configuration runs the core's fast walk
+//! (`sluice_core::walk`, fed by `exec.rs`) over the ops `lower.rs` made
+//! of the instructions at flow-mod time, the index, compiled code and the
 //! core's caches (`sluice_core::cache`).
 //!
 //! ## The API is small

@@ -97,8 +97,8 @@ pub use sluice_agent as agent;
 pub use sluice_ports as ports;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -176,6 +176,7 @@ impl Datapath {
             publisher: Mutex::new(publisher),
             learn: Mutex::new(MacTable::new(cfg.mac_table_size, cfg.mac_aging.as_nanos() as u64)),
             ports: RwLock::new(BTreeMap::new()),
+            ports_gen: AtomicU64::new(0),
             inboxes: (0..workers).map(|_| Inbox::default()).collect(),
             fail_mode: cfg.fail_mode,
             controller_connected: AtomicBool::new(false),

@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::RawFd;
-use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
@@ -95,6 +95,9 @@ pub(crate) struct Shared {
     pub published: Arc<Published>,
     pub learn: Mutex<MacTable>,
     pub ports: RwLock<BTreeMap<u32, Arc<PortSlot>>>,
+    /// Bumped after every change to `ports`: workers keep their own copy
+    /// of the port table for transmitting and refresh it when this moves.
+    pub ports_gen: AtomicU64,
     pub inboxes: Vec<Inbox>,
     pub fail_mode: FailMode,
     pub controller_connected: AtomicBool,
@@ -115,6 +118,15 @@ impl Shared {
     /// Pipeline time: nanoseconds since the datapath started.
     pub(crate) fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Every open port, in port-number order, and the generation read
+    /// before reading them.
+    pub(crate) fn port_slots(&self) -> (u64, Vec<Arc<PortSlot>>) {
+        let gen = self.ports_gen.load(Acquire);
+        let slots =
+            self.ports.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        (gen, slots)
     }
 
     pub(crate) fn slot(&self, port_no: u32) -> Option<Arc<PortSlot>> {
@@ -190,6 +202,7 @@ impl Shared {
         let ps = {
             let mut pb = lock(&self.publisher);
             self.ports.write().unwrap_or_else(|e| e.into_inner()).insert(port_no, slot.clone());
+            self.ports_gen.fetch_add(1, Release);
             let now = self.now_ns();
             let ps = pb.master_mut().ports_mut().add(desc, now);
             Self::publish(&mut pb);
@@ -213,6 +226,7 @@ impl Shared {
             {
                 s.mark_gone();
             }
+            self.ports_gen.fetch_add(1, Release);
             let ps = pb.master_mut().ports_mut().remove(port_no);
             Self::publish(&mut pb);
             ps

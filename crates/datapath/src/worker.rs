@@ -16,20 +16,33 @@
 //!    buffers, counter shard — see `sluice_pipeline::Worker`), or hand it
 //!    to the MAC-learning table in standalone mode (frames go through
 //!    `process_burst_with`, staged so the burst's cache misses overlap);
-//! 4. hand the asynchronous messages to the agent and transmit the burst's
-//!    output, grouped per output port (`tx_burst` in chunks of up to 32),
-//!    then let go of the version. Holding it through transmit is what lets
-//!    a barrier promise that no frame decided by an older version leaves
-//!    after the BARRIER_REPLY (`tx_burst` never blocks and retries are
-//!    capped, so this is short); the version is never held across
-//!    `poll(2)` or `rx_burst`.
+//! 4. tell the output ports to send what the burst queued on them, hand
+//!    the asynchronous messages to the agent, transmit what went through
+//!    the arena, then let go of the version. Holding it through transmit
+//!    is what lets a barrier promise that no frame decided by an older
+//!    version leaves after the BARRIER_REPLY (transmitting never blocks and
+//!    retries are capped, so this is short); the version is never held
+//!    across `poll(2)` or `rx_burst`.
 //!
-//! Received frames are not copied into the pipeline: each `RxBuf` is lent
-//! to it for the burst (`Pipeline::process_lent_with`). Frames leaving the
-//! pipeline are copied into one reusable per-worker
-//! arena ([`TxBatch`]) because the pipeline lends them only for the
-//! duration of the call; the arena is bounded ([`TX_ARENA_MAX`]) and is not
-//! reallocated once warm, so steady-state forwarding allocates nothing.
+//! One buffer from receive to transmit: received frames are not copied
+//! into the pipeline (each `RxBuf` is lent to it for the burst,
+//! `Pipeline::process_lent_with`), and a frame the pipeline emits is
+//! written from that buffer straight into the output port's transmit ring
+//! ([`BurstTx`], `Port::tx_queue`), with one kick per port at the end of
+//! the burst (`Port::tx_flush`). For that the worker takes each output
+//! port's lock the first time the burst emits to it, with `try_lock` only,
+//! and keeps it until the kick. Where it cannot — another thread holds the
+//! port (a worker receiving from it or sending to it, a PACKET_OUT), the
+//! ring is full, or the burst already writes to [`MAX_DIRECT`] ports — the
+//! frame is copied into a reusable per-worker arena ([`TxBatch`]) instead,
+//! and the rest of the burst's frames for that port follow it there, so a
+//! port's frames leave in the order they were emitted. The arena is sent
+//! after the direct ports have been let go (blocking locks, bounded
+//! retries); it is bounded ([`TX_ARENA_MAX`]) and not reallocated once
+//! warm, so steady-state forwarding allocates nothing. A worker never
+//! waits for a lock while it holds a port's; the cost is that a worker
+//! receiving from a port another worker is writing to waits for the end of
+//! that burst (microseconds).
 //!
 //! Every loop is bounded: a round does at most `ports × 8` bursts, transmit
 //! retries are capped, and a descriptor that is "ready" with nothing to
@@ -38,6 +51,8 @@
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
+
+use std::sync::{MutexGuard, TryLockError};
 
 use sluice_pipeline::ports::PortCounter;
 use sluice_pipeline::{Pipeline, Tx, Worker, WorkerExt};
@@ -124,10 +139,138 @@ impl TxBatch {
     }
 }
 
-impl Tx for TxBatch {
-    fn transmit(&mut self, port: u32, _queue: Option<u32>, frame: &[u8]) {
-        self.push(port, frame);
+/// Most output ports one burst writes to directly; frames for further
+/// ports go through the arena.
+pub const MAX_DIRECT: usize = 8;
+
+/// The worker's own copy of the port table, for transmitting: refreshed
+/// when [`Shared::ports_gen`] moves, so a burst finds its output ports
+/// without the shared table's lock.
+pub(crate) struct OutPorts {
+    gen: u64,
+    /// In port-number order.
+    slots: Vec<Arc<PortSlot>>,
+}
+
+impl OutPorts {
+    pub(crate) fn new() -> OutPorts {
+        OutPorts { gen: u64::MAX, slots: Vec::new() }
     }
+
+    pub(crate) fn refresh(&mut self, shared: &Shared) {
+        if shared.ports_gen.load(Acquire) != self.gen {
+            (self.gen, self.slots) = shared.port_slots();
+        }
+    }
+
+    fn get(&self, no: u32) -> Option<&PortSlot> {
+        let i = self.slots.binary_search_by_key(&no, |s| s.no).ok()?;
+        self.slots.get(i).map(|s| &**s).filter(|s| !s.is_gone())
+    }
+}
+
+/// An output port of the current burst.
+struct Held<'w> {
+    no: u32,
+    slot: Option<&'w PortSlot>,
+    /// The port's lock while frames go straight into its ring.
+    guard: Option<MutexGuard<'w, Box<dyn Port>>>,
+    /// False once this port's frames go through the arena (lock taken by
+    /// someone else, ring full, or a transmit error).
+    direct: bool,
+}
+
+/// How one burst transmits (module docs, "one buffer from receive to
+/// transmit"): straight into the output ports' rings where the worker can
+/// take their locks without waiting, into the arena otherwise.
+pub(crate) struct BurstTx<'w> {
+    ports: &'w OutPorts,
+    held: [Held<'w>; MAX_DIRECT],
+    n_held: usize,
+    arena: &'w mut TxBatch,
+    /// Frames for ports that do not exist (any more).
+    dropped: u64,
+}
+
+impl<'w> BurstTx<'w> {
+    pub(crate) fn new(ports: &'w OutPorts, arena: &'w mut TxBatch) -> BurstTx<'w> {
+        BurstTx {
+            ports,
+            held: std::array::from_fn(|_| Held { no: 0, slot: None, guard: None, direct: false }),
+            n_held: 0,
+            arena,
+            dropped: 0,
+        }
+    }
+
+    /// This burst's entry for `port`, made on first use; `None` when the
+    /// port does not exist or the burst already holds [`MAX_DIRECT`] ports.
+    fn held(&mut self, port: u32) -> Option<&mut Held<'w>> {
+        let n = self.n_held;
+        if let Some(i) = self.held[..n].iter().position(|h| h.no == port) {
+            return self.held.get_mut(i);
+        }
+        let slot = self.ports.get(port)?;
+        let h = self.held.get_mut(n)?;
+        let guard = match slot.port.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        *h = Held { no: port, slot: Some(slot), direct: guard.is_some(), guard };
+        self.n_held += 1;
+        Some(h)
+    }
+
+    /// Kicks every port written directly and lets go of its lock; returns
+    /// frames dropped (for ports that do not exist).
+    pub(crate) fn finish_direct(&mut self) -> u64 {
+        for h in &mut self.held[..self.n_held] {
+            if let (Some(mut g), Some(slot)) = (h.guard.take(), h.slot) {
+                if let Err(e) = g.tx_flush() {
+                    port_failed(slot, &e);
+                }
+            }
+        }
+        self.n_held = 0;
+        std::mem::take(&mut self.dropped)
+    }
+}
+
+impl Tx for BurstTx<'_> {
+    fn transmit(&mut self, port: u32, _queue: Option<u32>, frame: &[u8]) {
+        let Some(h) = self.held(port) else {
+            if self.ports.get(port).is_some() {
+                self.arena.push(port, frame);
+            } else {
+                self.dropped += 1;
+            }
+            return;
+        };
+        if let (true, Some(g), Some(slot)) = (h.direct, h.guard.as_mut(), h.slot) {
+            match g.tx_queue(frame) {
+                Ok(true) => return,
+                // Ring full: this and the burst's later frames for the port
+                // wait in the arena, sent after this burst's kick.
+                Ok(false) => h.direct = false,
+                Err(e) => {
+                    port_failed(slot, &e);
+                    slot.tx_failed.fetch_add(1, Relaxed);
+                    h.direct = false;
+                    return;
+                }
+            }
+        }
+        self.arena.push(port, frame);
+    }
+}
+
+/// A transmit error: a port whose interface is gone is marked so.
+fn port_failed(slot: &PortSlot, e: &std::io::Error) {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        slot.mark_gone();
+    }
+    debug!(port = slot.no, "transmit failed: {e}");
 }
 
 /// Sends `frames` on `port`, retrying a few times when the ring is full;
@@ -143,10 +286,7 @@ pub(crate) fn send(slot: &PortSlot, port: &mut dyn Port, frames: &[&[u8]]) -> u6
             }
             Ok(k) => sent += k.min(frames.len() - sent),
             Err(e) => {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    slot.mark_gone();
-                }
-                debug!(port = slot.no, "transmit failed: {e}");
+                port_failed(slot, &e);
                 break;
             }
         }
@@ -170,7 +310,7 @@ fn learn_forward(
     in_port: u32,
     frame: &[u8],
     now: u64,
-    out: &mut TxBatch,
+    out: &mut BurstTx,
 ) {
     let len = frame.len() as u64;
     match p.ports().get(in_port) {
@@ -192,7 +332,7 @@ fn learn_forward(
             e.count(w.shard(), PortCounter::TxPackets, 1);
             e.count(w.shard(), PortCounter::TxBytes, len);
         }
-        out.push(port, frame);
+        out.transmit(port, None, frame);
     };
     match t.decide(in_port, frame, now) {
         Forward::Port(port) => emit(port),
@@ -218,6 +358,7 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
     let mut fdless = false;
     let mut bufs = RxBuf::burst(BURST);
     let mut batch = TxBatch::new();
+    let mut out = OutPorts::new();
     let mut flood: Vec<u32> = Vec::new();
     let timeout_ms = shared.poll_timeout.as_millis().clamp(1, 1000) as i32;
     let mut busy = false;
@@ -281,7 +422,9 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
                         complete_l4_checksum(b.frame_mut());
                     }
                 }
-                process_burst(&shared, &mut ctx, slot.no, &mut bufs[..n], &mut batch, &mut flood);
+                out.refresh(&shared);
+                let io = (&out, &mut batch);
+                process_burst(&shared, &mut ctx, slot.no, &mut bufs[..n], io, &mut flood);
                 if n < BURST {
                     break;
                 }
@@ -302,7 +445,7 @@ fn process_burst(
     ctx: &mut Worker,
     in_port: u32,
     bufs: &mut [RxBuf],
-    batch: &mut TxBatch,
+    (out, batch): (&OutPorts, &mut TxBatch),
     flood: &mut Vec<u32>,
 ) {
     let now = shared.now_ns();
@@ -317,32 +460,173 @@ fn process_burst(
     // let go before the next round's `poll(2)`, so an idle worker never
     // holds one, and on unwinding if the burst panics.
     let p = shared.published.load();
+    let mut tx = BurstTx::new(out, batch);
     if standalone {
         flood.clear();
         flood.extend(p.ports().numbers().filter(|&n| n <= sluice_ports::spec::OFPP_MAX));
         let mut t = lock(&shared.learn);
         for b in bufs.iter() {
-            learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, batch);
+            learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, &mut tx);
         }
     } else {
         // Staged (the burst's lookups overlap their cache misses), each
         // packet in its own receive buffer: no copy on the way in.
-        p.process_lent_with(ctx, in_port, bufs, batch);
+        p.process_lent_with(ctx, in_port, bufs, &mut tx);
     }
+    // Counted before the ports are told to send: whoever sees a frame of
+    // this burst on the wire also sees the burst in the counters. (Frames
+    // queued directly sit in their port's ring until `finish_direct`, and
+    // no other thread can kick that port while this burst holds it.)
+    shared.note_burst(bufs.len() as u64);
+    let missing = tx.finish_direct();
+    drop(tx);
     if ctx.has_upcalls() {
         shared.push_async(ctx.take_async());
     }
-    // Counted before transmitting: whoever sees a frame of this burst on
-    // the wire also sees the burst in the counters.
-    shared.note_burst(bufs.len() as u64);
     let overflow = std::mem::take(&mut batch.overflow);
-    shared.note_dropped(batch.flush(shared) + overflow);
+    shared.note_dropped(batch.flush(shared) + overflow + missing);
     drop(p);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::RawFd;
+    use std::sync::Mutex;
+
+    #[derive(Debug, PartialEq)]
+    enum Ev {
+        Queue(Vec<u8>),
+        Flush,
+    }
+
+    /// A port with a transmit ring of `room` frames that records what the
+    /// burst does to it; a flush empties the ring.
+    struct Ring {
+        log: Arc<Mutex<Vec<Ev>>>,
+        room: usize,
+        queued: usize,
+    }
+
+    impl Port for Ring {
+        fn rx_burst(&mut self, _: &mut [RxBuf]) -> std::io::Result<usize> {
+            Ok(0)
+        }
+        fn tx_burst(&mut self, frames: &[&[u8]]) -> std::io::Result<usize> {
+            Ok(frames.len())
+        }
+        fn tx_queue(&mut self, frame: &[u8]) -> std::io::Result<bool> {
+            if self.queued == self.room {
+                return Ok(false);
+            }
+            self.queued += 1;
+            self.log.lock().unwrap().push(Ev::Queue(frame.to_vec()));
+            Ok(true)
+        }
+        fn tx_flush(&mut self) -> std::io::Result<()> {
+            self.queued = 0;
+            self.log.lock().unwrap().push(Ev::Flush);
+            Ok(())
+        }
+        fn link_up(&self) -> bool {
+            true
+        }
+        fn name(&self) -> &str {
+            "ring"
+        }
+        fn hw_addr(&self) -> [u8; 6] {
+            [2, 0, 0, 0, 0, 9]
+        }
+        fn raw_fd(&self) -> Option<RawFd> {
+            None
+        }
+    }
+
+    /// Ports 1..=n, each with a ring of `room` frames, and their logs.
+    fn ports(n: u32, room: usize) -> (OutPorts, Vec<Arc<Mutex<Vec<Ev>>>>) {
+        let logs: Vec<_> = (0..n).map(|_| Arc::new(Mutex::new(Vec::new()))).collect();
+        let slots = (1..=n)
+            .zip(&logs)
+            .map(|(no, log)| {
+                let ring = Ring { log: log.clone(), room, queued: 0 };
+                Arc::new(PortSlot::new(no, Box::new(ring)))
+            })
+            .collect();
+        (OutPorts { gen: 0, slots }, logs)
+    }
+
+    fn arena_frames(b: &TxBatch, port: u32) -> Vec<Vec<u8>> {
+        b.frames.iter().filter(|f| f.0 == port).map(|&(_, s, e)| b.data[s..e].to_vec()).collect()
+    }
+
+    #[test]
+    fn burst_writes_straight_into_rings_and_kicks_each_port_once() {
+        let (out, logs) = ports(2, 8);
+        let mut arena = TxBatch::new();
+        let mut tx = BurstTx::new(&out, &mut arena);
+        tx.transmit(1, None, &[1]);
+        tx.transmit(2, None, &[2]);
+        tx.transmit(1, None, &[3]);
+        // Held until the kick: nobody else can take the port meanwhile.
+        assert!(out.slots[0].port.try_lock().is_err());
+        assert_eq!(tx.finish_direct(), 0);
+        drop(tx);
+        assert!(out.slots[0].port.try_lock().is_ok(), "the burst let go of the port");
+        assert_eq!(*logs[0].lock().unwrap(), [Ev::Queue(vec![1]), Ev::Queue(vec![3]), Ev::Flush]);
+        assert_eq!(*logs[1].lock().unwrap(), [Ev::Queue(vec![2]), Ev::Flush]);
+        assert!(arena.frames.is_empty(), "nothing was copied into the arena");
+    }
+
+    #[test]
+    fn a_port_held_elsewhere_goes_through_the_arena_in_order() {
+        let (out, logs) = ports(2, 8);
+        let mut arena = TxBatch::new();
+        let busy = out.slots[1].port.lock().unwrap();
+        let mut tx = BurstTx::new(&out, &mut arena);
+        tx.transmit(2, None, &[1]);
+        tx.transmit(1, None, &[2]);
+        tx.transmit(2, None, &[3]);
+        tx.finish_direct();
+        drop(tx);
+        drop(busy);
+        assert!(logs[1].lock().unwrap().is_empty(), "never waited for the held port");
+        assert_eq!(arena_frames(&arena, 2), [vec![1], vec![3]]);
+        assert_eq!(*logs[0].lock().unwrap(), [Ev::Queue(vec![2]), Ev::Flush]);
+    }
+
+    #[test]
+    fn a_full_ring_sends_the_rest_of_the_burst_after_the_kick() {
+        let (out, logs) = ports(1, 2);
+        let mut arena = TxBatch::new();
+        let mut tx = BurstTx::new(&out, &mut arena);
+        for b in 1..=4u8 {
+            tx.transmit(1, None, &[b]);
+        }
+        tx.finish_direct();
+        drop(tx);
+        // 3 did not fit; 4 follows it into the arena although the ring
+        // might have had room again, so the port's order holds.
+        assert_eq!(*logs[0].lock().unwrap(), [Ev::Queue(vec![1]), Ev::Queue(vec![2]), Ev::Flush]);
+        assert_eq!(arena_frames(&arena, 1), [vec![3], vec![4]]);
+    }
+
+    #[test]
+    fn missing_ports_are_dropped_and_many_ports_spill_to_the_arena() {
+        let n = MAX_DIRECT as u32 + 1;
+        let (out, logs) = ports(n, 8);
+        let mut arena = TxBatch::new();
+        let mut tx = BurstTx::new(&out, &mut arena);
+        tx.transmit(99, None, &[0]);
+        for p in 1..=n {
+            tx.transmit(p, None, &[p as u8]);
+        }
+        assert_eq!(tx.finish_direct(), 1, "the frame for port 99 is counted dropped");
+        drop(tx);
+        for (i, log) in logs.iter().enumerate().take(MAX_DIRECT) {
+            assert_eq!(*log.lock().unwrap(), [Ev::Queue(vec![i as u8 + 1]), Ev::Flush]);
+        }
+        assert_eq!(arena_frames(&arena, n), [vec![n as u8]]);
+    }
 
     #[test]
     fn batch_groups_by_port_in_order() {

@@ -214,6 +214,8 @@ pub struct AfPacket {
     tx_head: usize,
     tx_max_len: usize,
     tx_pending: bool,
+    /// Frames (and bytes) put on the TX ring since the last kick.
+    tx_unkicked: (u64, u64),
     removed: bool,
     stats: PortStats,
     kernel_drops: Cell<u64>,
@@ -358,6 +360,7 @@ impl AfPacket {
             tx_head: 0,
             tx_max_len: (tx_frame_size as usize - hdr::TX_DATA).min(mtu + 18),
             tx_pending: false,
+            tx_unkicked: (0, 0),
             removed: false,
             stats: PortStats::default(),
             kernel_drops: Cell::new(0),
@@ -423,6 +426,73 @@ impl AfPacket {
             self.removed = true;
             return Err(removed_error(&self.name));
         }
+        Ok(())
+    }
+
+    /// Writes one frame into the TX ring without telling the kernel; false
+    /// when the ring is full (the kernel still owns the next slot). A frame
+    /// the port can never send is consumed and counted in `tx_errors`.
+    fn tx_put(&mut self, f: &[u8]) -> bool {
+        if f.len() < 14 || f.len() > self.tx_max_len {
+            self.stats.tx_errors += 1;
+            return true;
+        }
+        let head = self.tx_head;
+        let status = self.tx_status(head).load(Ordering::Acquire);
+        if status == TP_STATUS_WRONG_FORMAT {
+            self.stats.tx_errors += 1;
+        } else if status != TP_STATUS_AVAILABLE {
+            return false;
+        }
+        let slot = self.tx_slot_ptr(head);
+        // SAFETY: the slot is AVAILABLE (or WRONG_FORMAT), i.e. owned by user
+        // space; `tx_max_len + TX_DATA <= tx_frame_size` keeps every write inside
+        // it. The header words are written before the release store below.
+        unsafe {
+            let s = std::slice::from_raw_parts_mut(slot, self.tx_frame_size);
+            s[hdr::NEXT_OFFSET..hdr::NEXT_OFFSET + 4].copy_from_slice(&0u32.to_ne_bytes());
+            s[hdr::SNAPLEN..hdr::SNAPLEN + 4].copy_from_slice(&(f.len() as u32).to_ne_bytes());
+            s[hdr::LEN..hdr::LEN + 4].copy_from_slice(&(f.len() as u32).to_ne_bytes());
+            s[hdr::TX_DATA..hdr::TX_DATA + f.len()].copy_from_slice(f);
+        }
+        self.tx_status(head).store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+        self.tx_head = (head + 1) % self.tx_frames;
+        self.tx_unkicked.0 += 1;
+        self.tx_unkicked.1 += f.len() as u64;
+        true
+    }
+
+    /// Tells the kernel to send what [`AfPacket::tx_put`] queued (and what an
+    /// earlier kick left behind because the device was busy). Frames count
+    /// as transmitted once a kick took them or the device was only busy; a
+    /// failed kick takes them back off the ring and counts them dropped.
+    fn tx_kick(&mut self) -> io::Result<()> {
+        if self.tx_unkicked.0 == 0 && !self.tx_pending {
+            return Ok(());
+        }
+        let (packets, bytes) = std::mem::take(&mut self.tx_unkicked);
+        match sys::kick_tx(self.fd.as_raw_fd()) {
+            Ok(_) => self.tx_pending = false,
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.raw_os_error() == Some(libc::ENOBUFS) =>
+            {
+                // Queued; the next kick tries again.
+                self.tx_pending = true;
+            }
+            Err(e) => {
+                let dropped = self.tx_revert();
+                self.stats.tx_dropped += dropped;
+                let gone = matches!(e.raw_os_error(), Some(libc::ENXIO | libc::ENODEV));
+                if gone {
+                    self.removed = true;
+                    return Err(removed_error(&self.name));
+                }
+                return Err(ctx("transmit", &self.name, e));
+            }
+        }
+        self.stats.tx_packets += packets;
+        self.stats.tx_bytes += bytes;
         Ok(())
     }
 
@@ -520,63 +590,28 @@ impl Port for AfPacket {
             return Err(removed_error(&self.name));
         }
         let mut consumed = 0;
-        let mut queued = 0u64;
-        let mut bytes = 0u64;
         for f in frames {
-            if f.len() < 14 || f.len() > self.tx_max_len {
-                self.stats.tx_errors += 1;
-                consumed += 1;
-                continue;
+            if !self.tx_put(f) {
+                break;
             }
-            let head = self.tx_head;
-            let status = self.tx_status(head).load(Ordering::Acquire);
-            if status == TP_STATUS_WRONG_FORMAT {
-                self.stats.tx_errors += 1;
-            } else if status != TP_STATUS_AVAILABLE {
-                break; // ring full: the kernel still owns this slot
-            }
-            let slot = self.tx_slot_ptr(head);
-            // SAFETY: the slot is AVAILABLE (or WRONG_FORMAT), i.e. owned by user
-            // space; `tx_max_len + TX_DATA <= tx_frame_size` keeps every write inside
-            // it. The header words are written before the release store below.
-            unsafe {
-                let s = std::slice::from_raw_parts_mut(slot, self.tx_frame_size);
-                s[hdr::NEXT_OFFSET..hdr::NEXT_OFFSET + 4].copy_from_slice(&0u32.to_ne_bytes());
-                s[hdr::SNAPLEN..hdr::SNAPLEN + 4].copy_from_slice(&(f.len() as u32).to_ne_bytes());
-                s[hdr::LEN..hdr::LEN + 4].copy_from_slice(&(f.len() as u32).to_ne_bytes());
-                s[hdr::TX_DATA..hdr::TX_DATA + f.len()].copy_from_slice(f);
-            }
-            self.tx_status(head).store(TP_STATUS_SEND_REQUEST, Ordering::Release);
-            self.tx_head = (head + 1) % self.tx_frames;
             consumed += 1;
-            queued += 1;
-            bytes += f.len() as u64;
         }
-        if queued > 0 || self.tx_pending {
-            match sys::kick_tx(self.fd.as_raw_fd()) {
-                Ok(_) => self.tx_pending = false,
-                Err(e)
-                    if e.kind() == io::ErrorKind::WouldBlock
-                        || e.raw_os_error() == Some(libc::ENOBUFS) =>
-                {
-                    // Queued; the next burst kicks again.
-                    self.tx_pending = true;
-                }
-                Err(e) => {
-                    let dropped = self.tx_revert();
-                    self.stats.tx_dropped += dropped;
-                    let gone = matches!(e.raw_os_error(), Some(libc::ENXIO | libc::ENODEV));
-                    if gone {
-                        self.removed = true;
-                        return Err(removed_error(&self.name));
-                    }
-                    return Err(ctx("transmit", &self.name, e));
-                }
-            }
-        }
-        self.stats.tx_packets += queued;
-        self.stats.tx_bytes += bytes;
+        self.tx_kick()?;
         Ok(consumed)
+    }
+
+    fn tx_queue(&mut self, frame: &[u8]) -> io::Result<bool> {
+        if self.removed {
+            return Err(removed_error(&self.name));
+        }
+        Ok(self.tx_put(frame))
+    }
+
+    fn tx_flush(&mut self) -> io::Result<()> {
+        if self.removed {
+            return Err(removed_error(&self.name));
+        }
+        self.tx_kick()
     }
 
     fn link_up(&self) -> bool {

@@ -315,6 +315,41 @@ impl Port for AfXdp {
         Ok(consumed)
     }
 
+    fn tx_queue(&mut self, frame: &[u8]) -> io::Result<bool> {
+        if self.removed {
+            return Err(removed_error(&self.name));
+        }
+        if self.tx_free.is_empty() {
+            self.reclaim_completions();
+        }
+        let Some(mut d) = self.tx_free.pop() else { return Ok(false) };
+        // SAFETY: `d` is a free TX frame of this UMEM; nothing else references it.
+        let mut data = unsafe { self.umem.data_mut(&mut d) };
+        let mut cur = data.cursor();
+        cur.set_pos(0);
+        if frame.len() < 14 || cur.write_all(frame).is_err() {
+            self.stats.tx_errors += 1;
+            self.tx_free.push(d);
+            return Ok(true);
+        }
+        // SAFETY: `d` is a frame of this UMEM filled above.
+        let k = unsafe { self.tx_q.produce(std::slice::from_ref(&d)) };
+        if k == 0 {
+            self.tx_free.push(d);
+            return Ok(false);
+        }
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += frame.len() as u64;
+        Ok(true)
+    }
+
+    fn tx_flush(&mut self) -> io::Result<()> {
+        if self.removed {
+            return Err(removed_error(&self.name));
+        }
+        self.kick()
+    }
+
     fn link_up(&self) -> bool {
         if self.removed {
             return false;

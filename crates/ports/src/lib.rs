@@ -24,6 +24,10 @@
 //!   returns how many frames from the front were *consumed*: queued for sending, or
 //!   dropped because they can never be sent (too long or too short for the port;
 //!   counted in [`PortStats::tx_errors`]). Anything not consumed may be retried.
+//!   [`Port::tx_queue`] and [`Port::tx_flush`] split that in two, so a worker can
+//!   write each frame straight from its packet buffer into the port's ring while it
+//!   forwards and tell the kernel once per burst (AF_PACKET and AF_XDP do; other
+//!   ports send at once).
 //! - **Errors mean the port is gone or broken**, not "no packets": an empty ring is
 //!   `Ok(0)`. A port whose interface was deleted returns an error from `rx_burst` and
 //!   `tx_burst` (kind `NotFound`) instead of panicking or spinning. A link that is
@@ -239,6 +243,23 @@ pub trait Port: Send {
     /// Transmits frames; returns how many from the front were consumed (queued, or
     /// dropped as unsendable and counted in `tx_errors`). Never blocks.
     fn tx_burst(&mut self, frames: &[&[u8]]) -> io::Result<usize>;
+
+    /// Queues one frame for transmission, possibly without sending it yet:
+    /// `Ok(true)` when it was consumed (as [`Port::tx_burst`] counts it),
+    /// `Ok(false)` when the port cannot take it now (ring full; nothing
+    /// changed, it may be retried). Queued frames leave, in order, at the
+    /// latest at the next [`Port::tx_flush`] or `tx_burst`. Ports with a
+    /// transmit ring write the frame straight into it, so a caller holding
+    /// the frame in its own buffer copies it once; the default sends it at
+    /// once through `tx_burst`. Never blocks.
+    fn tx_queue(&mut self, frame: &[u8]) -> io::Result<bool> {
+        Ok(self.tx_burst(&[frame])? == 1)
+    }
+
+    /// Sends what [`Port::tx_queue`] left queued. Never blocks.
+    fn tx_flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 
     /// Current link state (administratively up and carrier present).
     fn link_up(&self) -> bool;

@@ -342,3 +342,39 @@ fn small_rings_wrap_around_many_times() {
     assert_eq!(cap.len(), frames.len());
     assert!(cap == frames, "captured frames differ from sent");
 }
+
+#[test]
+fn queued_frames_leave_in_order_at_the_flush_and_a_full_ring_says_so() {
+    // 16 TX slots (rounded up to whole blocks): queueing 100 frames without a
+    // flush must stop at the ring's size (the kernel is not told, so it frees
+    // nothing), and after flushes the rest go out; the peer sees all 100, in
+    // order, exactly.
+    let t = topo();
+    let cfg = Config { tx_frames: 16, ..Config::default() };
+    let na = t.veth.a.clone();
+    let mut port = t.a.enter(move || AfPacket::open(&na, &cfg)).expect("open");
+    let peer = open_peer(&t);
+    let frames: Vec<Vec<u8>> =
+        (0..100u32).map(|i| test_frame(DST, SRC, i, 60 + (i as usize * 97) % 1400)).collect();
+    let mut queued = 0;
+    while queued < frames.len() && port.tx_queue(&frames[queued]).expect("tx_queue") {
+        queued += 1;
+    }
+    assert!((16..64).contains(&queued), "the ring took {queued} frames before the kernel was told");
+    assert_eq!(port.stats().tx_packets, 0, "nothing counted before the kick");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while queued < frames.len() && Instant::now() < deadline {
+        port.tx_flush().expect("tx_flush");
+        while queued < frames.len() && port.tx_queue(&frames[queued]).expect("tx_queue") {
+            queued += 1;
+        }
+    }
+    port.tx_flush().expect("tx_flush");
+    assert_eq!(queued, 100);
+    let got = capture(&peer, 100, Duration::from_secs(5));
+    assert!(got == frames, "captured {} frames, not the 100 queued in order", got.len());
+    assert_eq!(port.stats().tx_packets, 100);
+    // A frame the port can never send is consumed and counted.
+    assert!(port.tx_queue(&[0u8; 10]).unwrap());
+    assert_eq!(port.stats().tx_errors, 1);
+}

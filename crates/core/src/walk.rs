@@ -181,6 +181,9 @@ pub trait Frontend: Sized {
     type Ctx: Copy + fmt::Debug;
     /// What the front end keeps per worker beside the core's state.
     type Ext: fmt::Debug;
+    /// The front end's description of a rule, carried by
+    /// [`Upcall::Removed`] (OpenFlow: the flow's match).
+    type Rule: fmt::Debug;
 
     fn graph(&self) -> &Graph;
     fn table(&self, id: u8) -> Option<&Self::Table>;
@@ -254,7 +257,7 @@ pub struct Worker<F: Frontend> {
     burst: Vec<Box<Pkt>>,
     pub cache: Caches<Program<F::Ctx>>,
     /// Upcalls of this worker's packets, oldest first.
-    pub upcalls: Vec<Upcall>,
+    pub upcalls: Vec<Upcall<F::Rule>>,
     pub ext: F::Ext,
 }
 

@@ -416,8 +416,10 @@ const BARRIER_WARN_EVERY: Duration = Duration::from_millis(250);
 /// - No deadlock: the publisher lock is held throughout (so the copies
 ///   waited for cannot be republished meanwhile; port changes and clock
 ///   ticks wait), and workers never take it; the locks a worker takes in
-///   a burst (learning table, port table, one port) are never held by the
-///   control side while it waits for the publisher lock.
+///   a burst (learning table, its output ports: by `try_lock` while it
+///   forwards, blocking only for the arena after it let the others go)
+///   are never held by the control side while it waits for the publisher
+///   lock.
 fn barrier(pb: &mut Publisher) {
     pb.publish();
     let start = Instant::now();

@@ -17,9 +17,8 @@ use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::experimenter::Payload;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{
-    capabilities as cap, error_reply, flow_removed_reason, group_mod_command as gcmd,
-    meter_mod_command as mcmd, FeaturesReply, GroupMod, Message, MeterMod, QueueGetConfigReply,
-    TableMod,
+    capabilities as cap, error_reply, group_mod_command as gcmd, meter_mod_command as mcmd,
+    FeaturesReply, GroupMod, Message, MeterMod, QueueGetConfigReply, TableMod,
 };
 use sluice_ofp::multipart::{MultipartReply, DEFAULT_MAX_LEN};
 use sluice_ofp::queue::PacketQueue;
@@ -194,7 +193,7 @@ impl Pipeline {
                     if self.groups.remove(g).is_some() {
                         self.remove_flows_using(
                             |ins| crate::stats::instructions_use_group(ins, g),
-                            flow_removed_reason::GROUP_DELETE,
+                            sluice_core::upcall::Removal::GroupDeleted,
                         );
                     }
                 }
@@ -227,7 +226,7 @@ impl Pipeline {
                 for m in self.meters.delete(mm.meter_id)? {
                     self.remove_flows_using(
                         |ins| ins.iter().any(|i| matches!(i, Instruction::Meter(x) if *x == m)),
-                        flow_removed_reason::METER_DELETE,
+                        sluice_core::upcall::Removal::MeterDeleted,
                     );
                 }
                 Ok(())

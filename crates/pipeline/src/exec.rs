@@ -49,14 +49,16 @@ use sluice_core::graph::Graph;
 use sluice_core::guard::GuardSet;
 use sluice_core::op::{EntryOps, Op};
 pub use sluice_core::pkt::{Pkt, MAX_FRAME};
-use sluice_core::upcall::{Reason, Upcall};
+use sluice_core::upcall::{Reason, Removal, Removed, Upcall};
 use sluice_core::walk::Counting;
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{port_no, OFPCML_NO_BUFFER, OFP_NO_BUFFER};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::group::GroupType;
 use sluice_ofp::instruction::Instruction;
-use sluice_ofp::message::{packet_in_reason, Message, PacketIn, PacketOut};
+use sluice_ofp::message::{
+    flow_removed_reason, packet_in_reason, FlowRemoved, Message, PacketIn, PacketOut,
+};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT};
@@ -114,9 +116,11 @@ pub(crate) fn field(pkt: &Pkt, f: FieldId) -> u128 {
 
 /// The OpenFlow message for an upcall: a `ToController` is a PACKET_IN
 /// whose match carries the pipeline fields (`in_port`; `in_phy_port` when
-/// it differs; `metadata` and `tunnel_id` when non-zero).
-pub(crate) fn message_of(u: Upcall) -> Message {
+/// it differs; `metadata` and `tunnel_id` when non-zero); a `Removed` is a
+/// FLOW_REMOVED with the flow's match as the controller gave it.
+pub(crate) fn message_of(u: Upcall<Match>) -> Message {
     match u {
+        Upcall::Removed(r) => flow_removed(r),
         Upcall::ToController { reason, table, cookie, buffer_id, total_len, data, meta } => {
             let b = |f: FieldId, v: u128| Oxm::Basic {
                 field: f,
@@ -144,6 +148,30 @@ pub(crate) fn message_of(u: Upcall) -> Message {
             })
         }
     }
+}
+
+fn flow_removed(r: Removed<Match>) -> Message {
+    const S: u64 = 1_000_000_000;
+    let secs = |ns: u64| u16::try_from(ns / S).unwrap_or(u16::MAX);
+    Message::FlowRemoved(FlowRemoved {
+        cookie: r.cookie,
+        priority: r.priority,
+        reason: match r.reason {
+            Removal::IdleTimeout => flow_removed_reason::IDLE_TIMEOUT,
+            Removal::HardTimeout => flow_removed_reason::HARD_TIMEOUT,
+            Removal::Deleted => flow_removed_reason::DELETE,
+            Removal::GroupDeleted => flow_removed_reason::GROUP_DELETE,
+            Removal::MeterDeleted => flow_removed_reason::METER_DELETE,
+        },
+        table_id: r.table,
+        duration_sec: u32::try_from(r.duration_ns / S).unwrap_or(u32::MAX),
+        duration_nsec: (r.duration_ns % S) as u32,
+        idle_timeout: secs(r.timeouts.idle_ns),
+        hard_timeout: secs(r.timeouts.hard_ns),
+        packet_count: r.packets,
+        byte_count: r.bytes,
+        r#match: r.rule,
+    })
 }
 
 /// OpenFlow's `ofp_packet_in_reason` for an upcall's reason.
@@ -610,6 +638,7 @@ impl sluice_core::walk::Frontend for Pipeline {
     type Table = FlowTable;
     type Ctx = Ctx;
     type Ext = OfWorker;
+    type Rule = Match;
 
     #[inline]
     fn graph(&self) -> &Graph {

@@ -32,15 +32,13 @@ use crate::table::FlowEntry;
 use crate::tally::Shard;
 use crate::Pipeline;
 use sluice_core::guard::GuardSet;
+use sluice_core::upcall::{Removal, Removed, Upcall};
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, table_id, OFPVID_PRESENT};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::experimenter::Payload;
 use sluice_ofp::instruction::Instruction;
-use sluice_ofp::message::{
-    flow_mod_command as cmd, flow_mod_flags as ff, flow_removed_reason, FlowMod, FlowRemoved,
-    Message,
-};
+use sluice_ofp::message::{flow_mod_command as cmd, flow_mod_flags as ff, FlowMod};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use std::sync::Arc;
 
@@ -388,7 +386,7 @@ impl Pipeline {
                             && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask)
                             && outputs_to(&e.instructions, fm.out_port, fm.out_group)
                     });
-                    self.flows_removed(t as u8, removed, flow_removed_reason::DELETE);
+                    self.flows_removed(t as u8, removed, Removal::Deleted);
                 }
                 Ok(())
             }
@@ -463,31 +461,33 @@ impl Pipeline {
     }
 
     /// Queue FLOW_REMOVED for the removed entries that asked for it.
-    pub(crate) fn flows_removed(&mut self, table: u8, removed: Vec<FlowEntry>, reason: u8) {
+    pub(crate) fn flows_removed(&mut self, table: u8, removed: Vec<FlowEntry>, reason: Removal) {
         let now = self.now_ns;
         for e in removed {
             if e.flags & ff::SEND_FLOW_REM == 0 {
                 continue;
             }
-            let d = now.saturating_sub(e.installed_ns);
-            self.async_out.push(Message::FlowRemoved(FlowRemoved {
-                cookie: e.cookie,
-                priority: e.priority,
+            let up = Upcall::Removed(Removed {
+                table,
                 reason,
-                table_id: table,
-                duration_sec: (d / 1_000_000_000) as u32,
-                duration_nsec: (d % 1_000_000_000) as u32,
-                idle_timeout: e.idle_timeout,
-                hard_timeout: e.hard_timeout,
-                packet_count: e.packet_count(),
-                byte_count: e.byte_count(),
-                r#match: e.r#match,
-            }));
+                priority: e.priority,
+                cookie: e.cookie,
+                timeouts: e.timeouts(),
+                duration_ns: now.saturating_sub(e.installed_ns),
+                packets: e.packet_count(),
+                bytes: e.byte_count(),
+                rule: e.r#match,
+            });
+            self.async_out.push(crate::exec::message_of(up));
         }
     }
 
     /// Remove every flow for which `uses` is true (group or meter deletion).
-    pub(crate) fn remove_flows_using(&mut self, uses: impl Fn(&[Instruction]) -> bool, reason: u8) {
+    pub(crate) fn remove_flows_using(
+        &mut self,
+        uses: impl Fn(&[Instruction]) -> bool,
+        reason: Removal,
+    ) {
         for t in 0..self.tables.len() {
             let removed = self.tables[t].remove_where(|e| uses(&e.instructions));
             if !removed.is_empty() {
@@ -497,28 +497,19 @@ impl Pipeline {
         }
     }
 
-    /// Expire flows whose idle or hard timeout has passed at `now_ns`.
+    /// Expire flows whose idle or hard timeout has passed at `now_ns`
+    /// (the core's rule, `Timeouts::expired`).
     pub(crate) fn expire_flows(&mut self) {
         let now = self.now_ns;
-        const S: u64 = 1_000_000_000;
         for t in 0..self.tables.len() {
             if !self.tables[t].has_timeouts() {
                 continue;
             }
             let mut reasons = Vec::new();
             let removed = self.tables[t].remove_where(|e| {
-                let hard =
-                    e.hard_timeout != 0 && now >= e.installed_ns + u64::from(e.hard_timeout) * S;
-                let idle =
-                    e.idle_timeout != 0 && now >= e.last_used_ns() + u64::from(e.idle_timeout) * S;
-                if hard || idle {
-                    reasons.push(if hard {
-                        flow_removed_reason::HARD_TIMEOUT
-                    } else {
-                        flow_removed_reason::IDLE_TIMEOUT
-                    });
-                }
-                hard || idle
+                let why = e.timeouts().expired(e.installed_ns, e.last_used_ns(), now);
+                reasons.extend(why);
+                why.is_some()
             });
             if !removed.is_empty() {
                 self.table_changed(t as u8);

@@ -141,6 +141,15 @@ impl FlowEntry {
         self.stats.sum(Self::BYTES)
     }
 
+    /// The idle and hard timeouts, in the core's terms.
+    pub fn timeouts(&self) -> sluice_core::upcall::Timeouts {
+        const S: u64 = 1_000_000_000;
+        sluice_core::upcall::Timeouts {
+            idle_ns: u64::from(self.idle_timeout) * S,
+            hard_ns: u64::from(self.hard_timeout) * S,
+        }
+    }
+
     /// Pipeline time (ns) of the last packet, or of installation.
     pub fn last_used_ns(&self) -> u64 {
         self.stats.max(Self::USED).max(self.installed_ns)

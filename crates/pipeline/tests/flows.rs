@@ -253,10 +253,13 @@ fn timeouts_and_flow_removed() {
         (flow_removed_reason::IDLE_TIMEOUT, 1, 1)
     );
     assert_eq!((fr.duration_sec, fr.duration_nsec), (3, 600_000_000));
+    assert_eq!((fr.idle_timeout, fr.hard_timeout, fr.table_id), (2, 0, 0));
+    assert_eq!(fr.r#match, parse_flow("in_port=1,actions=drop", Usage::Add).unwrap().r#match);
     p.advance(5_000_000_000);
     let r = p.take_async();
     let Message::FlowRemoved(fr) = &r[0] else { panic!() };
     assert_eq!(fr.reason, flow_removed_reason::HARD_TIMEOUT);
+    assert_eq!((fr.idle_timeout, fr.hard_timeout, fr.priority), (0, 5, 2));
     assert_eq!(p.tables()[0].len(), 0);
     add(&mut p, "send_flow_rem,in_port=1,actions=output:2");
     flow(&mut p, fc::DELETE, "in_port=1").unwrap();

@@ -347,7 +347,12 @@ impl Port for AfXdp {
         if self.removed {
             return Err(removed_error(&self.name));
         }
-        self.kick()
+        self.kick()?;
+        // Take the sent frames back now, so the next burst reuses the
+        // frames just written (still in cache: `tx_free` is a stack) rather
+        // than cycling through the whole cold TX half of the UMEM.
+        self.reclaim_completions();
+        Ok(())
     }
 
     fn link_up(&self) -> bool {

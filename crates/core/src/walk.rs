@@ -712,7 +712,9 @@ fn walk<F: Frontend>(
         if ops.clear {
             deferred.clear();
         }
-        deferred.write(&ops.write);
+        if !ops.write.is_empty() {
+            deferred.write(&ops.write);
+        }
         if let Some((value, mask)) = ops.metadata {
             pkt.meta.metadata = (pkt.meta.metadata & !mask) | (value & mask);
             refresh_metadata(&mut pkt.key, &pkt.meta);
@@ -990,7 +992,11 @@ fn stage_burst<F: Frontend>(
         }
     }
     let mut hops: [Option<Resolved>; BURST] = [None; BURST];
-    for (((p, ok), h), hop) in pkts.iter().zip(&loaded).zip(&hashes).zip(hops.iter_mut()) {
+    // The entry an uncached hit starts with, found once for the stages
+    // below.
+    let mut firsts: [Option<&<F::Table as Table>::Entry>; BURST] = [None; BURST];
+    let stages = pkts.iter().zip(&loaded).zip(&hashes).zip(hops.iter_mut()).zip(firsts.iter_mut());
+    for ((((p, ok), h), hop), first) in stages {
         if *ok {
             *hop = first_hops(f, &mut cache, &p.key, *h);
             match hop.as_ref() {
@@ -999,7 +1005,8 @@ fn stage_burst<F: Frontend>(
                 // slab of a large cache is mostly not cached).
                 Some(r) if r.prog != NO_PROG => cache.prefetch_item(r.prog),
                 Some(r) => {
-                    if let Some(e) = first_entry(f, &r.chain) {
+                    *first = first_entry(f, &r.chain);
+                    if let Some(e) = *first {
                         prefetch(e);
                     }
                 }
@@ -1017,18 +1024,28 @@ fn stage_burst<F: Frontend>(
     // burst resolved can be replaced before it runs.
     let pin = cache.has_guarded_items()
         || hops.iter().zip(&loaded).take(n).any(|(h, ok)| *ok && h.is_none());
-    for hop in hops.iter().take(n).flatten() {
+    for (hop, first) in hops.iter().zip(&firsts).take(n) {
+        let Some(hop) = hop else { continue };
         if pin && hop.prog != NO_PROG {
             cache.pin(hop.prog);
         }
-        match cache.program(hop.prog) {
-            Some(prog) => prefetch_counters(prog, w.shard),
-            None => {
-                if let Some(e) = first_entry(f, &hop.chain) {
-                    e.counters().prefetch(w.shard);
-                    prefetch(Arc::as_ptr(e.ops()));
-                }
+        match (cache.program(hop.prog), first) {
+            (Some(prog), _) => prefetch_counters(prog, w.shard),
+            (None, Some(e)) => {
+                e.counters().prefetch(w.shard);
+                // The ops are 72 bytes behind the Arc's counts: two lines.
+                let ops = Arc::as_ptr(e.ops());
+                prefetch(ops);
+                prefetch(ops.cast::<u8>().wrapping_add(64));
             }
+            (None, None) => {}
+        }
+    }
+    // Uncached hits: the entries' first ops, whose address the line
+    // prefetched just above holds (by now, mostly arrived).
+    for e in firsts.iter().take(n).flatten() {
+        if let Some(op) = e.ops().apply.first() {
+            prefetch(op);
         }
     }
     for ((p, ok), hop) in pkts.iter_mut().zip(&loaded).zip(&hops) {

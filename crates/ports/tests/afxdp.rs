@@ -51,6 +51,21 @@ fn rx_frames(port: &mut AfXdp, want: usize, timeout: Duration) -> Vec<Vec<u8>> {
     got
 }
 
+/// Test frames the peer receives, until `want` or 5 s.
+fn capture(peer: &RawSocket, want: usize) -> Vec<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    let mut cap = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while cap.len() < want && Instant::now() < deadline {
+        if let Some(n) = peer.recv(&mut buf, Duration::from_millis(200)).unwrap() {
+            if test_frame_seq(&buf[..n]).is_some() {
+                cap.push(buf[..n].to_vec());
+            }
+        }
+    }
+    cap
+}
+
 #[test]
 fn afxdp_copy_mode_rx_tx_exact() {
     let Some(t) = topo() else { return };
@@ -80,16 +95,7 @@ fn afxdp_copy_mode_rx_tx_exact() {
         sent += port.tx_burst(&refs[sent..end]).unwrap();
     }
     assert_eq!(sent, 100);
-    let mut buf = vec![0u8; 4096];
-    let mut cap = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while cap.len() < 100 && Instant::now() < deadline {
-        if let Some(n) = peer.recv(&mut buf, Duration::from_millis(200)).unwrap() {
-            if test_frame_seq(&buf[..n]).is_some() {
-                cap.push(buf[..n].to_vec());
-            }
-        }
-    }
+    let cap = capture(&peer, 100);
     let seqs: Vec<u32> = cap.iter().filter_map(|f| test_frame_seq(f)).collect();
     assert_eq!(cap.len(), 100, "captured seqs {seqs:?}, stats {:?}", port.stats());
     assert!(cap == frames, "captured frames differ from sent (seqs {seqs:?})");
@@ -107,15 +113,7 @@ fn afxdp_copy_mode_rx_tx_exact() {
         port.tx_flush().unwrap();
     }
     assert_eq!(queued, 100);
-    let mut cap = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while cap.len() < 100 && Instant::now() < deadline {
-        if let Some(n) = peer.recv(&mut buf, Duration::from_millis(200)).unwrap() {
-            if test_frame_seq(&buf[..n]).is_some() {
-                cap.push(buf[..n].to_vec());
-            }
-        }
-    }
+    let cap = capture(&peer, 100);
     assert!(cap == frames, "queued frames: captured {} of 100, or out of order", cap.len());
     assert_eq!(port.stats().tx_packets, 200);
 }

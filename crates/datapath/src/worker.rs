@@ -188,7 +188,7 @@ pub(crate) struct BurstTx<'w> {
     held: [Held<'w>; MAX_DIRECT],
     n_held: usize,
     arena: &'w mut TxBatch,
-    /// Frames for ports that do not exist (any more).
+    /// Frames for ports that do not exist (any more) or failed.
     dropped: u64,
 }
 
@@ -223,7 +223,7 @@ impl<'w> BurstTx<'w> {
     }
 
     /// Kicks every port written directly and lets go of its lock; returns
-    /// frames dropped (for ports that do not exist).
+    /// frames dropped (for ports that do not exist, or that failed).
     pub(crate) fn finish_direct(&mut self) -> u64 {
         for h in &mut self.held[..self.n_held] {
             if let (Some(mut g), Some(slot)) = (h.guard.take(), h.slot) {
@@ -257,6 +257,7 @@ impl Tx for BurstTx<'_> {
                     port_failed(slot, &e);
                     slot.tx_failed.fetch_add(1, Relaxed);
                     h.direct = false;
+                    self.dropped += 1;
                     return;
                 }
             }
@@ -506,6 +507,8 @@ mod tests {
         log: Arc<Mutex<Vec<Ev>>>,
         room: usize,
         queued: usize,
+        /// Every transmit fails as for a deleted interface.
+        gone: bool,
     }
 
     impl Port for Ring {
@@ -516,6 +519,9 @@ mod tests {
             Ok(frames.len())
         }
         fn tx_queue(&mut self, frame: &[u8]) -> std::io::Result<bool> {
+            if self.gone {
+                return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "gone"));
+            }
             if self.queued == self.room {
                 return Ok(false);
             }
@@ -548,7 +554,7 @@ mod tests {
         let slots = (1..=n)
             .zip(&logs)
             .map(|(no, log)| {
-                let ring = Ring { log: log.clone(), room, queued: 0 };
+                let ring = Ring { log: log.clone(), room, queued: 0, gone: false };
                 Arc::new(PortSlot::new(no, Box::new(ring)))
             })
             .collect();
@@ -608,6 +614,21 @@ mod tests {
         // might have had room again, so the port's order holds.
         assert_eq!(*logs[0].lock().unwrap(), [Ev::Queue(vec![1]), Ev::Queue(vec![2]), Ev::Flush]);
         assert_eq!(arena_frames(&arena, 1), [vec![3], vec![4]]);
+    }
+
+    #[test]
+    fn a_failing_port_is_marked_gone_and_its_frame_counted() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let ring = Ring { log: log.clone(), room: 8, queued: 0, gone: true };
+        let out = OutPorts { gen: 0, slots: vec![Arc::new(PortSlot::new(1, Box::new(ring)))] };
+        let mut arena = TxBatch::new();
+        let mut tx = BurstTx::new(&out, &mut arena);
+        tx.transmit(1, None, &[1]);
+        assert_eq!(tx.finish_direct(), 1);
+        drop(tx);
+        assert!(out.slots[0].is_gone());
+        assert_eq!(out.slots[0].tx_failed.load(Relaxed), 1);
+        assert!(!log.lock().unwrap().iter().any(|e| matches!(e, Ev::Queue(_))));
     }
 
     #[test]

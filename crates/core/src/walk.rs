@@ -1033,7 +1033,7 @@ fn stage_burst<F: Frontend>(
             (Some(prog), _) => prefetch_counters(prog, w.shard),
             (None, Some(e)) => {
                 e.counters().prefetch(w.shard);
-                // The ops are 72 bytes behind the Arc's counts: two lines.
+                // `EntryOps` is 72 bytes: it may span two lines.
                 let ops = Arc::as_ptr(e.ops());
                 prefetch(ops);
                 prefetch(ops.cast::<u8>().wrapping_add(64));

@@ -110,10 +110,10 @@ impl TxBatch {
     }
 
     /// Transmits everything and empties the batch; returns frames dropped.
-    pub(crate) fn flush(&mut self, shared: &Shared) -> u64 {
+    pub(crate) fn flush(&mut self, ports: &OutPorts) -> u64 {
         let mut dropped = 0u64;
         for &port_no in &self.ports {
-            let slot = shared.slot(port_no);
+            let slot = ports.slot(port_no);
             let mut chunk: [&[u8]; BURST] = [&[]; BURST];
             let mut n = 0;
             let frames = self.frames.iter().filter(|(p, _, _)| *p == port_no);
@@ -126,12 +126,12 @@ impl TxBatch {
                 chunk[n] = self.data.get(s..e).unwrap_or(&[]);
                 n += 1;
                 if n == BURST {
-                    dropped += send(&slot, &mut **port, &chunk[..n]);
+                    dropped += send(slot, &mut **port, &chunk[..n]);
                     n = 0;
                 }
             }
             if n > 0 {
-                dropped += send(&slot, &mut **port, &chunk[..n]);
+                dropped += send(slot, &mut **port, &chunk[..n]);
             }
         }
         self.clear();
@@ -163,9 +163,16 @@ impl OutPorts {
         }
     }
 
-    fn get(&self, no: u32) -> Option<&PortSlot> {
+    /// Port `no`, also when it is marked gone (sending to it then fails
+    /// and is counted as a failed port's).
+    fn slot(&self, no: u32) -> Option<&PortSlot> {
         let i = self.slots.binary_search_by_key(&no, |s| s.no).ok()?;
-        self.slots.get(i).map(|s| &**s).filter(|s| !s.is_gone())
+        self.slots.get(i).map(|s| &**s)
+    }
+
+    /// Port `no` unless it is gone.
+    fn get(&self, no: u32) -> Option<&PortSlot> {
+        self.slot(no).filter(|s| !s.is_gone())
     }
 }
 
@@ -485,7 +492,7 @@ fn process_burst(
         shared.push_async(ctx.take_async());
     }
     let overflow = std::mem::take(&mut batch.overflow);
-    shared.note_dropped(batch.flush(shared) + overflow + missing);
+    shared.note_dropped(batch.flush(out) + overflow + missing);
     drop(p);
 }
 

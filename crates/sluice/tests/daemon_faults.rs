@@ -696,7 +696,9 @@ fn standalone_controller_killed_and_restarted() {
 
     drop(c);
     drop(ctl);
-    sw.wait_log("forwarding as a MAC-learning switch", 1, Duration::from_secs(10));
+    // The second time: the first was logged at start, before the
+    // controller connected.
+    sw.wait_log("forwarding as a MAC-learning switch", 2, Duration::from_secs(10));
 
     // Unknown destination: flooded to both other hosts.
     lab.send(0, mac(1), ETH_MISS, 100..110, 100, 0);

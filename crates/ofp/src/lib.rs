@@ -31,6 +31,7 @@ pub mod meter;
 pub mod multipart;
 pub mod ofctl;
 pub mod oxm;
+pub mod pof;
 pub mod port;
 pub mod print;
 pub mod queue;

@@ -31,7 +31,7 @@
 //! | experimenter OXM shorter than its 4-byte experimenter id | `OFPBMC_BAD_LEN` |
 //! | unknown basic field number (> 39) | `OFPBMC_BAD_FIELD` |
 //! | `hasmask` on a field that is not maskable | `OFPBMC_BAD_MASK` |
-//! | a field twice in one match (any class; with or without mask) | `OFPBMC_DUP_FIELD` |
+//! | a field twice in one match (any class; with or without mask; a `pof` field: the same window) | `OFPBMC_DUP_FIELD` |
 //! | value has a 1-bit where the mask has a 0-bit (§7.2.3.5) | `OFPBMC_BAD_WILDCARDS` |
 //! | value wider than the field ([`FieldId::bits`], e.g. `vlan_pcp > 7`) | `OFPBMC_BAD_VALUE` |
 //! | prerequisite unmet ([`Match::check_prereqs`], not run by `parse`) | `OFPBMC_BAD_PREREQ` |
@@ -600,14 +600,23 @@ impl Oxm {
 
     /// What makes two OXMs "the same field" for `OFPBMC_DUP_FIELD`: class,
     /// experimenter id (0 for other classes) and field number; the mask
-    /// does not count.
-    fn dup_key(&self) -> (u16, u32, u8) {
+    /// does not count. sluice's `pof` field names its bits in its payload
+    /// (`crate::pof`): its first 8 bytes (base, length, offset) are part
+    /// of its identity, so one match may carry several windows.
+    fn dup_key(&self) -> (u16, u32, u8, u64) {
         match self {
-            Oxm::Basic { field, .. } => (OFPXMC_OPENFLOW_BASIC, 0, *field as u8),
-            Oxm::Experimenter { experimenter, field, .. } => {
-                (OFPXMC_EXPERIMENTER, *experimenter, *field)
+            Oxm::Basic { field, .. } => (OFPXMC_OPENFLOW_BASIC, 0, *field as u8, 0),
+            Oxm::Experimenter { experimenter, field, payload, .. } => {
+                let window = if *experimenter == crate::consts::SLUICE_EXPERIMENTER_ID
+                    && *field == crate::pof::POF_FIELD
+                {
+                    payload.iter().take(8).fold(0u64, |a, &b| a << 8 | u64::from(b))
+                } else {
+                    0
+                };
+                (OFPXMC_EXPERIMENTER, *experimenter, *field, window)
             }
-            Oxm::Other { class, field, .. } => (*class, 0, *field),
+            Oxm::Other { class, field, .. } => (*class, 0, *field, 0),
         }
     }
 }
@@ -618,7 +627,7 @@ impl Oxm {
 #[derive(Default)]
 struct DupCheck {
     basic: u64,
-    other: HashSet<(u16, u32, u8)>,
+    other: HashSet<(u16, u32, u8, u64)>,
 }
 
 impl DupCheck {
@@ -1090,6 +1099,17 @@ mod tests {
         let both = parse(&wrap(&[&e1[..], &e2[..], &nxm[..], &eth[..]].concat())).unwrap();
         assert_eq!(both.oxms.len(), 4);
         assert_eq!(both.validate(), Ok(()));
+        // sluice's `pof` field (field 0): two windows are two fields, the
+        // same window twice (any value) is a duplicate.
+        #[rustfmt::skip]
+        let pof = |off: u8, v: u8| [
+            0xff, 0xff, 0x00, 13, 0x53, 0x4c, 0x49, 0x43, // class, field 0, len, "SLIC"
+            0, 0, 0, 8, 0, 0, 0, off, v,                  // frame base, 8 bits at `off`
+        ];
+        let two = parse(&wrap(&[pof(8, 1), pof(16, 1)].concat())).unwrap();
+        assert_eq!(two.oxms.len(), 2);
+        assert_eq!(two.validate(), Ok(()));
+        assert_eq!(parse(&wrap(&[pof(8, 1), pof(8, 2)].concat())), Err(ErrorCode::BMC_DUP_FIELD));
         assert_eq!(
             m(vec![Oxm::exact(EthType, 0x800), Oxm::exact(EthType, 0x800)]).validate(),
             Err(ErrorCode::BMC_DUP_FIELD)

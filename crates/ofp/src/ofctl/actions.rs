@@ -301,6 +301,9 @@ fn parse_action(item: Tok<'_>, ctx: ActionContext) -> TextResult<Action> {
             set(FieldId::MplsLabel, parse_uint(need(item, v)?, 0xf_ffff, "mpls label")?)
         }
         "set_mpls_tc" => set(FieldId::MplsTc, parse_uint(need(item, v)?, 7, "mpls tc")?),
+        name if super::pof::is_action(name) => {
+            super::pof::parse_action_item(item, name)?.to_action()
+        }
         "meter" | "goto_table" | "write_actions" | "clear_actions" | "write_metadata" => {
             return Err(item.err(format!("instruction `{}` is not allowed here", k.text)));
         }

@@ -33,6 +33,11 @@
 //!   Instructions appear in the action list as in ovs-ofctl: `meter:N`,
 //!   `write_actions(...)`, `clear_actions`, `write_metadata:V[/M]`,
 //!   `goto_table:N`; everything else forms the apply-actions instruction.
+//! - **POF** (sluice's protocol-oblivious fields, see [`pof`]): the match
+//!   field `pof(POS,LEN)=VALUE[/MASK]` (any number per flow, each field
+//!   once) and the actions `pof_set`, `pof_modify`, `pof_add`, `pof_del`,
+//!   `pof_checksum`, `pof_write_metadata`, wherever actions are read
+//!   (apply, `write_actions(...)`, buckets, packet-out).
 //! - **Groups**: `group_id=N,type=all|select|indirect|ff|fast_failover,
 //!   bucket=...` with bucket parameters `weight`, `watch_port`,
 //!   `watch_group` (written `k=v` or `k:v`) and `actions=...` (the
@@ -50,6 +55,7 @@
 pub mod actions;
 pub mod fields;
 mod lex;
+pub mod pof;
 pub mod specs;
 
 pub use actions::{parse_actions, parse_instructions};

@@ -9,6 +9,7 @@ use crate::group::{Bucket, GroupType};
 use crate::instruction::Instruction;
 use crate::meter::{flags as meter_flags, MeterBand};
 use crate::oxm::{FieldBytes, FieldId, Match, Oxm};
+use crate::pof::PofMatch;
 
 /// What a flow specification is for; it decides which keys are allowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +104,21 @@ impl<'a> MatchBuilder<'a> {
         Ok(())
     }
 
+    /// A POF match field; the same field (base, offset and length) twice
+    /// is an error naming the second.
+    fn push_pof(&mut self, at: Tok<'a>, m: PofMatch) -> TextResult<()> {
+        let same = |o: &Oxm| matches!(PofMatch::from_oxm(o), Some(Ok(p)) if p.field == m.field);
+        if let Some((_, prev)) = self.oxms.iter().find(|(o, _)| same(o)) {
+            return Err(at.err(format!(
+                "POF field `{}` given twice (first at byte {})",
+                at.text.split('=').next().unwrap_or(at.text),
+                prev.start
+            )));
+        }
+        self.oxms.push((m.to_oxm(), at));
+        Ok(())
+    }
+
     fn exact(&self, field: FieldId) -> Option<u128> {
         self.oxms.iter().find_map(|(o, _)| match o {
             Oxm::Basic { field: f, value, mask: None } if *f == field => Some(value.to_u128()),
@@ -177,6 +193,10 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
         }
         if let Some(&(_, bit)) = FLOW_FLAGS.iter().find(|(n, _)| *n == item.text) {
             spec.flags |= bit;
+            continue;
+        }
+        if item.text.starts_with("pof(") {
+            mb.push_pof(item, super::pof::parse_match_item(item)?)?;
             continue;
         }
         let Some(v) = v else {

@@ -1,15 +1,17 @@
 //! Actions, instructions, group buckets and meter bands in ovs-ofctl's
 //! vocabulary (`output:2`, `set_field:10.1.1.1->ip_dst`, `meter:1`,
 //! `write_actions(output:3)`, `bucket=weight:10,actions=output:1`,
-//! `type=drop rate=1000 burst_size=100`).
+//! `type=drop rate=1000 burst_size=100`). sluice's POF actions print in
+//! the syntax [`crate::ofctl::pof`] reads (`pof_set(l3+64,8,0x40)`).
 
-use super::fields::{hex_bytes, non_basic, port, set_field_name, value};
+use super::fields::{hex_bytes, non_basic, pof_pos, port, set_field_name, value};
 use crate::action::Action;
 use crate::consts::{group_id, port_no};
 use crate::group::{Bucket, GroupType};
 use crate::instruction::Instruction;
 use crate::meter::{flags as meter_flags, MeterBand};
 use crate::oxm::Oxm;
+use crate::pof::PofAction;
 
 /// One action as one token (no commas outside parentheses).
 pub fn action(a: &Action) -> String {
@@ -52,10 +54,54 @@ pub fn action(a: &Action) -> String {
         },
         Action::PushPbb(e) => format!("push_pbb:0x{e:04x}"),
         Action::PopPbb => "pop_pbb".into(),
-        Action::Experimenter { experimenter, data } => {
-            format!("experimenter(experimenter=0x{experimenter:08x},data={})", hex_bytes(data))
+        Action::Experimenter { experimenter, data } => match PofAction::from_action(a) {
+            Some(Ok(p)) => pof_action(&p),
+            _ => {
+                format!("experimenter(experimenter=0x{experimenter:08x},data={})", hex_bytes(data))
+            }
+        },
+    }
+}
+
+/// A POF action in its canonical text: positions `N` or `base+N`, decimal
+/// lengths, values and masks in hex without leading zeros, increments in
+/// decimal.
+pub fn pof_action(a: &PofAction) -> String {
+    let field = |f: &crate::pof::PofField| format!("{},{}", pof_pos(f.pos), f.bit_len);
+    match a {
+        PofAction::Set { field: f, value, mask } => match mask {
+            None => format!("pof_set({},{value:#x})", field(f)),
+            Some(m) => format!("pof_set({},{value:#x}/{m:#x})", field(f)),
+        },
+        PofAction::Modify { field: f, delta } => format!("pof_modify({},{delta})", field(f)),
+        PofAction::Add { pos, bytes } => {
+            format!("pof_add({},{},{})", pof_pos(*pos), 8 * bytes.len(), short_hex(bytes))
+        }
+        PofAction::Delete { pos, len_bits } => format!("pof_del({},{len_bits})", pof_pos(*pos)),
+        PofAction::Checksum { field: f, start, calc_len_bits } => {
+            format!("pof_checksum({},{},{calc_len_bits})", field(f), pof_pos(*start))
+        }
+        PofAction::WriteMetadata { meta_bit, from } => {
+            format!("pof_write_metadata({meta_bit},{})", field(from))
         }
     }
+}
+
+/// Big-endian bytes as one hex number without leading zeros (`0x0` for
+/// none or all zeros).
+fn short_hex(bytes: &[u8]) -> String {
+    let mut s = String::from("0x");
+    for b in bytes.iter().skip_while(|&&b| b == 0) {
+        if s.len() == 2 {
+            s.push_str(&format!("{b:x}"));
+        } else {
+            s.push_str(&format!("{b:02x}"));
+        }
+    }
+    if s.len() == 2 {
+        s.push('0');
+    }
+    s
 }
 
 /// An action list, comma-joined; `drop` for the empty list.
@@ -268,6 +314,46 @@ mod tests {
             "set_field:10.1.1.1->ip_dst,set_field:4106->vlan_vid,output:2,IN_PORT,CONTROLLER:128,set_mpls_ttl(64),pop_mpls:0x0800"
         );
         assert_eq!(actions(&[]), "drop");
+    }
+
+    #[test]
+    fn pof_actions_print_in_their_own_syntax() {
+        use crate::pof::{PofBase, PofField, PofPos};
+        let pos = |base, bit_offset| PofPos { base, bit_offset };
+        let f = |base, bit_offset, bit_len| PofField { pos: pos(base, bit_offset), bit_len };
+        let list: Vec<Action> = [
+            PofAction::Set { field: f(PofBase::L3, 64, 8), value: 0x40, mask: None },
+            PofAction::Set { field: f(PofBase::L4, 0, 16), value: 0, mask: Some(0xfff0) },
+            PofAction::Modify { field: f(PofBase::L3, 64, 8), delta: -1 },
+            PofAction::Modify { field: f(PofBase::L2_5, 0, 20), delta: 16 },
+            PofAction::Add { pos: pos(PofBase::L2End, 0), bytes: vec![0, 0x0a, 0xbc, 0] },
+            PofAction::Add { pos: pos(PofBase::Frame, 8), bytes: vec![0, 0] },
+            PofAction::Delete { pos: pos(PofBase::Frame, 96), len_bits: 32 },
+            PofAction::Checksum {
+                field: f(PofBase::L3, 80, 16),
+                start: pos(PofBase::L3, 0),
+                calc_len_bits: 160,
+            },
+            PofAction::WriteMetadata { meta_bit: 48, from: f(PofBase::Payload, 16, 16) },
+        ]
+        .iter()
+        .map(PofAction::to_action)
+        .collect();
+        assert_eq!(
+            actions(&list),
+            "pof_set(l3+64,8,0x40),pof_set(l4+0,16,0x0/0xfff0),pof_modify(l3+64,8,-1),\
+             pof_modify(l2.5+0,20,16),pof_add(l2end+0,32,0xabc00),pof_add(8,16,0x0),\
+             pof_del(96,32),pof_checksum(l3+80,16,l3+0,160),\
+             pof_write_metadata(48,payload+16,16)"
+        );
+        // Undecodable POF data and other experimenters print verbatim.
+        let bad = Action::Experimenter {
+            experimenter: crate::consts::SLUICE_EXPERIMENTER_ID,
+            data: vec![0, 9, 0, 0, 0, 0, 0, 0],
+        };
+        assert_eq!(action(&bad), "experimenter(experimenter=0x534c4943,data=0x0009000000000000)");
+        let other = Action::Experimenter { experimenter: 0x2320, data: vec![0; 8] };
+        assert!(action(&other).starts_with("experimenter(experimenter=0x00002320"));
     }
 
     #[test]

@@ -6,9 +6,13 @@
 //! instead of `dl_type`/`nw_proto` where one exists. Set-field actions use
 //! the OXM-era names instead (`ip_dst`, `tcp_src`, `eth_dst`). Both are
 //! here so that the printer's output tokenises like ovs-ofctl's.
+//!
+//! sluice's POF match field (an experimenter OXM, [`crate::pof`]) prints in
+//! the syntax [`crate::ofctl::pof`] reads: `pof(l3+72,8)=0x6`.
 
 use crate::consts::{port_no, OFPVID_PRESENT};
 use crate::oxm::{FieldBytes, FieldId, Match, Oxm, OFPXMC_NXM_0, OFPXMC_NXM_1};
+use crate::pof::{PofMatch, PofPos};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// A port number as ovs-ofctl prints it: reserved ports by name.
@@ -173,8 +177,30 @@ fn vlan_token(v: u16, m: Option<u16>) -> String {
     }
 }
 
-/// An OXM of a class other than OPENFLOW_BASIC, as one token.
+/// A POF bit position: `N` from the frame, `BASE+N` from a header.
+pub fn pof_pos(p: PofPos) -> String {
+    match p.base.keyword() {
+        None => p.bit_offset.to_string(),
+        Some(k) => format!("{k}+{}", p.bit_offset),
+    }
+}
+
+/// A POF match field in its canonical text: `pof(POS,LEN)=0xVALUE[/0xMASK]`,
+/// hex without leading zeros, the mask exactly when the OXM has one.
+pub fn pof_match(m: &PofMatch) -> String {
+    let mut s = format!("pof({},{})={:#x}", pof_pos(m.field.pos), m.field.bit_len, m.value);
+    if let Some(mask) = m.mask {
+        s.push_str(&format!("/{mask:#x}"));
+    }
+    s
+}
+
+/// An OXM of a class other than OPENFLOW_BASIC, as one token: sluice's POF
+/// field in its own syntax (if it decodes), any other verbatim.
 pub fn non_basic(o: &Oxm) -> String {
+    if let Some(Ok(m)) = PofMatch::from_oxm(o) {
+        return pof_match(&m);
+    }
     match o {
         Oxm::Basic { .. } => match_token(o),
         Oxm::Experimenter { experimenter, field, has_mask, payload } => format!(
@@ -296,5 +322,43 @@ mod tests {
         assert_eq!(match_str(&m), "dl_type=0x88cc");
         let m = Match::new(vec![Oxm::exact(FieldId::VlanVid, 0)]);
         assert_eq!(match_str(&m), "vlan_tci=0x0000/0x1000");
+    }
+
+    #[test]
+    fn pof_fields_print_in_their_own_syntax() {
+        use crate::consts::SLUICE_EXPERIMENTER_ID;
+        use crate::pof::{PofBase, PofField};
+        let f = |base, bit_offset, bit_len| PofField { pos: PofPos { base, bit_offset }, bit_len };
+        let m = Match::new(vec![
+            Oxm::exact(FieldId::EthType, 0x0800),
+            PofMatch { field: f(PofBase::L3, 72, 8), value: 6, mask: None }.to_oxm(),
+            PofMatch { field: f(PofBase::Frame, 0, 128), value: 0, mask: Some(u128::MAX) }.to_oxm(),
+            PofMatch { field: f(PofBase::Payload, 8, 12), value: 0xa00, mask: Some(0xf00) }
+                .to_oxm(),
+        ]);
+        assert_eq!(
+            match_str(&m),
+            "ip,pof(l3+72,8)=0x6,pof(0,128)=0x0/0xffffffffffffffffffffffffffffffff,\
+             pof(payload+8,12)=0xa00/0xf00"
+        );
+        // A POF field the decoder refuses, and other experimenters' fields,
+        // print verbatim.
+        let bad = Oxm::Experimenter {
+            experimenter: SLUICE_EXPERIMENTER_ID,
+            field: 0,
+            has_mask: false,
+            payload: vec![9, 0, 0, 8, 0, 0, 0, 0, 1],
+        };
+        assert_eq!(
+            non_basic(&bad),
+            "exp_oxm(experimenter=0x534c4943,field=0,payload=0x090000080000000001)"
+        );
+        let other = Oxm::Experimenter {
+            experimenter: 0x2320,
+            field: 0,
+            has_mask: false,
+            payload: vec![3, 0, 0, 8, 0, 0, 0, 0, 1],
+        };
+        assert!(non_basic(&other).starts_with("exp_oxm(experimenter=0x00002320"));
     }
 }

@@ -43,8 +43,12 @@
 //!
 //! - Between lookups, `write_metadata`, `set_field` of `metadata` or
 //!   `tunnel_id`, outputs, groups (they work on copies), set-queue and TTL
-//!   set/decrement (TTLs are not in the key; expiry stops the packet) keep
-//!   the key a function of the original key.
+//!   set/decrement (TTLs are not fixed key fields; expiry stops the packet)
+//!   keep the key a function of the original key. With extract windows in
+//!   the key ([`Recorder::windows`]) a window may cover a TTL: a TTL *set*
+//!   still writes a constant (every edited bit is a constant or the
+//!   original bit, which is all a recorded mask needs), but a decrement
+//!   borrows across bits, so it ends the recording.
 //! - `set_field` of a header field that does not change how the frame
 //!   parses (addresses, ports, VLAN VID/PCP, DSCP/ECN, MPLS label/TC, …)
 //!   writes a constant *if* the header is present. Whether it is present is
@@ -406,6 +410,9 @@ pub struct Recorder {
     /// A recorded lookup saw more guard results than a chain holds: the
     /// walk is not cached.
     pub guard_overflow: bool,
+    /// The key holds extract windows (the packet's parse runs an extract
+    /// program): TTL decrements end the recording (see *Basic design*).
+    pub windows: bool,
 }
 
 impl Recorder {
@@ -419,6 +426,7 @@ impl Recorder {
             answers,
             guard_len: 0,
             guard_overflow: false,
+            windows: false,
         }
     }
 
@@ -431,9 +439,9 @@ impl Recorder {
     }
     /// What ops a walk ran do to the recording (see *Basic design*):
     /// structural edits end it, header set-fields make the next lookup pin
-    /// the bits that decide whether they applied. TTLs are not key fields
-    /// (and no front end declares an extract window yet; once one does,
-    /// TTL edits under a window must end recording too). `Nop` stands
+    /// the bits that decide whether they applied. TTLs are not fixed key
+    /// fields, but a window may cover one: with windows, a decrement ends
+    /// the recording. Window edits ([`Op::Window`]) end it. `Nop` stands
     /// for an action that changes nothing the core models.
     pub fn note_ops(&mut self, ops: &[Op]) {
         for op in ops {
@@ -442,10 +450,13 @@ impl Recorder {
                 | Op::Group(_)
                 | Op::SetQueue(_)
                 | Op::SetNwTtl(_)
-                | Op::DecNwTtl
                 | Op::SetMplsTtl(_)
-                | Op::DecMplsTtl
                 | Op::Nop => {}
+                Op::DecNwTtl | Op::DecMplsTtl => {
+                    if self.windows {
+                        self.open = false;
+                    }
+                }
                 Op::SetField { field, .. } => match set_field_effect(*field) {
                     SetFieldEffect::Neutral => {}
                     SetFieldEffect::InPlace => self.dirty = true,

@@ -10,9 +10,17 @@
 //! select group's hash, a meter's remark) calls [`Pkt::fresh`] first, so
 //! a run of set-fields followed by outputs never re-parses.
 //!
+//! Every parse runs the pipeline's extract program after the fixed parser
+//! ([`Pkt::extract`], set by the walk from [`crate::walk::Frontend::extract`]
+//! before a frame is loaded), so window bits are part of the key wherever
+//! the key is: a lookup after an edit sees the edited windows.
+//!
 //! Knows no control protocol: ports, queues and metadata are numbers.
 
+use std::sync::Arc;
+
 use crate::cache::{set_field_effect, SetFieldEffect};
+use crate::extract::Extract;
 use crate::op::{Edited, Op};
 use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::FlowKey;
@@ -38,6 +46,9 @@ pub struct Pkt {
     /// leaves the frame's layout, so `info`, as it was) changed a field
     /// the key holds. Whatever reads the key calls [`Pkt::fresh`] first.
     pub stale: bool,
+    /// The extract program every parse runs after the fixed parser (none:
+    /// no windows). Set with [`Pkt::set_extract`] before loading a frame.
+    pub extract: Option<Arc<Extract>>,
 }
 
 impl Default for Pkt {
@@ -58,6 +69,22 @@ impl Pkt {
             queue: None,
             edited: false,
             stale: false,
+            extract: None,
+        }
+    }
+
+    /// Use `x` as the extract program from the next parse on. Clones the
+    /// `Arc` only when the program changed (a pooled packet keeps it from
+    /// burst to burst).
+    #[inline]
+    pub fn set_extract(&mut self, x: Option<&Arc<Extract>>) {
+        let same = match (x, &self.extract) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if !same {
+            self.extract = x.cloned();
         }
     }
 
@@ -89,6 +116,7 @@ impl Pkt {
         if self.buf.load(other.data()).is_err() {
             return false;
         }
+        self.set_extract(other.extract.as_ref());
         self.meta = other.meta;
         self.key = other.key;
         self.info = other.info;
@@ -103,9 +131,13 @@ impl Pkt {
         self.buf.data()
     }
 
-    /// Parse the bytes again (key and offsets).
+    /// Parse the bytes again (key and offsets), then capture the extract
+    /// program's windows.
     pub fn reparse(&mut self) {
         parse_into(self.buf.data(), &self.meta, &mut self.key, &mut self.info);
+        if let Some(x) = &self.extract {
+            x.run(self.buf.data(), &self.info, &mut self.key);
+        }
         self.edited = true;
         self.stale = false;
     }

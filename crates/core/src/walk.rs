@@ -50,6 +50,7 @@
 //!   worker's own.
 
 use crate::cache::{CacheStats, Caches, Chain, Hop, Item, Recorder, Resolved, NO_PROG};
+use crate::extract::Extract;
 use crate::graph::{Graph, Next, Node};
 use crate::guard::{Answers, Chain as GuardChain, GuardInput, GuardSet};
 use crate::op::{DeferredSet, Edited, EntryOps, Op};
@@ -193,6 +194,11 @@ pub trait Frontend: Sized {
     fn cache_mode(&self) -> CacheMode;
     /// Whether lookups use the fast structures (else linear scans).
     fn indexed(&self) -> bool;
+    /// The extract program every packet's parse runs (see [`Pkt::extract`]);
+    /// `None`: the fixed parser's key only.
+    fn extract(&self) -> Option<&Arc<Extract>> {
+        None
+    }
     /// The context entry `e` of table `table` runs its ops in.
     fn ctx(&self, table: u8, e: &<Self::Table as Table>::Entry) -> Self::Ctx;
     /// Run meter `id` on the packet.
@@ -448,6 +454,7 @@ fn record_walk<F: Frontend>(
     // The walk may rewrite the packet's key: the recorder keeps the one
     // the cache entry is for.
     let mut rec = Recorder::new(pkt.key, answers);
+    rec.windows = pkt.extract.is_some();
     walk(f, w, cache, pkt, tx, None, Some(&mut rec));
     if rec.chain.is_empty() || rec.guard_overflow {
         cache.stats.uncacheable += 1;
@@ -974,8 +981,10 @@ fn stage_burst<F: Frontend>(
     }
     let mut pkts = std::mem::take(&mut w.burst);
     let mut loaded = [false; BURST];
+    let extract = f.extract();
     for (i, ok) in loaded.iter_mut().enumerate().take(n) {
         let mut p = w.take_pkt();
+        p.set_extract(extract);
         *ok = frames.load(i, &mut p, meta);
         pkts.push(p);
     }

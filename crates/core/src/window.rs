@@ -456,6 +456,29 @@ fn to_metadata(frame: &[u8], metadata: &mut u64, meta_bit: u8, from: usize, len:
     Some(())
 }
 
+/// [`apply`]'s reference: the same edit done by the bit-by-bit model
+/// every edit is checked against (a list of bits, one bit at a time, base
+/// offsets read from the parse's fields). Front ends' reference
+/// interpreters run window edits through it, so differential tests compare
+/// the fast executor with an independent one. Refuses exactly what
+/// [`apply`] refuses; a changed frame is loaded back into `buf`.
+pub fn reference_apply(
+    op: &WindowOp,
+    buf: &mut PacketBuf,
+    info: &ParseInfo,
+    meta: &mut Meta,
+) -> Edited {
+    let (e, frame, md) =
+        model::apply(op, buf.data(), info, buf.headroom(), buf.tailroom(), meta.metadata);
+    if e == Edited::Changed {
+        if buf.load(&frame).is_err() {
+            return Edited::Unchanged;
+        }
+        meta.metadata = md;
+    }
+    e
+}
+
 /// The reference every edit is checked against: the frame as a list of
 /// bits, each edit done one bit at a time, base offsets read from the
 /// parse directly. Slow and plain on purpose.

@@ -12,8 +12,11 @@
 
 use crate::exec::Pkt;
 use crate::meter;
+use sluice_core::op::{Edited, Op};
+use sluice_core::window;
 use sluice_ofp::action::Action;
 use sluice_ofp::oxm::{FieldId, Oxm};
+use sluice_ofp::pof::PofAction;
 use sluice_packet::rewrite::{self as rw, RewriteError};
 
 pub enum Outcome {
@@ -35,6 +38,18 @@ pub fn apply(a: &Action, pkt: &mut Pkt) -> Outcome {
             return Outcome::Done;
         }
     }
+    if let Some(Ok(p)) = PofAction::from_action(a) {
+        // POF window edits: the core's bit-by-bit reference executor, not
+        // the fast one the lowered ops run.
+        if let Ok(Op::Window(op)) = crate::pof::lower(&p) {
+            if window::reference_apply(&op, &mut pkt.buf, &pkt.info, &mut pkt.meta)
+                == Edited::Changed
+            {
+                pkt.reparse();
+            }
+        }
+        return Outcome::Done;
+    }
     let (buf, info) = (&mut pkt.buf, &pkt.info);
     let r: Result<(), RewriteError> = match a {
         Action::CopyTtlOut => rw::copy_ttl_out(buf, info),
@@ -52,8 +67,8 @@ pub fn apply(a: &Action, pkt: &mut Pkt) -> Outcome {
         Action::SetField(Oxm::Basic { field, value, .. }) => {
             rw::apply_set_field(buf, info, crate::oxm_field::field(*field), value.as_slice())
         }
-        // Output, group and set-queue are the pipeline's; experimenter
-        // actions are rejected at flow-mod time.
+        // Output, group and set-queue are the pipeline's; other
+        // experimenter actions have no effect (see `lower.rs`).
         _ => Ok(()),
     };
     match r {

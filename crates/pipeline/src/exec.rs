@@ -45,6 +45,7 @@ use crate::ports::PortCounter;
 use crate::table::{FlowEntry, FlowTable};
 use crate::tally::{Shard, Tally};
 use crate::{CacheMode, Datapath, Pipeline};
+use sluice_core::extract::Extract;
 use sluice_core::graph::Graph;
 use sluice_core::guard::GuardSet;
 use sluice_core::op::{EntryOps, Op};
@@ -389,6 +390,7 @@ impl Pipeline {
         }
         let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
         let mut pkt = w.take_pkt();
+        pkt.set_extract(self.windows.extract());
         if pkt.load(frame, meta) {
             self.run_tables(w, &mut pkt, tx);
         } else {
@@ -612,6 +614,7 @@ impl Pipeline {
             if ctx.spec { Vec::new() } else { po.actions.iter().map(lower).collect() };
         self.with_local(|p, w| {
             let mut pkt = w.take_pkt();
+            pkt.set_extract(p.windows.extract());
             let r = if pkt.load(&data, meta) {
                 if ctx.spec {
                     p.actions(w, &po.actions, &mut pkt, ctx, tx);
@@ -653,6 +656,11 @@ impl sluice_core::walk::Frontend for Pipeline {
     #[inline]
     fn generation(&self) -> u64 {
         self.flow_gen
+    }
+
+    #[inline]
+    fn extract(&self) -> Option<&Arc<Extract>> {
+        self.windows.extract()
     }
 
     #[inline]

@@ -11,10 +11,10 @@
 //! |---|---|---|---|
 //! | `OFPT_EXPERIMENTER` | `control.rs` | `OFPBRC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: [`Extension::handle_message`] answers |
 //! | experimenter multipart request | `stats.rs` | `OFPBRC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: [`Extension::handle_multipart`] answers |
-//! | experimenter action (flow-mod, packet-out, bucket) | `flow_mod.rs` | `OFPBAC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: kept, inert |
+//! | experimenter action (flow-mod, packet-out, bucket) | `flow_mod.rs` | `OFPBAC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: sluice's POF actions run (`pof.rs`), others kept, inert |
 //! | set-field of an experimenter OXM | `flow_mod.rs` | `OFPBAC_BAD_SET_TYPE` | `Err` sent; `Ok`: kept, inert |
 //! | experimenter instruction | `flow_mod.rs` | `OFPBIC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: kept, inert |
-//! | experimenter OXM in a match (flow-mod, flow stats) | `flow_mod.rs` | `OFPBMC_BAD_FIELD` (from `Rule::compile`) | `Err` sent; `Ok`: kept in the match, not in the rule |
+//! | experimenter OXM in a match (flow-mod, flow stats) | `flow_mod.rs` | `OFPBMC_BAD_FIELD` (from `Rule::compile`) | `Err` sent; `Ok`: sluice's `pof` field is matched (`pof.rs`); others `OFPBMC_BAD_FIELD` |
 //! | experimenter meter band | `control.rs` | `OFPMMFC_BAD_BAND` (from `meter.rs`) | `Err` sent; `Ok`: still `OFPMMFC_BAD_BAND` |
 //!
 //! The errors without an extension are exactly the ones the switch
@@ -22,25 +22,33 @@
 //! check order: objects of an unregistered experimenter id take the old
 //! code path unchanged.
 //!
-//! **Accepted objects the engine cannot execute yet.** The engine gives
-//! no experimenter object a datapath meaning yet (issue 13 onwards adds
-//! them). Until then an accepted action or instruction is stored verbatim
-//! in the flow entry (or bucket) and does nothing when it runs (it lowers
-//! to `Op::Nop`, the reference skips it); an accepted match field is
-//! still refused with `OFPBMC_BAD_FIELD` (the engine cannot match on it,
-//! and leaving it out would widen the rule) until it is lowered to guards
-//! (`Pipeline::flow_mod_guarded`); an accepted meter band is still
-//! refused by the meter table. Execution
-//! hooks belong here, next to the registry: they will find the objects
-//! where the switch stored them, already checked by the extension. An
-//! extension should therefore accept only what the switch can carry out;
-//! [`SluiceExtension`] accepts no action, instruction, field or band yet.
+//! **What accepted objects do.** sluice's own POF objects (issue 14,
+//! `pof.rs`) are executed: the `pof` match field (OXM field 0 of sluice's
+//! id) compiles onto extract windows, so a rule matches on it like on any
+//! field, and the POF actions (subtypes 0–5) lower to window edits. Every
+//! other accepted object has no datapath meaning yet: an accepted action
+//! or instruction is stored verbatim in the flow entry (or bucket) and
+//! does nothing when it runs (it lowers to `Op::Nop`, the reference skips
+//! it); an accepted match field is still refused with `OFPBMC_BAD_FIELD`
+//! (the engine cannot match on it, and leaving it out would widen the
+//! rule) until it is lowered to guards (`Pipeline::flow_mod_guarded`); a
+//! set-field of an accepted field is refused with `OFPBAC_BAD_SET_TYPE`
+//! for `pof` (`pof_set` writes it) and kept inert otherwise; an accepted
+//! meter band is still refused by the meter table. Execution hooks belong
+//! here, next to the registry: they find the objects where the switch
+//! stored them, already checked by the extension. An extension should
+//! therefore accept only what the switch can carry out; [`SluiceExtension`]
+//! accepts the probe, the `pof` field and the POF actions, and nothing
+//! else.
 
 use crate::Config;
+use sluice_ofp::action::Action;
 use sluice_ofp::consts::SLUICE_EXPERIMENTER_ID;
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::experimenter::{Extension, Kind, Payload, Registry};
 use sluice_ofp::message::{ExperimenterMsg, Message};
+use sluice_ofp::oxm::Oxm;
+use sluice_ofp::pof::{action_subtype as pof_action, PofAction, PofMatch, POF_FIELD};
 use std::sync::Arc;
 
 /// Version of sluice's extension protocol, reported by the probe.
@@ -75,7 +83,16 @@ pub mod kind_code {
 
 /// What the switch takes from a controller, as (kind code, subtype): the
 /// list a probe reply carries.
-pub const SUPPORTED: &[(u16, u16)] = &[(kind_code::MESSAGE, msg_type::PROBE_REQUEST as u16)];
+pub const SUPPORTED: &[(u16, u16)] = &[
+    (kind_code::MESSAGE, msg_type::PROBE_REQUEST as u16),
+    (kind_code::ACTION, pof_action::SET_FIELD),
+    (kind_code::ACTION, pof_action::MODIFY_FIELD),
+    (kind_code::ACTION, pof_action::ADD_FIELD),
+    (kind_code::ACTION, pof_action::DELETE_FIELD),
+    (kind_code::ACTION, pof_action::CALC_CHECKSUM),
+    (kind_code::ACTION, pof_action::WRITE_METADATA),
+    (kind_code::OXM, POF_FIELD as u16),
+];
 
 /// Length of the probe reply's data before the echoed request data.
 pub fn probe_reply_header_len() -> usize {
@@ -112,10 +129,12 @@ fn hex(b: &[u8]) -> String {
     s
 }
 
-/// sluice's own extension (experimenter id `0x534c4943`, "SLIC"). For now
-/// it answers the probe and refuses everything else with the kind's
-/// "unknown subtype" error (`OFPBRC_BAD_EXP_TYPE`, `OFPBAC_BAD_EXP_TYPE`,
-/// `OFPBIC_BAD_EXP_TYPE`, `OFPBMC_BAD_FIELD`, `OFPMMFC_BAD_BAND`).
+/// sluice's own extension (experimenter id `0x534c4943`, "SLIC"): answers
+/// the probe, accepts the `pof` match field and the POF actions that
+/// `sluice_ofp::pof` decodes (its errors are the verdicts), and refuses
+/// everything else with the kind's "unknown subtype" error
+/// (`OFPBRC_BAD_EXP_TYPE`, `OFPBAC_BAD_EXP_TYPE`, `OFPBIC_BAD_EXP_TYPE`,
+/// `OFPBMC_BAD_FIELD`, `OFPMMFC_BAD_BAND`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SluiceExtension;
 
@@ -157,6 +176,26 @@ impl Extension for SluiceExtension {
                     supported.join("/"),
                     hex(&d[4 + 4 * n..])
                 ))
+            }
+            (Kind::Oxm, _) => {
+                let o = Oxm::Experimenter {
+                    experimenter: p.experimenter,
+                    field: p.oxm_field(),
+                    has_mask: p.oxm_has_mask(),
+                    payload: p.data.to_vec(),
+                };
+                match PofMatch::from_oxm(&o) {
+                    Some(m) => Ok(sluice_ofp::print::fields::pof_match(&m?)),
+                    None => Err(ErrorCode::BMC_BAD_FIELD),
+                }
+            }
+            (Kind::Action, _) => {
+                let a =
+                    Action::Experimenter { experimenter: p.experimenter, data: p.data.to_vec() };
+                match PofAction::from_action(&a) {
+                    Some(a) => Ok(sluice_ofp::print::actions::pof_action(&a?)),
+                    None => Err(ErrorCode::BAC_BAD_EXP_TYPE),
+                }
             }
             (kind, _) => Err(kind.unknown_exp_type()),
         }
@@ -202,8 +241,17 @@ mod tests {
 
     #[test]
     fn probe_reply_layout() {
-        assert_eq!(probe_reply_data(&[0xab]), [0, 1, 0, 1, 0, 0, 0, 0, 0xab]);
-        assert_eq!(max_probe_data(), 65535 - 16 - 8);
+        #[rustfmt::skip]
+        let want = [
+            0, 1, 0, 8,                         // version 1, eight entries
+            0, 0, 0, 0,                         // message PROBE_REQUEST
+            0, 2, 0, 0, 0, 2, 0, 1, 0, 2, 0, 2, // actions pof_set, pof_modify, pof_add
+            0, 2, 0, 3, 0, 2, 0, 4, 0, 2, 0, 5, // pof_del, pof_checksum, pof_write_metadata
+            0, 4, 0, 0,                         // OXM field `pof`
+            0xab,                               // the echo
+        ];
+        assert_eq!(probe_reply_data(&[0xab]), want);
+        assert_eq!(max_probe_data(), 65535 - 16 - 4 - 4 * 8);
     }
 
     #[test]
@@ -222,14 +270,24 @@ mod tests {
         let reply = probe_reply_data(&[7]);
         assert_eq!(
             e.check(&p(Kind::Message, 1, &reply)).unwrap(),
-            "sluice_probe_reply(version=1,supported=0:0,data=0x07)"
+            "sluice_probe_reply(version=1,supported=0:0/2:0/2:1/2:2/2:3/2:4/2:5/4:0,data=0x07)"
         );
         assert_eq!(e.check(&p(Kind::Message, 1, &[0, 1, 0, 2, 0])), Err(ErrorCode::BRC_BAD_LEN));
         for t in 2..=6 {
             assert_eq!(e.check(&p(Kind::Message, t, &[])), Err(ErrorCode::BRC_BAD_EXP_TYPE));
         }
         assert_eq!(e.check(&p(Kind::Multipart, 0, &[])), Err(ErrorCode::BRC_BAD_EXP_TYPE));
-        assert_eq!(e.check(&p(Kind::Action, 0, &[0; 6])), Err(ErrorCode::BAC_BAD_EXP_TYPE));
+        // Action subtypes 6..=15 are POF's but unassigned; 16 on are not POF.
+        assert_eq!(
+            e.check(&p(Kind::Action, 0, &[0, 9, 0, 0, 0, 0])),
+            Err(ErrorCode::BAC_BAD_EXP_TYPE)
+        );
+        assert_eq!(
+            e.check(&p(Kind::Action, 0, &[0, 16, 0, 0, 0, 0])),
+            Err(ErrorCode::BAC_BAD_EXP_TYPE)
+        );
+        // A POF action with a body too short for its subtype.
+        assert_eq!(e.check(&p(Kind::Action, 0, &[0; 6])), Err(ErrorCode::BAC_BAD_LEN));
         assert_eq!(e.check(&p(Kind::Instruction, 0, &[0; 4])), Err(ErrorCode::BIC_BAD_EXP_TYPE));
         assert_eq!(e.check(&p(Kind::Oxm, 3, &[0; 4])), Err(ErrorCode::BMC_BAD_FIELD));
         assert_eq!(e.check(&p(Kind::MeterBand, 0, &[])), Err(ErrorCode::MMFC_BAD_BAND));

@@ -27,6 +27,7 @@
 //! packet-out), `OFPP_NORMAL` (not implemented) and numbers above
 //! `OFPP_MAX` that are not reserved ports are `OFPBAC_BAD_OUT_PORT`.
 
+use crate::pof::Windows;
 use crate::rule::Rule;
 use crate::table::FlowEntry;
 use crate::tally::Shard;
@@ -40,6 +41,7 @@ use sluice_ofp::experimenter::Payload;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{flow_mod_command as cmd, flow_mod_flags as ff, FlowMod};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
+use sluice_ofp::pof::{PofField, PofMatch};
 use std::sync::Arc;
 
 const KNOWN_FLAGS: u16 = ff::SEND_FLOW_REM
@@ -206,9 +208,13 @@ impl Pipeline {
                         if self.cfg.extensions.get(*experimenter).is_some() =>
                     {
                         // The extension's verdict on its field; accepted:
-                        // kept, inert (see `extension.rs`).
+                        // kept, inert (see `extension.rs`). A `pof` field
+                        // is written with `pof_set`, not set-field.
                         if let Some(p) = Payload::oxm(o) {
                             self.cfg.extensions.check(&p)?;
+                        }
+                        if PofMatch::from_oxm(o).is_some() {
+                            return Err(ErrorCode::BAC_BAD_SET_TYPE);
                         }
                     }
                     _ => return Err(ErrorCode::BAC_BAD_SET_TYPE),
@@ -328,11 +334,20 @@ impl Pipeline {
             return Err(ErrorCode::FMFC_BAD_TABLE_ID);
         }
         fm.r#match.check_prereqs()?;
+        if fm.command == cmd::ADD {
+            let (rule, windows) = self.compile_add(&fm.r#match)?;
+            self.flow_add(fm, rule, guards)?;
+            if let Some(w) = windows {
+                self.windows = Arc::new(w);
+            }
+            return Ok(());
+        }
         let rule = self.compile_match(&fm.r#match)?;
         match fm.command {
-            cmd::ADD => self.flow_add(fm, rule, guards),
             cmd::MODIFY | cmd::MODIFY_STRICT => {
                 self.validate_instructions(fm.table_id, &fm.instructions, &fm.r#match)?;
+                // A `pof` field on a window no rule uses selects nothing.
+                let Some(rule) = rule else { return Ok(()) };
                 let strict = fm.command == cmd::MODIFY_STRICT;
                 let shards = self.cfg.shards();
                 let t = &mut self.tables[usize::from(fm.table_id)];
@@ -369,6 +384,7 @@ impl Pipeline {
                 Ok(())
             }
             _ => {
+                let Some(rule) = rule else { return Ok(()) };
                 let strict = fm.command == cmd::DELETE_STRICT;
                 let tables: Vec<usize> = if fm.table_id == table_id::ALL {
                     (0..self.tables.len()).collect()
@@ -393,27 +409,68 @@ impl Pipeline {
         }
     }
 
-    /// Compile a match (flow-mod, flow stats). Experimenter fields of a
-    /// registered extension get its verdict first; everything else is
-    /// [`Rule::compile`]'s, which refuses experimenter fields of other ids
-    /// (`OFPBMC_BAD_FIELD`) in its order, as before. A field an extension
-    /// accepts is still refused with `OFPBMC_BAD_FIELD`: the engine cannot
-    /// match on it yet (it will become a guard, issue 13), and leaving it
-    /// out would make the rule match more packets than the controller
-    /// asked for.
-    pub fn compile_match(&self, m: &Match) -> Result<Rule> {
+    /// Compile a match that selects rules (modify, delete, flow stats).
+    /// Experimenter fields of a registered extension get its verdict
+    /// first; then the fields compile in order: basic fields through the
+    /// fixed layout, sluice's `pof` fields onto their windows (see
+    /// `pof.rs`), any other experimenter or non-basic field is
+    /// `OFPBMC_BAD_FIELD` (the engine cannot match on it, and leaving it
+    /// out would widen the rule). `None`: a `pof` field on a window no rule
+    /// has declared, so no rule is selected.
+    pub fn compile_match(&self, m: &Match) -> Result<Option<Rule>> {
+        self.compile_in(m, None)
+    }
+
+    /// Compile the match of a rule being added: `pof` fields declare their
+    /// windows in a copy of the pipeline's, returned when it grew (the
+    /// caller keeps it once the rule is in).
+    fn compile_add(&self, m: &Match) -> Result<(Rule, Option<Windows>)> {
+        if !m.oxms.iter().any(|o| matches!(PofMatch::from_oxm(o), Some(Ok(_)))) {
+            let r = self.compile_in(m, None)?;
+            return r.map(|r| (r, None)).ok_or(ErrorCode::BMC_BAD_FIELD);
+        }
+        let mut w = (*self.windows).clone();
+        let n = w.layout().windows().len();
+        let r = self.compile_in(m, Some(&mut w))?.ok_or(ErrorCode::BMC_BAD_FIELD)?;
+        Ok((r, (w.layout().windows().len() != n).then_some(w)))
+    }
+
+    fn compile_in(&self, m: &Match, mut declare: Option<&mut Windows>) -> Result<Option<Rule>> {
         let reg = &self.cfg.extensions;
-        let registered = |o: &Oxm| match o {
-            Oxm::Experimenter { experimenter, .. } => reg.get(*experimenter).is_some(),
-            _ => false,
-        };
-        if !m.oxms.iter().any(registered) {
-            return Rule::compile(m);
+        for o in &m.oxms {
+            if let Oxm::Experimenter { experimenter, .. } = o {
+                if reg.get(*experimenter).is_some() {
+                    if let Some(p) = Payload::oxm(o) {
+                        reg.check(&p)?;
+                    }
+                }
+            }
         }
-        for p in m.oxms.iter().filter(|o| registered(o)).filter_map(Payload::oxm) {
-            reg.check(&p)?;
+        let mut rule = Rule::ANY;
+        let mut seen: Vec<PofField> = Vec::new();
+        for o in &m.oxms {
+            let pm = match PofMatch::from_oxm(o) {
+                None => {
+                    rule.add_basic(o)?;
+                    continue;
+                }
+                Some(pm) => pm?,
+            };
+            if seen.contains(&pm.field) {
+                return Err(ErrorCode::BMC_DUP_FIELD);
+            }
+            seen.push(pm.field);
+            let ids = match declare.as_deref_mut() {
+                Some(w) => w.declare(&pm.field)?,
+                None => match self.windows.find(&pm.field) {
+                    Some(ids) => ids,
+                    None => return Ok(None),
+                },
+            };
+            let w = declare.as_deref().unwrap_or(&self.windows);
+            w.add_match(&mut rule, &pm, &ids)?;
         }
-        Err(ErrorCode::BMC_BAD_FIELD)
+        Ok(Some(rule))
     }
 
     fn flow_add(&mut self, fm: &FlowMod, rule: Rule, guards: GuardSet) -> Result<()> {

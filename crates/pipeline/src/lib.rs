@@ -84,6 +84,7 @@ pub mod group;
 pub mod lower;
 pub mod meter;
 pub mod oxm_field;
+pub mod pof;
 pub mod ports;
 pub mod publish;
 pub mod reference;
@@ -268,6 +269,9 @@ pub struct Pipeline {
     /// Flow generation: bumped by every flow-table change; cache entries
     /// of another generation are misses (see `cache.rs`).
     flow_gen: u64,
+    /// The windows `pof` match fields use, and the extract program every
+    /// packet's parse runs (`pof.rs`).
+    windows: Arc<pof::Windows>,
 }
 
 impl Pipeline {
@@ -302,6 +306,7 @@ impl Pipeline {
             code_cur: TableSet::default(),
             code_prev: TableSet::default(),
             flow_gen: 1,
+            windows: Arc::default(),
             cfg,
         }
     }
@@ -346,6 +351,7 @@ impl Pipeline {
             code_cur: TableSet::default(),
             code_prev: TableSet::default(),
             flow_gen: self.flow_gen,
+            windows: self.windows.clone(),
         }
     }
 
@@ -367,6 +373,7 @@ impl Pipeline {
         copy.now_ns = self.now_ns;
         copy.seq = self.seq;
         copy.flow_gen = self.flow_gen;
+        copy.windows = self.windows.clone();
     }
 
     /// Start logging table changes for published copies.

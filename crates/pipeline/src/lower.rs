@@ -19,14 +19,18 @@ use sluice_core::op::{Deferred, EntryOps, Op};
 use sluice_ofp::action::Action;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Oxm;
+use sluice_ofp::pof::PofAction;
 use sluice_packet::FieldValue;
 
 /// The op that does what `a` does.
 ///
-/// Experimenter actions and experimenter set-fields lower to [`Op::Nop`],
-/// which is also what the direct interpretation does with them: flow-mod
-/// validation refuses them unless a registered extension accepts them
-/// (`extension.rs`), and extensions have no execution hook yet.
+/// sluice's POF actions lower to window edits ([`crate::pof::lower`]).
+/// Other experimenter actions and experimenter set-fields lower to
+/// [`Op::Nop`], which is also what the direct interpretation does with
+/// them: flow-mod validation refuses them unless a registered extension
+/// accepts them (`extension.rs`), and only sluice's POF actions have an
+/// execution hook. (A POF action that fails to decode cannot reach here:
+/// validation refused it; it would lower to [`Op::Nop`].)
 pub fn lower(a: &Action) -> Op {
     match a {
         Action::Output { port, max_len } => Op::Output { port: *port, max_len: *max_len },
@@ -51,7 +55,10 @@ pub fn lower(a: &Action) -> Op {
         Action::SetField(_) => Op::Nop,
         Action::PushPbb(t) => Op::PushPbb(*t),
         Action::PopPbb => Op::PopPbb,
-        Action::Experimenter { .. } => Op::Nop,
+        Action::Experimenter { .. } => match PofAction::from_action(a) {
+            Some(Ok(p)) => crate::pof::lower(&p).unwrap_or(Op::Nop),
+            _ => Op::Nop,
+        },
     }
 }
 

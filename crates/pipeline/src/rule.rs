@@ -40,26 +40,30 @@ impl Rule {
     pub fn compile(m: &Match) -> Result<Rule> {
         let mut r = Rule::ANY;
         for oxm in &m.oxms {
-            match oxm {
-                Oxm::Basic { field, value, mask } => FIXED_LAYOUT
-                    .add_match(
-                        &mut r.value,
-                        &mut r.mask,
-                        crate::oxm_field::field(*field),
-                        value.as_slice(),
-                        mask.as_ref().map(|m| m.as_slice()),
-                    )
-                    .map_err(|e| match e {
-                        KeyError::BadLength => ErrorCode::BMC_BAD_LEN,
-                        KeyError::BadValue => ErrorCode::BMC_BAD_VALUE,
-                        KeyError::ValueOutsideMask => ErrorCode::BMC_BAD_WILDCARDS,
-                    })?,
-                Oxm::Experimenter { .. } | Oxm::Other { .. } => {
-                    return Err(ErrorCode::BMC_BAD_FIELD)
-                }
-            }
+            r.add_basic(oxm)?;
         }
         Ok(r)
+    }
+
+    /// Add one basic field to the rule ([`Rule::compile`]'s step; the
+    /// pipeline's `compile_match` adds `pof` fields between them).
+    pub fn add_basic(&mut self, oxm: &Oxm) -> Result<()> {
+        match oxm {
+            Oxm::Basic { field, value, mask } => FIXED_LAYOUT
+                .add_match(
+                    &mut self.value,
+                    &mut self.mask,
+                    crate::oxm_field::field(*field),
+                    value.as_slice(),
+                    mask.as_ref().map(|m| m.as_slice()),
+                )
+                .map_err(|e| match e {
+                    KeyError::BadLength => ErrorCode::BMC_BAD_LEN,
+                    KeyError::BadValue => ErrorCode::BMC_BAD_VALUE,
+                    KeyError::ValueOutsideMask => ErrorCode::BMC_BAD_WILDCARDS,
+                }),
+            Oxm::Experimenter { .. } | Oxm::Other { .. } => Err(ErrorCode::BMC_BAD_FIELD),
+        }
     }
 
     #[inline]

@@ -48,8 +48,9 @@ impl Pipeline {
         if req.table_id != table_id::ALL && req.table_id >= self.cfg.n_tables {
             return Err(ErrorCode::BRC_BAD_TABLE_ID);
         }
-        let rule = self.compile_match(&req.match_)?;
         let mut out = Vec::new();
+        // A `pof` field on a window no rule uses selects no flow.
+        let Some(rule) = self.compile_match(&req.match_)? else { return Ok(out) };
         for (t, table) in self.tables.iter().enumerate() {
             if req.table_id != table_id::ALL && usize::from(req.table_id) != t {
                 continue;

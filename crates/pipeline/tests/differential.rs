@@ -34,6 +34,7 @@ use sluice_ofp::message::{
 use sluice_ofp::meter::{flags as mf, MeterBand};
 use sluice_ofp::multipart::{FlowStatsRequest, MultipartRequest, MultipartRequestBody};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
+use sluice_ofp::pof::{PofAction, PofBase, PofField, PofMatch, PofPos};
 use sluice_ofp::port::Port;
 use sluice_packet::buf::PacketBuf;
 use sluice_packet::key::FIXED_LAYOUT;
@@ -267,6 +268,82 @@ struct MatchSpec {
     ip_dst: Option<(usize, u32)>,
     tp_dst: Option<usize>,
     metadata: Option<(u64, u64)>,
+    /// `pof` fields: (index in [`POF_FIELDS`], value index, masked).
+    pof: Vec<(usize, usize, bool)>,
+}
+
+/// `pof` match fields over the generated frames: (base, bit offset, bit
+/// length, values). Windows on real headers, a 128-bit one (two key
+/// windows), one on the payload and one past every frame's end.
+const POF_FIELDS: &[(PofBase, u32, u16, &[u128])] = &[
+    (PofBase::Frame, 96, 16, &[0x0800, 0x0806, 0x8100, 0x88b5]),
+    (PofBase::Frame, 40, 8, &[1, 2, 3]),
+    (PofBase::L3, 128, 32, &[0x0a00_0001, 0x0a00_0002, 0x0a00_0101, 0xc0a8_0101]),
+    (PofBase::L3, 64, 8, &[1, 2, 63, 64]),
+    (PofBase::L4, 16, 16, &[53, 80, 443]),
+    (PofBase::L2End, 0, 4, &[4, 0]),
+    (
+        PofBase::Frame,
+        0,
+        128,
+        &[0x0000_0000_0001_0000_0000_0002_0800_4500, 0x0000_0000_0002_0000_0000_0001_0806_0001],
+    ),
+    (PofBase::Payload, 0, 64, &[0x7061_796c_6f61_6421, 0x0800_0000_0001_0001]),
+    (PofBase::L2End, 3, 13, &[0x0005, 0x0006, 0x0500]),
+    (PofBase::Frame, 8 * 600, 32, &[0]),
+];
+
+fn pof_match(field: usize, value: usize, masked: bool) -> Oxm {
+    let (base, bit_offset, bit_len, values) = POF_FIELDS[field];
+    let v = values[value % values.len()];
+    // Masked: the field's first half only.
+    let half = u32::from(bit_len) / 2;
+    let ones = if bit_len >= 128 { u128::MAX } else { (1u128 << bit_len) - 1 };
+    let mask = masked.then(|| ones & !(ones >> half.max(1)));
+    PofMatch {
+        field: PofField { pos: PofPos { base, bit_offset }, bit_len },
+        value: mask.map_or(v, |m| v & m),
+        mask,
+    }
+    .to_oxm()
+}
+
+/// A POF action: window edits that mean something on the generated frames
+/// (rewrite an IPv4 destination, decrement a TTL, fix the IPv4 checksum,
+/// push and pop a VLAN tag as raw bytes, copy the destination MAC's last
+/// byte into the metadata) and some that do not (random windows).
+fn pof_action() -> impl Strategy<Value = Action> {
+    let at = |base, bit_offset| PofPos { base, bit_offset };
+    let field = move |base, bit_offset, bit_len| PofField { pos: at(base, bit_offset), bit_len };
+    let any_base = prop::sample::select(PofBase::ALL.to_vec());
+    prop_oneof![
+        prop::sample::select(IPS.to_vec()).prop_map(move |ip| PofAction::Set {
+            field: field(PofBase::L3, 128, 32),
+            value: u32::from_be_bytes(ip).into(),
+            mask: None,
+        }),
+        Just(PofAction::Modify { field: field(PofBase::L3, 64, 8), delta: -1 }),
+        Just(PofAction::Checksum {
+            field: field(PofBase::L3, 80, 16),
+            start: at(PofBase::L3, 0),
+            calc_len_bits: 160,
+        }),
+        Just(PofAction::Add { pos: at(PofBase::Frame, 96), bytes: vec![0x81, 0x00, 0x00, 0x05] }),
+        Just(PofAction::Delete { pos: at(PofBase::Frame, 96), len_bits: 32 }),
+        Just(PofAction::WriteMetadata { meta_bit: 56, from: field(PofBase::Frame, 40, 8) }),
+        (any_base.clone(), 0u32..400, 1u16..=128, any::<u128>(), any::<Option<u128>>()).prop_map(
+            move |(b, off, len, v, m)| {
+                let ones = if len >= 128 { u128::MAX } else { (1u128 << len) - 1 };
+                let mask = m.map(|m| m & ones);
+                let value = v & mask.unwrap_or(ones);
+                PofAction::Set { field: field(b, off, len), value, mask }
+            }
+        ),
+        (any_base, 0u32..400, 1u16..=128, any::<i128>()).prop_map(move |(b, off, len, delta)| {
+            PofAction::Modify { field: field(b, off, len), delta }
+        }),
+    ]
+    .prop_map(|a| a.to_action())
 }
 
 impl MatchSpec {
@@ -331,6 +408,9 @@ impl MatchSpec {
                 }
             }
         }
+        for &(f, value, masked) in &self.pof {
+            v.push(pof_match(f, value, masked));
+        }
         Match { oxms: v }
     }
 }
@@ -357,10 +437,27 @@ fn match_spec() -> impl Strategy<Value = MatchSpec> {
             0.2,
             (prop::sample::select(vec![0u64, 1, 2, 3]), prop::sample::select(vec![1u64, 3, 0xff])),
         ),
+        prop_oneof![
+            3 => Just(Vec::new()),
+            1 => prop::collection::vec((0..POF_FIELDS.len(), 0..4usize, any::<bool>()), 1..=2),
+        ],
     )
-        .prop_map(|(in_port, eth_dst, eth_src, vlan, l3, ip_src, ip_dst, tp_dst, metadata)| {
-            MatchSpec { in_port, eth_dst, eth_src, vlan, l3, ip_src, ip_dst, tp_dst, metadata }
-        })
+        .prop_map(
+            |(in_port, eth_dst, eth_src, vlan, l3, ip_src, ip_dst, tp_dst, metadata, pof)| {
+                MatchSpec {
+                    in_port,
+                    eth_dst,
+                    eth_src,
+                    vlan,
+                    l3,
+                    ip_src,
+                    ip_dst,
+                    tp_dst,
+                    metadata,
+                    pof,
+                }
+            },
+        )
 }
 
 /// An action; set-fields are drawn for any L3 and left to the pipeline's
@@ -387,6 +484,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => Just(Action::PopVlan),
         1 => Just(Action::DecNwTtl),
         1 => Just(Action::SetQueue(1)),
+        3 => pof_action(),
     ]
 }
 

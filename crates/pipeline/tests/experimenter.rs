@@ -255,12 +255,19 @@ fn probe_is_answered_with_version_and_subtypes() {
     assert_eq!(out[0].xid, 7);
     #[rustfmt::skip]
     let want: Vec<u8> = vec![
-        0x04, 0x04, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x07, // ofp_header: v1.3, EXPERIMENTER, len 26, xid 7
+        0x04, 0x04, 0x00, 0x36, 0x00, 0x00, 0x00, 0x07, // ofp_header: v1.3, EXPERIMENTER, len 54, xid 7
         0x53, 0x4c, 0x49, 0x43,                         // experimenter "SLIC"
         0x00, 0x00, 0x00, 0x01,                         // exp_type PROBE_REPLY
         0x00, 0x01,                                     // extension version 1
-        0x00, 0x01,                                     // one supported subtype:
+        0x00, 0x08,                                     // eight supported subtypes:
         0x00, 0x00, 0x00, 0x00,                         //   message, PROBE_REQUEST
+        0x00, 0x02, 0x00, 0x00,                         //   action, pof_set
+        0x00, 0x02, 0x00, 0x01,                         //   action, pof_modify
+        0x00, 0x02, 0x00, 0x02,                         //   action, pof_add
+        0x00, 0x02, 0x00, 0x03,                         //   action, pof_del
+        0x00, 0x02, 0x00, 0x04,                         //   action, pof_checksum
+        0x00, 0x02, 0x00, 0x05,                         //   action, pof_write_metadata
+        0x00, 0x04, 0x00, 0x00,                         //   OXM field, pof
         b'h', b'i',                                     // the request's data
     ];
     assert_eq!(out[0].msg.encode(out[0].xid), want);
@@ -271,8 +278,8 @@ fn probe_is_answered_with_version_and_subtypes() {
         data: vec![],
     });
     let out = handle(&mut p, &req);
-    let mut short = want[..24].to_vec();
-    short[3] = 24;
+    let mut short = want[..52].to_vec();
+    short[3] = 52;
     assert_eq!(out[0].msg.encode(7), short);
 }
 

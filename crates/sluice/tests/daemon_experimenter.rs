@@ -111,12 +111,19 @@ fn probe_and_experimenter_errors_over_a_real_connection() {
     ]);
     #[rustfmt::skip]
     let want = [
-        0x04, 0x04, 0x00, 0x1b, 0x00, 0x00, 0x00, 0x2a, // EXPERIMENTER, 27 bytes, same xid
+        0x04, 0x04, 0x00, 0x37, 0x00, 0x00, 0x00, 0x2a, // EXPERIMENTER, 55 bytes, same xid
         0x53, 0x4c, 0x49, 0x43,                         // "SLIC"
         0x00, 0x00, 0x00, 0x01,                         // PROBE_REPLY
         0x00, 0x01,                                     // extension version 1
-        0x00, 0x01,                                     // one supported subtype:
+        0x00, 0x08,                                     // eight supported subtypes:
         0x00, 0x00, 0x00, 0x00,                         //   message PROBE_REQUEST
+        0x00, 0x02, 0x00, 0x00,                         //   action pof_set
+        0x00, 0x02, 0x00, 0x01,                         //   action pof_modify
+        0x00, 0x02, 0x00, 0x02,                         //   action pof_add
+        0x00, 0x02, 0x00, 0x03,                         //   action pof_del
+        0x00, 0x02, 0x00, 0x04,                         //   action pof_checksum
+        0x00, 0x02, 0x00, 0x05,                         //   action pof_write_metadata
+        0x00, 0x04, 0x00, 0x00,                         //   OXM field pof
         b'x', b'y', b'z',                               // the request's data
     ];
     assert_eq!(c.reply_to(0x2a), want);

@@ -46,6 +46,44 @@ fn l3_cases_print_one_line_each() {
 }
 
 #[test]
+fn pof_twins_forward_every_packet_where_the_model_says() {
+    // The bench checks every output against its own model of the rules and
+    // fails on any misforwarded packet: the POF rules must do exactly what
+    // their OXM twins do.
+    let out = sluice(&[
+        "bench",
+        "--packets",
+        "20000",
+        "--cases",
+        "pofmac,pofnet",
+        "--rules",
+        "10,1000",
+        "--max-seconds",
+        "2",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
+    let seen: Vec<(String, String)> = stdout
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].to_string(), f[1].to_string())
+        })
+        .collect();
+    let mut want = Vec::new();
+    for fam in ["pofmac", "pofnet"] {
+        for rules in ["10", "1000"] {
+            for mode in ["on", "megaflow", "off"] {
+                want.push((format!("{fam}/{mode}"), rules.to_string()));
+            }
+        }
+    }
+    assert_eq!(seen, want, "{stdout}");
+}
+
+#[test]
 fn bad_options_name_the_token() {
     let cases = [
         (&["bench", "--cache", "exact"][..], "exact"),
@@ -53,6 +91,8 @@ fn bad_options_name_the_token() {
         (&["bench", "--packets", "lots"][..], "lots"),
         (&["bench", "--packets", "0"][..], "`0`"),
         (&["bench", "--cases", "nosuchcase"][..], "nosuchcase"),
+        (&["bench", "--rules", "10,ten"][..], "`ten`"),
+        (&["bench", "--rules", "0"][..], "`0`"),
         (&["bench", "--frobnicate"][..], "--frobnicate"),
     ];
     for (args, token) in cases {

@@ -19,6 +19,10 @@
 //!   traffic cycles over all rules (a fixed shuffled order).
 //! - `l3`: the same sizes of `ip,nw_dst=A.B.C.0/24,actions=output:P`
 //!   (distinct /24s), one frame per rule, cycling likewise.
+//! - `pofmac`, `pofnet`: the `l2` and `l3` rules written as POF fields
+//!   (`pof(0,48)=MAC`; `pof(96,16)=0x0800,pof(240,24)=NET`, K_POFVS's
+//!   frame-relative form), same sizes, frames and packet order, so each
+//!   line compares with its OXM twin.
 //! - `route`: `l3` at 10 and 1k rules with a router's rewrite before the
 //!   output (`set_field` of both MACs, `dec_ttl`): edits that keep the
 //!   frame's layout.
@@ -70,6 +74,11 @@ pub struct Args {
     /// comma-separated substrings.
     #[arg(long, value_name = "PATTERN")]
     pub cases: Option<String>,
+    /// Run only these rule counts of the sized families (`l2`, `l3`,
+    /// `pofmac`, `pofnet`, `route`), comma-separated (`10,10000`); other
+    /// families are unaffected.
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_size)]
+    pub rules: Vec<usize>,
     /// Timed packets per case (`20000`, `500k`, `2M`).
     #[arg(long, value_name = "N", default_value = "2M", value_parser = parse_count)]
     pub packets: u64,
@@ -107,6 +116,14 @@ pub enum CacheArg {
     Megaflow,
     Off,
     All,
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    t.parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("`{t}` is not a rule count (a positive integer)"))
 }
 
 /// Largest `--packets`.
@@ -324,6 +341,36 @@ fn l2(n: usize, packets: usize, rng: &mut Rng) -> Workload {
         warm,
         notes: Vec::new(),
     }
+}
+
+/// `l2`'s rules written as POF fields: the destination MAC as the frame's
+/// bits {0, 48} (K_POFVS's form; same frames and order as `l2`).
+fn pofmac(n: usize, packets: usize, rng: &mut Rng) -> Workload {
+    let mut w = l2(n, packets, rng);
+    w.family = "pofmac";
+    w.flows = (0..n)
+        .map(|i| format!("pof(0,48)=0x0200{:08x},actions=output:{}", i + 1, port_of(i)))
+        .collect();
+    w
+}
+
+/// `l3`'s rules written as POF fields: the ethertype as bits {96, 16}
+/// and the destination's /24 as bits {240, 24} (same frames and order as
+/// `l3`).
+fn pofnet(n: usize, packets: usize, rng: &mut Rng) -> Workload {
+    let mut w = l3(n, packets, rng);
+    w.family = "pofnet";
+    w.flows = (0..n)
+        .map(|i| {
+            let net = 0x1000_0000u32 + ((i as u32) << 8);
+            format!(
+                "pof(96,16)=0x0800,pof(240,24)=0x{:06x},actions=output:{}",
+                net >> 8,
+                port_of(i)
+            )
+        })
+        .collect();
+    w
 }
 
 fn l3(n: usize, packets: usize, rng: &mut Rng) -> Workload {
@@ -741,6 +788,8 @@ fn families() -> Vec<(&'static str, usize)> {
     let mut v = vec![("1rule", 1)];
     v.extend(SIZES.iter().map(|&n| ("l2", n)));
     v.extend(SIZES.iter().map(|&n| ("l3", n)));
+    v.extend(SIZES.iter().map(|&n| ("pofmac", n)));
+    v.extend(SIZES.iter().map(|&n| ("pofnet", n)));
     v.extend([("route", 10), ("route", 1000)]);
     v.push(("twotable", 0));
     v
@@ -771,8 +820,12 @@ pub fn run(a: Args) -> Result<()> {
         None => Vec::new(),
     };
     let selected = |name: &str| patterns.is_empty() || patterns.iter().any(|p| name.contains(p));
+    let sized = |(f, n): &(&str, usize)| {
+        *f == "1rule" || *f == "twotable" || a.rules.is_empty() || a.rules.contains(n)
+    };
     let plan: Vec<((&str, usize), Vec<CacheMode>)> = families()
         .into_iter()
+        .filter(sized)
         .map(|f| {
             let modes = caches
                 .iter()
@@ -785,7 +838,8 @@ pub fn run(a: Args) -> Result<()> {
         .collect();
     if plan.is_empty() {
         bail!(
-            "no case matches --cases `{}` (cases: 1rule, l2, l3, route, twotable, each as NAME/on, \
+            "no case matches --cases `{}` (cases: 1rule, l2, l3, pofmac, pofnet, route, twotable, \
+             each as NAME/on, \
              NAME/megaflow, NAME/off)",
             a.cases.as_deref().unwrap_or_default()
         );
@@ -805,12 +859,20 @@ pub fn run(a: Args) -> Result<()> {
     let mut failed = Vec::new();
     for ((family, size), modes) in plan {
         // Each workload gets its own stream so a filter does not change it.
-        let mut rng = Rng(a.seed ^ (size as u64).rotate_left(32) ^ family.len() as u64);
+        // The POF twins share their OXM family's stream: same packet order.
+        let stream = match family {
+            "pofmac" => "l2",
+            "pofnet" => "l3",
+            f => f,
+        };
+        let mut rng = Rng(a.seed ^ (size as u64).rotate_left(32) ^ stream.len() as u64);
         let w = match family {
             "1rule" => one_rule(packets),
             "l2" => l2(size, packets, &mut rng),
             "l3" => l3(size, packets, &mut rng),
             "route" => route(size, packets, &mut rng),
+            "pofmac" => pofmac(size, packets, &mut rng),
+            "pofnet" => pofnet(size, packets, &mut rng),
             _ => twotable(packets, &mut rng),
         };
         check_indices(&w)?;

@@ -13,9 +13,10 @@
 //! Layout (each item one byte unless noted):
 //! `n_groups` (≤ 3) × group { type, n_buckets (≤ 3) × bucket { weight,
 //! watch port, action list } }, `n_flows` (≤ 8) × flow { table (≤ 3),
-//! priority, n_match (≤ 3) × match field { field index, mask flag, value
-//! (field length) }, instruction flags, action lists }, then the packet (the
-//! rest of the input).
+//! priority, n_match (≤ 3) × match field { one time in 8 a `pof` field
+//! (position, length, value, optional mask), else field index, mask flag,
+//! value (field length) }, instruction flags, action lists (POF actions
+//! among them) }, then the packet (the rest of the input).
 
 use crate::Pipeline;
 use sluice_ofp::action::Action;
@@ -25,6 +26,7 @@ use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{group_mod_command, FlowMod, GroupMod, Message, PacketOut};
 use sluice_ofp::meter::MeterBand;
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
+use sluice_ofp::pof::{self, PofAction, PofBase, PofField, PofMatch, PofPos};
 use sluice_ofp::port::Port;
 
 /// A reader that yields zeros once the input is exhausted.
@@ -77,7 +79,7 @@ fn field(b: &mut Bytes<'_>) -> FieldId {
 }
 
 fn action(b: &mut Bytes<'_>) -> Action {
-    match b.below(20) {
+    match b.below(22) {
         0 => Action::Output { port: port(b), max_len: u16::from(b.u8()) * 4 },
         1 => Action::PushVlan(if b.u8() & 1 == 0 { 0x8100 } else { 0x88a8 }),
         2 => Action::PopVlan,
@@ -93,9 +95,72 @@ fn action(b: &mut Bytes<'_>) -> Action {
         12 => Action::CopyTtlOut,
         13 => Action::SetQueue(u32::from(b.below(3))),
         14 => Action::Group(u32::from(b.below(4))),
+        15 | 16 => pof_action(b).to_action(),
         _ => {
             let f = field(b);
             Action::SetField(Oxm::Basic { field: f, value: b.field_bytes(f), mask: None })
+        }
+    }
+}
+
+/// A POF position: any base, a bit offset within the first 128 bytes
+/// (or, one time in 16, anywhere up to the largest offset).
+fn pof_pos(b: &mut Bytes<'_>) -> PofPos {
+    let base = PofBase::ALL[usize::from(b.below(6))];
+    let far = b.below(16) == 0;
+    let bit_offset = u32::from(b.u8()) << 2 | u32::from(b.below(4));
+    let bit_offset = if far { bit_offset * 511 } else { bit_offset };
+    PofPos { base, bit_offset: bit_offset.min(pof::MAX_BIT_OFFSET - 128) }
+}
+
+/// A POF field of 1..=`max` bits.
+fn pof_field(b: &mut Bytes<'_>, max: u8) -> PofField {
+    let pos = pof_pos(b);
+    PofField { pos, bit_len: u16::from(b.below(max)) + 1 }
+}
+
+fn pof_value(b: &mut Bytes<'_>, f: PofField) -> u128 {
+    let mut v = 0u128;
+    for _ in 0..usize::from(f.bit_len).div_ceil(8) {
+        v = (v << 8) | u128::from(b.u8());
+    }
+    v & f.max_value()
+}
+
+/// A POF action (any of the six, valid by construction).
+fn pof_action(b: &mut Bytes<'_>) -> PofAction {
+    match b.below(6) {
+        0 => {
+            let field = pof_field(b, 128);
+            let value = pof_value(b, field);
+            let mask = (b.u8() & 1 == 1).then(|| pof_value(b, field));
+            let value = mask.map_or(value, |m| value & m);
+            PofAction::Set { field, value, mask }
+        }
+        1 => {
+            let field = pof_field(b, 128);
+            let d = pof_value(b, field) as i128;
+            let delta = if b.u8() & 1 == 1 { d.wrapping_neg() } else { d };
+            PofAction::Modify {
+                field,
+                delta: if field.bit_len >= 128 { delta } else { delta % (1i128 << field.bit_len) },
+            }
+        }
+        2 => {
+            let pos = pof_pos(b);
+            let n = usize::from(b.below(16)) + 1;
+            PofAction::Add { pos, bytes: (0..n).map(|_| b.u8()).collect() }
+        }
+        3 => PofAction::Delete { pos: pof_pos(b), len_bits: 8 * (u32::from(b.below(32)) + 1) },
+        4 => {
+            let field = PofField { pos: pof_pos(b), bit_len: pof::CHECKSUM_FIELD_BITS };
+            let calc_len_bits = 8 * (u32::from(b.below(64)) + 1);
+            PofAction::Checksum { field, start: pof_pos(b), calc_len_bits }
+        }
+        _ => {
+            let from = pof_field(b, 64);
+            let meta_bit = b.below(65 - from.bit_len as u8);
+            PofAction::WriteMetadata { meta_bit, from }
         }
     }
 }
@@ -110,6 +175,15 @@ fn flow_mod(b: &mut Bytes<'_>) -> FlowMod {
     let priority = u16::from(b.u8());
     let mut m = Match::default();
     for _ in 0..b.below(4) {
+        if b.below(8) == 0 {
+            // A `pof` field, masked one time in two.
+            let field = pof_field(b, 128);
+            let value = pof_value(b, field);
+            let mask = (b.u8() & 1 == 1).then(|| pof_value(b, field));
+            let value = mask.map_or(value, |m| value & m);
+            m.oxms.push(PofMatch { field, value, mask }.to_oxm());
+            continue;
+        }
         let f = field(b);
         let masked = b.u8() & 1 == 1 && f.maskable();
         let value = b.field_bytes(f);

@@ -27,9 +27,10 @@
 //!
 //! The printer (`crate::print::fields::pof_match`,
 //! `crate::print::actions::pof_action`) writes the canonical form: `N` or
-//! `base+N`, decimal lengths, lowercase hex values and masks without
-//! leading zeros (`0x0` for zero), the mask only when present, the
-//! increment in decimal. Reading that back gives the same value.
+//! `base+N`, decimal lengths, lowercase hex values, masks and inserted
+//! bytes with the field's width in digits (`0x0806` for 16 bits), the
+//! mask only when present, the increment in decimal. Reading that back
+//! gives the same value.
 
 use super::lex::Tok;
 use super::{TextError, TextResult};
@@ -498,7 +499,7 @@ mod tests {
         // The printer writes it back in the same syntax.
         assert_eq!(
             match_str(&f.r#match),
-            "ip,pof(l3+72,8)=0x6,pof(l4+16,16)=0x50/0xffff,in_port=1"
+            "ip,pof(l3+72,8)=0x06,pof(l4+16,16)=0x0050/0xffff,in_port=1"
         );
         assert_eq!(
             instructions(&f.instructions),

@@ -4,7 +4,7 @@
 //! `type=drop rate=1000 burst_size=100`). sluice's POF actions print in
 //! the syntax [`crate::ofctl::pof`] reads (`pof_set(l3+64,8,0x40)`).
 
-use super::fields::{hex_bytes, non_basic, pof_pos, port, set_field_name, value};
+use super::fields::{hex_bytes, non_basic, pof_hex, pof_pos, port, set_field_name, value};
 use crate::action::Action;
 use crate::consts::{group_id, port_no};
 use crate::group::{Bucket, GroupType};
@@ -64,18 +64,23 @@ pub fn action(a: &Action) -> String {
 }
 
 /// A POF action in its canonical text: positions `N` or `base+N`, decimal
-/// lengths, values and masks in hex without leading zeros, increments in
-/// decimal.
+/// lengths, values, masks and inserted bytes in hex with the field's width
+/// in digits, increments in decimal.
 pub fn pof_action(a: &PofAction) -> String {
     let field = |f: &crate::pof::PofField| format!("{},{}", pof_pos(f.pos), f.bit_len);
     match a {
         PofAction::Set { field: f, value, mask } => match mask {
-            None => format!("pof_set({},{value:#x})", field(f)),
-            Some(m) => format!("pof_set({},{value:#x}/{m:#x})", field(f)),
+            None => format!("pof_set({},{})", field(f), pof_hex(*value, f.bit_len)),
+            Some(m) => format!(
+                "pof_set({},{}/{})",
+                field(f),
+                pof_hex(*value, f.bit_len),
+                pof_hex(*m, f.bit_len)
+            ),
         },
         PofAction::Modify { field: f, delta } => format!("pof_modify({},{delta})", field(f)),
         PofAction::Add { pos, bytes } => {
-            format!("pof_add({},{},{})", pof_pos(*pos), 8 * bytes.len(), short_hex(bytes))
+            format!("pof_add({},{},{})", pof_pos(*pos), 8 * bytes.len(), full_hex(bytes))
         }
         PofAction::Delete { pos, len_bits } => format!("pof_del({},{len_bits})", pof_pos(*pos)),
         PofAction::Checksum { field: f, start, calc_len_bits } => {
@@ -87,18 +92,13 @@ pub fn pof_action(a: &PofAction) -> String {
     }
 }
 
-/// Big-endian bytes as one hex number without leading zeros (`0x0` for
-/// none or all zeros).
-fn short_hex(bytes: &[u8]) -> String {
+/// Bytes as one hex number, two digits each (`0x0` for none).
+fn full_hex(bytes: &[u8]) -> String {
     let mut s = String::from("0x");
-    for b in bytes.iter().skip_while(|&&b| b == 0) {
-        if s.len() == 2 {
-            s.push_str(&format!("{b:x}"));
-        } else {
-            s.push_str(&format!("{b:02x}"));
-        }
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
     }
-    if s.len() == 2 {
+    if bytes.is_empty() {
         s.push('0');
     }
     s
@@ -341,8 +341,8 @@ mod tests {
         .collect();
         assert_eq!(
             actions(&list),
-            "pof_set(l3+64,8,0x40),pof_set(l4+0,16,0x0/0xfff0),pof_modify(l3+64,8,-1),\
-             pof_modify(l2.5+0,20,16),pof_add(l2end+0,32,0xabc00),pof_add(8,16,0x0),\
+            "pof_set(l3+64,8,0x40),pof_set(l4+0,16,0x0000/0xfff0),pof_modify(l3+64,8,-1),\
+             pof_modify(l2.5+0,20,16),pof_add(l2end+0,32,0x000abc00),pof_add(8,16,0x0000),\
              pof_del(96,32),pof_checksum(l3+80,16,l3+0,160),\
              pof_write_metadata(48,payload+16,16)"
         );

@@ -185,12 +185,20 @@ pub fn pof_pos(p: PofPos) -> String {
     }
 }
 
+/// `v` in hex with as many digits as `bits` bits take (`0x0806` for a
+/// 16-bit field), the width a reader expects of a field of that length.
+pub fn pof_hex(v: u128, bits: u16) -> String {
+    format!("0x{v:0w$x}", w = usize::from(bits.div_ceil(4)))
+}
+
 /// A POF match field in its canonical text: `pof(POS,LEN)=0xVALUE[/0xMASK]`,
-/// hex without leading zeros, the mask exactly when the OXM has one.
+/// hex with the field's width in digits, the mask exactly when the OXM has
+/// one.
 pub fn pof_match(m: &PofMatch) -> String {
-    let mut s = format!("pof({},{})={:#x}", pof_pos(m.field.pos), m.field.bit_len, m.value);
+    let len = m.field.bit_len;
+    let mut s = format!("pof({},{len})={}", pof_pos(m.field.pos), pof_hex(m.value, len));
     if let Some(mask) = m.mask {
-        s.push_str(&format!("/{mask:#x}"));
+        s.push_str(&format!("/{}", pof_hex(mask, len)));
     }
     s
 }
@@ -338,7 +346,7 @@ mod tests {
         ]);
         assert_eq!(
             match_str(&m),
-            "ip,pof(l3+72,8)=0x6,pof(0,128)=0x0/0xffffffffffffffffffffffffffffffff,\
+            "ip,pof(l3+72,8)=0x06,pof(0,128)=0x00000000000000000000000000000000/0xffffffffffffffffffffffffffffffff,\
              pof(payload+8,12)=0xa00/0xf00"
         );
         // A POF field the decoder refuses, and other experimenters' fields,

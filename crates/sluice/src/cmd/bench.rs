@@ -74,9 +74,9 @@ pub struct Args {
     /// comma-separated substrings.
     #[arg(long, value_name = "PATTERN")]
     pub cases: Option<String>,
-    /// Run only these rule counts of the sized families (`l2`, `l3`,
-    /// `pofmac`, `pofnet`, `route`), comma-separated (`10,10000`); other
-    /// families are unaffected.
+    /// Rule counts of the sized families (`l2`, `l3`, `pofmac`, `pofnet`,
+    /// `route`) instead of the default ones, comma-separated
+    /// (`1,10,10000`; at most 1M each); other families are unaffected.
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_size)]
     pub rules: Vec<usize>,
     /// Timed packets per case (`20000`, `500k`, `2M`).
@@ -118,12 +118,15 @@ pub enum CacheArg {
     All,
 }
 
+/// Largest `--rules` count.
+const MAX_RULES: usize = 1_000_000;
+
 fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim();
     t.parse::<usize>()
         .ok()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| format!("`{t}` is not a rule count (a positive integer)"))
+        .filter(|&n| (1..=MAX_RULES).contains(&n))
+        .ok_or_else(|| format!("`{t}` is not a rule count (1 to {MAX_RULES})"))
 }
 
 /// Largest `--packets`.
@@ -784,13 +787,19 @@ fn run_case(
 }
 
 /// The family/size list, in output order.
-fn families() -> Vec<(&'static str, usize)> {
+/// Every (family, rule count) case: the sized families at `rules` (by
+/// default [`SIZES`], and 10 and 1k for `route`).
+fn families(rules: &[usize]) -> Vec<(&'static str, usize)> {
+    let mut sizes = rules.to_vec();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let (sizes, route) =
+        if sizes.is_empty() { (SIZES.to_vec(), vec![10, 1000]) } else { (sizes.clone(), sizes) };
     let mut v = vec![("1rule", 1)];
-    v.extend(SIZES.iter().map(|&n| ("l2", n)));
-    v.extend(SIZES.iter().map(|&n| ("l3", n)));
-    v.extend(SIZES.iter().map(|&n| ("pofmac", n)));
-    v.extend(SIZES.iter().map(|&n| ("pofnet", n)));
-    v.extend([("route", 10), ("route", 1000)]);
+    for fam in ["l2", "l3", "pofmac", "pofnet"] {
+        v.extend(sizes.iter().map(|&n| (fam, n)));
+    }
+    v.extend(route.iter().map(|&n| ("route", n)));
     v.push(("twotable", 0));
     v
 }
@@ -820,12 +829,8 @@ pub fn run(a: Args) -> Result<()> {
         None => Vec::new(),
     };
     let selected = |name: &str| patterns.is_empty() || patterns.iter().any(|p| name.contains(p));
-    let sized = |(f, n): &(&str, usize)| {
-        *f == "1rule" || *f == "twotable" || a.rules.is_empty() || a.rules.contains(n)
-    };
-    let plan: Vec<((&str, usize), Vec<CacheMode>)> = families()
+    let plan: Vec<((&str, usize), Vec<CacheMode>)> = families(&a.rules)
         .into_iter()
-        .filter(sized)
         .map(|f| {
             let modes = caches
                 .iter()

@@ -134,9 +134,10 @@ impl Pkt {
     /// Parse the bytes again (key and offsets), then capture the extract
     /// program's windows.
     pub fn reparse(&mut self) {
-        parse_into(self.buf.data(), &self.meta, &mut self.key, &mut self.info);
+        let data = self.buf.data();
+        parse_into(data, &self.meta, &mut self.key, &mut self.info);
         if let Some(x) = &self.extract {
-            x.run(self.buf.data(), &self.info, &mut self.key);
+            x.run(data, &self.info, &mut self.key);
         }
         self.edited = true;
         self.stale = false;

@@ -10,84 +10,17 @@
 //! The switch is our child (`pcap_switch`), stopped by PID on drop; every
 //! wait is bounded.
 
+mod ofconn;
 mod pcap_switch;
 
+use ofconn::Conn;
 use pcap_switch::{which, PcapSwitch};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, OFP_NO_BUFFER, SLUICE_EXPERIMENTER_ID};
 use sluice_ofp::instruction::Instruction;
-use sluice_ofp::message::{flow_mod_command, frame, FlowMod, Message};
-
-const WAIT: Duration = Duration::from_secs(20);
-
-/// A controller connection that has said HELLO.
-struct Conn {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    fn open(sw: &PcapSwitch) -> Conn {
-        let s = TcpStream::connect_timeout(&sw.addr(), WAIT).expect("connect");
-        s.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
-        let mut c = Conn { s, buf: Vec::new() };
-        c.send(&[0x04, 0x00, 0x00, 0x08, 0, 0, 0, 1]);
-        let hello = c.recv();
-        assert_eq!(&hello[..2], [0x04, 0x00], "the switch's HELLO");
-        c
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.s.write_all(bytes).expect("write to the switch");
-    }
-
-    /// The next message's bytes.
-    fn recv(&mut self) -> Vec<u8> {
-        let deadline = Instant::now() + WAIT;
-        let mut chunk = [0u8; 4096];
-        loop {
-            if let Some(n) = frame(&self.buf) {
-                let n = n.expect("a framed stream");
-                return self.buf.drain(..n).collect();
-            }
-            assert!(Instant::now() < deadline, "no message from the switch within {WAIT:?}");
-            match self.s.read(&mut chunk) {
-                Ok(0) => panic!("the switch closed the connection"),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(e) => panic!("read: {e}"),
-            }
-        }
-    }
-
-    /// The reply with `xid` (echo requests from the switch are answered,
-    /// anything else unsolicited is skipped).
-    fn reply_to(&mut self, xid: u32) -> Vec<u8> {
-        for _ in 0..1000 {
-            let m = self.recv();
-            if m[1] == 2 {
-                // ECHO_REQUEST: answer, keeping the xid and data.
-                let mut r = m.clone();
-                r[1] = 3;
-                self.send(&r);
-                continue;
-            }
-            if m[4..8] == xid.to_be_bytes() {
-                return m;
-            }
-        }
-        panic!("no reply with xid {xid:#x}");
-    }
-}
+use sluice_ofp::message::{flow_mod_command, FlowMod, Message};
 
 /// `(type, code)` of an OFPT_ERROR.
 fn error_code(m: &[u8]) -> (u16, u16) {
@@ -98,7 +31,7 @@ fn error_code(m: &[u8]) -> (u16, u16) {
 #[test]
 fn probe_and_experimenter_errors_over_a_real_connection() {
     let sw = PcapSwitch::start("exp");
-    let mut c = Conn::open(&sw);
+    let mut c = Conn::open(sw.addr());
 
     // sluice's probe: EXPERIMENTER, xid 0x2a, "SLIC", PROBE_REQUEST (0),
     // three bytes of data.

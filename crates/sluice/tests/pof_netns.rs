@@ -26,6 +26,9 @@
 //! inside namespaces); the switches and the Python helpers are killed by
 //! PID on drop; every wait and loop is bounded.
 
+mod ofconn;
+
+use ofconn::Conn;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
@@ -38,7 +41,7 @@ use sluice_datapath::ports::testutil::{is_root, unique_name, NetNs};
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, OFP_NO_BUFFER, SLUICE_EXPERIMENTER_ID};
 use sluice_ofp::instruction::Instruction;
-use sluice_ofp::message::{flow_mod_command, frame, FlowMod, Message};
+use sluice_ofp::message::{flow_mod_command, FlowMod, Message};
 use sluice_ofp::oxm::{Match, Oxm};
 
 /// The scapy helper (sender, capture and decoder, TCP echo).
@@ -766,89 +769,6 @@ fn kpofvs_rules_forward_ping() {
 // ---------------------------------------------------------------------------
 // 4. Malformed POF flow-mods
 
-/// A controller connection that has said HELLO, speaking raw bytes.
-struct Conn {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    fn open(sw: &Switch) -> Conn {
-        let s = TcpStream::connect_timeout(&sw.addr(), WAIT).expect("connect");
-        s.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
-        let mut c = Conn { s, buf: Vec::new() };
-        c.send(&[0x04, 0x00, 0x00, 0x08, 0, 0, 0, 1]);
-        let hello = c.recv();
-        assert_eq!(&hello[..2], [0x04, 0x00], "the switch's HELLO");
-        c
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.s.write_all(bytes).expect("write to the switch");
-    }
-
-    /// The next message other than an echo request (those are answered).
-    fn recv(&mut self) -> Vec<u8> {
-        let deadline = Instant::now() + WAIT;
-        let mut chunk = [0u8; 4096];
-        loop {
-            if let Some(n) = frame(&self.buf) {
-                let n = n.expect("a framed stream");
-                let m: Vec<u8> = self.buf.drain(..n).collect();
-                if m[1] == 2 {
-                    let mut r = m.clone();
-                    r[1] = 3;
-                    self.send(&r);
-                    continue;
-                }
-                return m;
-            }
-            assert!(Instant::now() < deadline, "no message from the switch within {WAIT:?}");
-            match self.s.read(&mut chunk) {
-                Ok(0) => panic!("the switch closed the connection"),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(e) => panic!("read: {e}"),
-            }
-        }
-    }
-
-    /// Sends a barrier and waits for its reply, which must be the next
-    /// message.
-    fn barrier(&mut self, xid: u32) {
-        let mut barrier = vec![0x04, 20, 0x00, 0x08];
-        barrier.extend(xid.to_be_bytes());
-        self.send(&barrier);
-        let r = self.recv();
-        assert!(r[1] == 21 && r[4..8] == xid.to_be_bytes(), "not the barrier reply: {r:02x?}");
-    }
-
-    /// Sends `msg` (xid `xid`) and a barrier: `None` if the barrier reply
-    /// comes first (nothing went wrong), else the one message before it.
-    fn send_then_barrier(&mut self, msg: &[u8], xid: u32) -> Option<Vec<u8>> {
-        self.send(msg);
-        let bxid = xid | 0x8000_0000;
-        let mut barrier = vec![0x04, 20, 0x00, 0x08];
-        barrier.extend(bxid.to_be_bytes());
-        self.send(&barrier);
-        let first = self.recv();
-        if first[1] == 21 && first[4..8] == bxid.to_be_bytes() {
-            return None;
-        }
-        assert_eq!(first[4..8], xid.to_be_bytes(), "a reply to another request: {first:02x?}");
-        let next = self.recv();
-        assert!(
-            next[1] == 21 && next[4..8] == bxid.to_be_bytes(),
-            "more than one reply before the barrier's: {next:02x?}"
-        );
-        Some(first)
-    }
-}
-
 /// A POF match field as the docs lay it out: `base, 0, bit length, bit
 /// offset, value [, mask]` after the experimenter id.
 fn pof_oxm(base: u8, bit_len: u16, offset: u32, value: &[u8], mask: Option<&[u8]>) -> Oxm {
@@ -935,7 +855,7 @@ fn malformed_pof_flow_mods_are_refused_and_the_switch_keeps_forwarding() {
         assert!(err.contains('^'), "no caret diagnostic for {bad:?}: {err}");
     }
 
-    let mut c = Conn::open(&sw);
+    let mut c = Conn::open(sw.addr());
     let ether = |t: u16| pof_oxm(0, 16, 96, &t.to_be_bytes(), None);
     let del =
         |offset: u32, bits: u32| pof_action(3, &pof_body(0, 0, 0, offset, &bits.to_be_bytes()));

@@ -448,6 +448,9 @@ impl Pipeline {
         }
         let mut rule = Rule::ANY;
         let mut seen: Vec<PofField> = Vec::new();
+        // A field on an undeclared window: the match selects nothing, but
+        // the fields after it are still checked for errors.
+        let mut selects_nothing = false;
         for o in &m.oxms {
             let pm = match PofMatch::from_oxm(o) {
                 None => {
@@ -464,13 +467,16 @@ impl Pipeline {
                 Some(w) => w.declare(&pm.field)?,
                 None => match self.windows.find(&pm.field) {
                     Some(ids) => ids,
-                    None => return Ok(None),
+                    None => {
+                        selects_nothing = true;
+                        continue;
+                    }
                 },
             };
             let w = declare.as_deref().unwrap_or(&self.windows);
             w.add_match(&mut rule, &pm, &ids)?;
         }
-        Ok(Some(rule))
+        Ok((!selects_nothing).then_some(rule))
     }
 
     fn flow_add(&mut self, fm: &FlowMod, rule: Rule, guards: GuardSet) -> Result<()> {

@@ -176,9 +176,26 @@ fn modify_delete_and_stats_select_by_pof_fields() {
     common::add_ports(&mut p, &[4]);
     common::add(&mut p, "priority=10,pof(96,16)=0x0806,actions=output:2");
     common::add(&mut p, "priority=10,pof(96,16)=0x0800,actions=output:3");
-    // A field on a window no rule uses selects nothing (and declares none).
+    // A field on a window no rule uses selects nothing (and declares none),
+    // but the rest of the match is still checked.
     common::flow(&mut p, fc::DELETE, "pof(200,16)=0x0800").unwrap();
     assert_eq!(p.tables()[0].entries().len(), 2);
+    let bad = FlowMod {
+        command: fc::DELETE,
+        table_id: 0xff,
+        r#match: Match {
+            oxms: vec![
+                pof_oxm(0, 16, 200, &[8, 0], None),
+                Oxm::Basic {
+                    field: sluice_ofp::oxm::FieldId::VlanVid,
+                    value: sluice_ofp::oxm::FieldBytes::from_u128(0xffff, 2),
+                    mask: None,
+                },
+            ],
+        },
+        ..FlowMod::default()
+    };
+    assert_eq!(p.flow_mod(&bad), Err(ErrorCode::BMC_BAD_VALUE));
     common::flow(&mut p, fc::MODIFY, "pof(96,16)=0x0800,actions=output:4").unwrap();
     assert_eq!(run(&mut p, &udp([10, 0, 0, 2], 80))[0].0, 4);
     assert_eq!(run(&mut p, &arp([10, 0, 0, 2]))[0].0, 2);

@@ -112,9 +112,8 @@
 
 use crate::guard::{Answers, Chain as GuardChain};
 use crate::op::Op;
+use hashbrown::hash_table::{Entry, HashTable};
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT, KEY_WORDS, PRESENCE_WORD};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
 
 /// Slots of the exact-match cache (a power of two; OVS's EMC has 8192).
@@ -241,46 +240,34 @@ fn hash_key(k: &FlowKey) -> u64 {
     mix(mix(sum, sum >> 32), 0x2545_f491_4f6c_dd1d)
 }
 
-/// `Hasher` that passes a precomputed `u64` through.
-#[derive(Clone, Copy, Debug, Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = mix(self.0, u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-/// A masked key with its precomputed hash (hash-map key).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A masked key with its precomputed hash (a megaflow probe).
+#[derive(Clone, Copy, Debug)]
 struct MaskedKey {
     hash: u64,
     key: FlowKey,
 }
 
-impl std::hash::Hash for MaskedKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash);
-    }
+/// Whether megaflow `e` holds masked key `mk`, comparing only the mask's
+/// `words` (outside them both keys are zero).
+#[inline]
+fn holds(words: &[u8], e: &MegaEntry, mk: &MaskedKey) -> bool {
+    e.hash == mk.hash
+        && words.iter().all(|&w| {
+            let w = usize::from(w);
+            e.key.words.get(w) == mk.key.words.get(w)
+        })
 }
 
 /// What a cache entry stands for: the chain of hops, and when the chain
 /// covers the packet's whole way through the tables, the composed program
 /// that replays it without touching the entries (see `exec.rs`).
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct Resolved {
-    pub chain: Chain,
     /// The composed program's id in the cache's program slab, or
-    /// [`NO_PROG`].
+    /// [`NO_PROG`]. First, so a megaflow entry's first line holds it.
     pub prog: u32,
+    pub chain: Chain,
 }
 
 /// No composed program.
@@ -298,8 +285,29 @@ impl Default for Resolved {
 /// instead of `Arc`s keep a cache hit free of atomic reference counting.
 #[derive(Debug)]
 struct Programs<P: ?Sized> {
-    slots: Vec<(Option<Item<P>>, u32)>,
+    slots: Vec<Slot<P>>,
     free: Vec<u32>,
+}
+
+/// How many addresses a program's slot keeps for the staged burst to
+/// prefetch together with the program (see [`Caches::prefetch_program`]).
+pub const HOT_ADDRS: usize = 4;
+
+/// One id's item, the number of entries holding it, and the addresses its
+/// hit will touch first (the counter cells of the entries its program
+/// bumps, in this worker's shard). A cache line each: the burst that
+/// prefetched the slot reads it whole, without a second miss, and then
+/// starts loading the program and its counters at once — without the
+/// addresses the counters could only be asked for once the program had
+/// arrived, one dependent load later.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Slot<P: ?Sized> {
+    item: Option<Item<P>>,
+    holders: u32,
+    /// Addresses to prefetch (0: none); plain numbers, never dereferenced,
+    /// so a stale one costs a useless prefetch and nothing else.
+    hot: [usize; HOT_ADDRS],
 }
 
 impl<P: ?Sized> Default for Programs<P> {
@@ -317,16 +325,17 @@ pub struct Item<P: ?Sized> {
 }
 
 impl<P: ?Sized> Programs<P> {
-    fn add(&mut self, p: Item<P>) -> u32 {
+    fn add(&mut self, p: Item<P>, hot: [usize; HOT_ADDRS]) -> u32 {
+        let slot = Slot { item: Some(p), holders: 0, hot };
         match self.free.pop() {
             Some(id) => {
                 if let Some(s) = self.slots.get_mut(id as usize) {
-                    *s = (Some(p), 0);
+                    *s = slot;
                 }
                 id
             }
             None => {
-                self.slots.push((Some(p), 0));
+                self.slots.push(slot);
                 (self.slots.len() - 1) as u32
             }
         }
@@ -334,15 +343,16 @@ impl<P: ?Sized> Programs<P> {
 
     fn retain(&mut self, id: u32) {
         if let Some(s) = self.slots.get_mut(id as usize) {
-            s.1 += 1;
+            s.holders += 1;
         }
     }
 
     /// Drop one holder; free the program when none is left.
     fn release(&mut self, id: u32) {
         if let Some(s) = self.slots.get_mut(id as usize) {
-            s.1 = s.1.saturating_sub(1);
-            if s.1 == 0 && s.0.take().is_some() {
+            s.holders = s.holders.saturating_sub(1);
+            if s.holders == 0 && s.item.take().is_some() {
+                s.hot = [0; HOT_ADDRS];
                 self.free.push(id);
             }
         }
@@ -356,10 +366,17 @@ struct ExactSlot {
     res: Resolved,
 }
 
+/// One megaflow: its masked key's hash and key, and what it resolves to.
+/// The hash and the result come first and a probe compares only the
+/// mask's words, so a hit reads the entry's first lines and the lines
+/// holding those words, not the whole 192-byte key.
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 struct MegaEntry {
+    hash: u64,
     gen: u64,
     res: Resolved,
+    key: FlowKey,
 }
 
 #[derive(Clone, Debug)]
@@ -367,7 +384,7 @@ struct MegaSubtable {
     mask: FlowMask,
     /// Indices of the words where `mask` is non-zero.
     words: Vec<u8>,
-    map: HashMap<MaskedKey, MegaEntry, BuildHasherDefault<IdHasher>>,
+    map: HashTable<MegaEntry>,
 }
 
 impl MegaSubtable {
@@ -385,6 +402,11 @@ impl MegaSubtable {
             }
         }
         MaskedKey { hash: mix(h, h >> 29), key: k }
+    }
+
+    #[inline]
+    fn get(&self, mk: &MaskedKey) -> Option<&MegaEntry> {
+        self.map.find(mk.hash, |e| holds(&self.words, e, mk))
     }
 }
 
@@ -574,15 +596,17 @@ impl<P: ?Sized> Caches<P> {
 
     /// Keep a composed program; its id goes into [`Resolved::prog`]. Freed
     /// once no installed entry holds it (install the entry right away).
-    pub fn add_program(&mut self, p: Box<P>) -> u32 {
-        self.progs.add(Item { prog: Some(p), guards: None })
+    /// `hot`: addresses a hit on it touches first, for
+    /// [`Caches::prefetch_program`] (0: none).
+    pub fn add_program(&mut self, p: Box<P>, hot: [usize; HOT_ADDRS]) -> u32 {
+        self.progs.add(Item { prog: Some(p), guards: None }, hot)
     }
 
     /// Keep a composed program (if any) and the guard results an entry's
     /// walk recorded; one id for both, as [`Caches::add_program`].
-    pub fn add_item(&mut self, item: Item<P>) -> u32 {
+    pub fn add_item(&mut self, item: Item<P>, hot: [usize; HOT_ADDRS]) -> u32 {
         self.guarded_items |= item.guards.is_some();
-        self.progs.add(item)
+        self.progs.add(item, hot)
     }
 
     /// Whether an entry may carry guard results (see `guarded_items`).
@@ -608,7 +632,7 @@ impl<P: ?Sized> Caches<P> {
 
     /// Free a program no entry took.
     pub fn drop_if_unused(&mut self, id: u32) {
-        if self.progs.slots.get(id as usize).is_some_and(|s| s.1 == 0) {
+        if self.progs.slots.get(id as usize).is_some_and(|s| s.holders == 0) {
             self.progs.retain(id);
             self.progs.release(id);
         }
@@ -623,16 +647,33 @@ impl<P: ?Sized> Caches<P> {
         }
     }
 
+    /// The composed program `id`, having started to load it and the
+    /// addresses its slot keeps (the stage after [`Caches::prefetch_item`]).
+    #[inline]
+    pub fn prefetch_program(&self, id: u32) -> Option<&P> {
+        let s = self.progs.slots.get(id as usize)?;
+        let prog = s.item.as_ref()?.prog.as_deref()?;
+        // Every line of it (its size is in the slot's fat pointer).
+        let start = prog as *const P as *const u8;
+        for off in (0..std::mem::size_of_val(prog)).step_by(64) {
+            crate::prefetch(start.wrapping_add(off));
+        }
+        for &a in s.hot.iter().take_while(|a| **a != 0) {
+            crate::prefetch(a as *const u8);
+        }
+        Some(prog)
+    }
+
     /// The composed program `id`.
     #[inline]
     pub fn program(&self, id: u32) -> Option<&P> {
-        self.progs.slots.get(id as usize)?.0.as_ref()?.prog.as_deref()
+        self.progs.slots.get(id as usize)?.item.as_ref()?.prog.as_deref()
     }
 
     /// The guard results entry item `id` must see again on a hit.
     #[inline]
     pub fn guard_chain(&self, id: u32) -> Option<&GuardChain> {
-        self.progs.slots.get(id as usize)?.0.as_ref()?.guards.as_deref()
+        self.progs.slots.get(id as usize)?.item.as_ref()?.guards.as_deref()
     }
 
     /// Exact-match probe.
@@ -673,7 +714,7 @@ impl<P: ?Sized> Caches<P> {
     pub fn lookup_megaflow(&mut self, key: &FlowKey, gen: u64) -> Option<Resolved> {
         for st in &self.mega {
             let mk = st.masked(key);
-            if let Some(e) = st.map.get(&mk) {
+            if let Some(e) = st.get(&mk) {
                 if e.gen == gen {
                     self.stats.megaflow_hits += 1;
                     return Some(e.res);
@@ -719,7 +760,7 @@ impl<P: ?Sized> Caches<P> {
     /// Empty the megaflow maps, releasing the programs their entries held.
     fn clear_megaflows(&mut self) {
         for st in &mut self.mega {
-            for e in st.map.values() {
+            for e in st.map.iter() {
                 if e.res.prog != NO_PROG {
                     self.progs.release(e.res.prog);
                 }
@@ -741,7 +782,7 @@ impl<P: ?Sized> Caches<P> {
                 self.mega.push(MegaSubtable {
                     mask: *wc,
                     words: words.collect(),
-                    map: HashMap::default(),
+                    map: HashTable::new(),
                 });
                 self.mega.len() - 1
             }
@@ -754,10 +795,19 @@ impl<P: ?Sized> Caches<P> {
         if res.prog != NO_PROG {
             self.progs.retain(res.prog);
         }
-        match st.map.insert(mk, MegaEntry { gen, res }) {
-            None => self.mega_len += 1,
-            Some(old) if old.res.prog != NO_PROG => self.progs.release(old.res.prog),
-            Some(_) => {}
+        let new = MegaEntry { hash: mk.hash, gen, res, key: mk.key };
+        let (words, map) = (&st.words, &mut st.map);
+        match map.entry(mk.hash, |e| holds(words, e, &mk), |e| e.hash) {
+            Entry::Vacant(v) => {
+                v.insert(new);
+                self.mega_len += 1;
+            }
+            Entry::Occupied(mut o) => {
+                let old = std::mem::replace(o.get_mut(), new);
+                if old.res.prog != NO_PROG {
+                    self.progs.release(old.res.prog);
+                }
+            }
         }
         self.stats.megaflow_entries = self.mega_len as u64;
         self.stats.megaflow_masks = self.mega.len() as u64;
@@ -855,22 +905,22 @@ mod tests {
         let mut wc = FlowMask::ZERO;
         wc.words[0] = u64::MAX;
         let k = FlowKey::ZERO;
-        let id = c.add_program(Box::new([]));
+        let id = c.add_program(Box::new([]), [0; HOT_ADDRS]);
         assert!(c.program(id).is_some());
         let r = Resolved { chain: chain(&[(0, 1)]), prog: id };
         c.install_exact(&k, r, 1);
         c.install_megaflow(&k, &wc, r, 1);
-        assert_eq!(c.progs.slots[id as usize].1, 2);
+        assert_eq!(c.progs.slots[id as usize].holders, 2);
         // Replacing the exact slot releases one holder.
         c.install_exact(&k, res(chain(&[(0, 2)])), 1);
-        assert_eq!(c.progs.slots[id as usize].1, 1);
+        assert_eq!(c.progs.slots[id as usize].holders, 1);
         // Replacing the megaflow releases the last one: the id is free.
         c.install_megaflow(&k, &wc, res(chain(&[(0, 3)])), 1);
-        assert_eq!(c.progs.slots[id as usize].1, 0);
+        assert_eq!(c.progs.slots[id as usize].holders, 0);
         assert_eq!(c.progs.free, vec![id]);
         assert!(c.program(id).is_none());
         // An unused program is dropped at once.
-        let id2 = c.add_program(Box::new([]));
+        let id2 = c.add_program(Box::new([]), [0; HOT_ADDRS]);
         assert_eq!(id2, id, "freed id reused");
         c.drop_if_unused(id2);
         assert_eq!(c.progs.free, vec![id]);

@@ -47,6 +47,17 @@ pub struct GuardInput<'a> {
     pub frame: &'a [u8],
     /// The ingress port.
     pub in_port: u32,
+    /// When and on which worker the guard runs.
+    pub at: GuardAt,
+}
+
+/// When and where a guard runs: the pipeline clock's reading for the
+/// packet's burst (a filter program's `bpf_ktime_get_ns`, so runs are
+/// reproducible) and the worker's shard index (per-worker map slabs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GuardAt {
+    pub now_ns: u64,
+    pub worker: usize,
 }
 
 /// A predicate on a packet, run after a rule's mask/value match.
@@ -254,7 +265,7 @@ mod tests {
     }
 
     fn input() -> GuardInput<'static> {
-        GuardInput { frame: &[], in_port: 1 }
+        GuardInput { frame: &[], in_port: 1, at: GuardAt::default() }
     }
 
     #[test]

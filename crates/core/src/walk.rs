@@ -49,10 +49,10 @@
 //!   counter shard; the caches, packet pool and upcall queue are the
 //!   worker's own.
 
-use crate::cache::{CacheStats, Caches, Chain, Hop, Item, Recorder, Resolved, NO_PROG};
+use crate::cache::{CacheStats, Caches, Chain, Hop, Item, Recorder, Resolved, HOT_ADDRS, NO_PROG};
 use crate::extract::Extract;
 use crate::graph::{Graph, Next, Node};
-use crate::guard::{Answers, Chain as GuardChain, GuardInput, GuardSet};
+use crate::guard::{Answers, Chain as GuardChain, GuardAt, GuardInput, GuardSet};
 use crate::op::{DeferredSet, Edited, EntryOps, Op};
 use crate::pkt::Pkt;
 use crate::prefetch;
@@ -239,13 +239,18 @@ pub enum Step<C> {
 /// flow, table and idle-time statistics stay exact.
 pub type Program<C> = [Step<C>];
 
-/// Start loading the counter cells `prog` will bump.
-fn prefetch_counters<C>(prog: &Program<C>, s: Shard) {
-    for step in prog {
-        if let Step::Hit { entry, .. } = step {
-            entry.prefetch(s);
-        }
+/// The addresses of the counter cells (shard `s`) of the first
+/// [`HOT_ADDRS`] entries `prog` bumps, for the cache slot that holds it.
+fn hot_counters<C>(prog: &Program<C>, s: Shard) -> [usize; HOT_ADDRS] {
+    let mut hot = [0; HOT_ADDRS];
+    let hits = prog.iter().filter_map(|step| match step {
+        Step::Hit { entry, .. } => Some(entry.shard_addr(s)),
+        _ => None,
+    });
+    for (h, a) in hot.iter_mut().zip(hits) {
+        *h = a;
     }
+    hot
 }
 
 /// One forwarding thread's private state: its counter shard, the clock
@@ -387,7 +392,8 @@ fn run_hit<F: Frontend>(
     tx: &mut dyn Tx,
     r: &Resolved,
 ) {
-    if let Some(fresh) = recheck_guards(f, cache, r.prog, pkt) {
+    let at = GuardAt { now_ns: w.now_ns, worker: w.shard.index() };
+    if let Some(fresh) = recheck_guards(f, cache, r.prog, pkt, at) {
         let primed = Some(Box::new(Answers::primed(fresh)));
         record_walk(f, w, cache, pkt, tx, primed);
         return;
@@ -408,11 +414,12 @@ fn recheck_guards<F: Frontend>(
     cache: &mut Caches<Program<F::Ctx>>,
     id: u32,
     pkt: &Pkt,
+    at: GuardAt,
 ) -> Option<GuardChain> {
     if !cache.has_guarded_items() {
         return None;
     }
-    recheck_recorded(f, cache, id, pkt)
+    recheck_recorded(f, cache, id, pkt, at)
 }
 
 /// [`recheck_guards`] once some item holds guard results (kept out of
@@ -423,10 +430,11 @@ fn recheck_recorded<F: Frontend>(
     cache: &mut Caches<Program<F::Ctx>>,
     id: u32,
     pkt: &Pkt,
+    at: GuardAt,
 ) -> Option<GuardChain> {
     let recorded = *cache.guard_chain(id)?;
     cache.stats.guard_rechecks += 1;
-    let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port };
+    let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
     let find = |tag: u64| {
         let (table, entry, index) = untag(tag);
         let e = f.table(table)?.entries().get(entry)?;
@@ -465,10 +473,11 @@ fn record_walk<F: Frontend>(
     if composed.is_some() {
         cache.stats.composed += 1;
     }
+    let hot = composed.as_deref().map_or([0; HOT_ADDRS], |p| hot_counters(p, w.shard));
     let prog = match (composed, rec.guard_chain()) {
         (None, None) => NO_PROG,
-        (Some(p), None) => cache.add_program(p),
-        (p, g) => cache.add_item(Item { prog: p, guards: g.map(Box::new) }),
+        (Some(p), None) => cache.add_program(p, hot),
+        (p, g) => cache.add_item(Item { prog: p, guards: g.map(Box::new) }, hot),
     };
     let res = Resolved { chain: rec.chain, prog };
     if mode == CacheMode::On {
@@ -676,7 +685,8 @@ fn walk<F: Frontend>(
                     cache.stats.chain_mismatches += 1;
                 }
                 let (rec, live) = (rec.as_deref_mut(), &mut live_answers);
-                walk_lookup(t, table, pkt, cache, rec, live, &mut unused_wc, indexed)
+                let at = GuardAt { now_ns: w.now_ns, worker: shard.index() };
+                walk_lookup(t, table, pkt, cache, rec, live, &mut unused_wc, indexed, at)
             }
         };
         let Some(i) = found else {
@@ -756,6 +766,7 @@ fn walk_lookup<T: Table, P: ?Sized>(
     live: &mut Option<Box<Answers>>,
     unused_wc: &mut FlowMask,
     indexed: bool,
+    at: GuardAt,
 ) -> Option<usize> {
     let guarded = t.has_guards();
     match rec {
@@ -763,7 +774,7 @@ fn walk_lookup<T: Table, P: ?Sized>(
             cache.settle(r);
             let i = if guarded {
                 let answers = r.answers.get_or_insert_default();
-                let i = lookup_guarded(t, table, pkt, &mut r.wc, indexed, answers);
+                let i = lookup_guarded(t, table, pkt, &mut r.wc, indexed, answers, at);
                 r.guard_len = answers.chain().items().len();
                 r.guard_overflow |= answers.chain().overflowed();
                 i
@@ -789,7 +800,7 @@ fn walk_lookup<T: Table, P: ?Sized>(
             };
             if guarded {
                 let answers = answers.get_or_insert_default();
-                lookup_guarded(t, table, pkt, unused_wc, indexed, answers)
+                lookup_guarded(t, table, pkt, unused_wc, indexed, answers, at)
             } else if indexed {
                 t.lookup_fast(&pkt.key, unused_wc)
             } else {
@@ -804,6 +815,7 @@ fn walk_lookup<T: Table, P: ?Sized>(
 /// order of the guard semantics ([`Table::lookup_guarded`]). Out of line:
 /// the walk of tables without guards stays as small as before.
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn lookup_guarded<T: Table>(
     t: &T,
     table: u8,
@@ -811,8 +823,9 @@ fn lookup_guarded<T: Table>(
     wc: &mut FlowMask,
     indexed: bool,
     answers: &mut Answers,
+    at: GuardAt,
 ) -> Option<usize> {
-    let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port };
+    let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
     let entries = t.entries();
     t.lookup_guarded(&pkt.key, wc, indexed, &mut |i| match entries.get(i) {
         Some(e) => answers.all(e.guards().as_slice(), |g| tag(table, i, g), &input),
@@ -1023,10 +1036,10 @@ fn stage_burst<F: Frontend>(
             }
         }
     }
+    // Each hit's program and the counter cells it will bump, whose
+    // addresses the slot prefetched just above keeps.
     for hop in hops.iter().take(n).flatten() {
-        if let Some(prog) = cache.program(hop.prog) {
-            prefetch(prog.as_ptr());
-        }
+        cache.prefetch_program(hop.prog);
     }
     // Only a packet that takes the slow path installs (a miss, or a hit
     // whose recorded guard results changed): without one, nothing the
@@ -1038,16 +1051,12 @@ fn stage_burst<F: Frontend>(
         if pin && hop.prog != NO_PROG {
             cache.pin(hop.prog);
         }
-        match (cache.program(hop.prog), first) {
-            (Some(prog), _) => prefetch_counters(prog, w.shard),
-            (None, Some(e)) => {
-                e.counters().prefetch(w.shard);
-                // `EntryOps` is 72 bytes: it may span two lines.
-                let ops = Arc::as_ptr(e.ops());
-                prefetch(ops);
-                prefetch(ops.cast::<u8>().wrapping_add(64));
-            }
-            (None, None) => {}
+        if let (NO_PROG, Some(e)) = (hop.prog, first) {
+            e.counters().prefetch(w.shard);
+            // `EntryOps` is 72 bytes: it may span two lines.
+            let ops = Arc::as_ptr(e.ops());
+            prefetch(ops);
+            prefetch(ops.cast::<u8>().wrapping_add(64));
         }
     }
     // Uncached hits: the entries' first ops, whose address the line

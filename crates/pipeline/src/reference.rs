@@ -30,7 +30,7 @@ use crate::exec::{Ctx, Flow, Pkt, TraceEvent, Tx, Worker};
 use crate::table::FlowTable;
 use crate::Pipeline;
 use sluice_core::graph::{Next, Node};
-use sluice_core::guard::{Answers, GuardInput};
+use sluice_core::guard::{Answers, GuardAt, GuardInput};
 use sluice_core::upcall::Reason;
 use sluice_core::walk::tag;
 use sluice_ofp::action::Action;
@@ -156,7 +156,8 @@ impl Pipeline {
             t.stats.add(w.shard, FlowTable::LOOKUPS, 1);
             let found = if t.has_guards() {
                 let answers = answers.get_or_insert_default();
-                let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port };
+                let at = GuardAt { now_ns: w.now_ns, worker: w.shard.index() };
+                let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
                 let entries = t.entries();
                 let mut unused_wc = FlowMask::ZERO;
                 t.lookup_guarded(&pkt.key, &mut unused_wc, false, &mut |i| match entries.get(i) {

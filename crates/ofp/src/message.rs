@@ -242,9 +242,20 @@ pub fn frame(buf: &[u8]) -> Option<Result<usize>> {
 
 /// The `OFPT_ERROR` a switch answers an offending message with: `code` plus
 /// the first [`ERROR_DATA_LEN`] (64) bytes of the offending message.
+///
+/// A code of type `OFPET_EXPERIMENTER` is one of sluice's own
+/// (`crate::filterprog::err`): it goes out as an experimenter error of
+/// sluice's id with `exp_type` = the code.
 pub fn error_reply(code: ErrorCode, offending: &[u8]) -> Message {
     let n = offending.len().min(ERROR_DATA_LEN);
     let data = offending.get(..n).unwrap_or_default().to_vec();
+    if code.ty == crate::error::OFPET_EXPERIMENTER {
+        return Message::Error(ErrorMsg::Experimenter {
+            exp_type: code.code,
+            experimenter: crate::consts::SLUICE_EXPERIMENTER_ID,
+            data,
+        });
+    }
     Message::Error(ErrorMsg::Standard { code, data })
 }
 

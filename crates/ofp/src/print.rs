@@ -26,7 +26,10 @@
 //!   `goto_table:N` ([`actions`]);
 //! - multipart bodies: one line per flow / port / group / meter / table
 //!   ([`multipart`]);
-//! - packet data: ovs-ofctl's flow summary line ([`packet`]).
+//! - packet data: ovs-ofctl's flow summary line ([`packet`]);
+//! - sluice's filter-program messages, `DUMP_MAP` multiparts and
+//!   experimenter errors: `SLIC UPDATE_MAP prog=7 map=conns ...`,
+//!   `SLICFPC_PROG_REJECTED: <text>` ([`filterprog`]).
 //!
 //! Deliberate differences from ovs-ofctl: every field is printed even where
 //! ovs-ofctl leaves out a default (a flow's `priority`, `hard0` of a
@@ -43,6 +46,7 @@
 
 pub mod actions;
 pub mod fields;
+pub mod filterprog;
 pub mod multipart;
 pub mod packet;
 
@@ -301,6 +305,9 @@ fn error_body(e: &ErrorMsg) -> String {
             s
         }
         ErrorMsg::Experimenter { exp_type, experimenter, data } => {
+            if let Some(s) = filterprog::error(*exp_type, *experimenter, data) {
+                return s;
+            }
             let mut s = format!(
                 " OFPET_EXPERIMENTER exp_type={exp_type} experimenter=0x{experimenter:08x}"
             );
@@ -349,6 +356,9 @@ fn body(msg: &Message) -> String {
             }
         }
         Message::Experimenter(e) => {
+            if let Some(t) = filterprog::message(e) {
+                return t;
+            }
             let _ = write!(s, " experimenter=0x{:08x} exp_type={}", e.experimenter, e.exp_type);
             if !e.data.is_empty() {
                 let _ = write!(s, "\n{}", hex_dump(&e.data));

@@ -12,15 +12,17 @@
 
 use crate::exec::Tx;
 use crate::Pipeline;
+use sluice_core::guard::GuardSet;
 use sluice_ofp::consts::{group_id, port_no, table_id};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::experimenter::Payload;
+use sluice_ofp::filterprog::Refusal;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{
     capabilities as cap, error_reply, group_mod_command as gcmd, meter_mod_command as mcmd,
     FeaturesReply, GroupMod, Message, MeterMod, QueueGetConfigReply, TableMod,
 };
-use sluice_ofp::multipart::{MultipartReply, DEFAULT_MAX_LEN};
+use sluice_ofp::multipart::{MultipartReply, MultipartRequestBody, DEFAULT_MAX_LEN};
 use sluice_ofp::queue::PacketQueue;
 
 pub use sluice_ofp::message::Outgoing;
@@ -39,8 +41,12 @@ impl Pipeline {
         tx: &mut dyn Tx,
     ) -> Vec<Outgoing> {
         let mut out = Vec::new();
-        if let Err(code) = self.handle_inner(xid, msg, tx, &mut out) {
-            out.push(Outgoing { xid, msg: error_reply(code, raw) });
+        if let Err(r) = self.handle_inner(xid, msg, tx, &mut out) {
+            let msg = match r {
+                Refusal::Std(code) => error_reply(code, raw),
+                exp => exp.to_error(raw),
+            };
+            out.push(Outgoing { xid, msg });
         }
         out
     }
@@ -51,7 +57,7 @@ impl Pipeline {
         msg: &Message,
         tx: &mut dyn Tx,
         out: &mut Vec<Outgoing>,
-    ) -> Result<()> {
+    ) -> std::result::Result<(), Refusal> {
         let mut reply = |m: Message| out.push(Outgoing { xid, msg: m });
         match msg {
             Message::EchoRequest(d) => reply(Message::EchoReply(d.clone())),
@@ -73,7 +79,7 @@ impl Pipeline {
                 self.switch_config = *c;
             }
             Message::FlowMod(fm) => {
-                self.flow_mod(fm)?;
+                self.flow_mod_full(fm, GuardSet::default())?;
                 if fm.buffer_id != sluice_ofp::consts::OFP_NO_BUFFER && matches!(fm.command, 0..=2)
                 {
                     let (in_port, data) =
@@ -91,6 +97,13 @@ impl Pipeline {
             Message::TableMod(tm) => self.table_mod(tm)?,
             Message::PacketOut(po) => self.packet_out(po, tx)?,
             Message::MultipartRequest(req) => {
+                // sluice's DUMP_MAP: one reply per part of the map.
+                if let MultipartRequestBody::Experimenter(e) = &req.body {
+                    if let Some(parts) = self.dump_map(e) {
+                        parts?.into_iter().for_each(&mut reply);
+                        return Ok(());
+                    }
+                }
                 let body = self.multipart(&req.body)?;
                 for part in (MultipartReply { flags: 0, body }).split(DEFAULT_MAX_LEN) {
                     reply(Message::MultipartReply(part));
@@ -123,11 +136,16 @@ impl Pipeline {
             // `OFPBRC_BAD_EXPERIMENTER`, else the extension's verdict and
             // replies (see `extension.rs`).
             Message::Experimenter(e) => {
+                // sluice's filter-program messages change the pipeline's
+                // state, so the pipeline answers them (`filterprog.rs`).
+                if let Some(r) = self.filter_message(e) {
+                    return r;
+                }
                 for m in self.cfg.extensions.handle_message(e)? {
                     reply(m);
                 }
             }
-            _ => return Err(ErrorCode::BRC_BAD_TYPE),
+            _ => return Err(ErrorCode::BRC_BAD_TYPE.into()),
         }
         Ok(())
     }

@@ -9,12 +9,12 @@
 //!
 //! | object | where | no extension for the id | extension's `check` |
 //! |---|---|---|---|
-//! | `OFPT_EXPERIMENTER` | `control.rs` | `OFPBRC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: [`Extension::handle_message`] answers |
-//! | experimenter multipart request | `stats.rs` | `OFPBRC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: [`Extension::handle_multipart`] answers |
+//! | `OFPT_EXPERIMENTER` | `control.rs` | `OFPBRC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: [`Extension::handle_message`] answers (sluice's filter-program messages, `exp_type` 2–4, are answered by the pipeline first: `filterprog.rs`) |
+//! | experimenter multipart request | `stats.rs` | `OFPBRC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: [`Extension::handle_multipart`] answers (sluice's `DUMP_MAP`, 5, by the pipeline in `control.rs`) |
 //! | experimenter action (flow-mod, packet-out, bucket) | `flow_mod.rs` | `OFPBAC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: sluice's POF actions run (`pof.rs`), others kept, inert |
 //! | set-field of an experimenter OXM | `flow_mod.rs` | `OFPBAC_BAD_SET_TYPE` | `Err` sent; `Ok`: kept, inert |
 //! | experimenter instruction | `flow_mod.rs` | `OFPBIC_BAD_EXPERIMENTER` | `Err` sent; `Ok`: kept, inert |
-//! | experimenter OXM in a match (flow-mod, flow stats) | `flow_mod.rs` | `OFPBMC_BAD_FIELD` (from `Rule::compile`) | `Err` sent; `Ok`: sluice's `pof` field is matched (`pof.rs`); others `OFPBMC_BAD_FIELD` |
+//! | experimenter OXM in a match (flow-mod, flow stats) | `flow_mod.rs` | `OFPBMC_BAD_FIELD` (from `Rule::compile`) | `Err` sent; `Ok`: sluice's `pof` field is matched (`pof.rs`), `filter_prog` and `pcap_filter` become guards (`filterprog.rs`); others `OFPBMC_BAD_FIELD` |
 //! | experimenter meter band | `control.rs` | `OFPMMFC_BAD_BAND` (from `meter.rs`) | `Err` sent; `Ok`: still `OFPMMFC_BAD_BAND` |
 //!
 //! The errors without an extension are exactly the ones the switch
@@ -22,8 +22,11 @@
 //! check order: objects of an unregistered experimenter id take the old
 //! code path unchanged.
 //!
-//! **What accepted objects do.** sluice's own POF objects (issue 14,
-//! `pof.rs`) are executed: the `pof` match field (OXM field 0 of sluice's
+//! **What accepted objects do.** sluice's filter programs (issue 13,
+//! `filterprog.rs`) are loaded, unloaded, read and written by the
+//! pipeline, and its `filter_prog`/`pcap_filter` match fields are the
+//! rule's guards. sluice's own POF objects (issue 14, `pof.rs`) are
+//! executed: the `pof` match field (OXM field 0 of sluice's
 //! id) compiles onto extract windows, so a rule matches on it like on any
 //! field, and the POF actions (subtypes 0–5) lower to window edits. Every
 //! other accepted object has no datapath meaning yet: an accepted action
@@ -38,14 +41,16 @@
 //! here, next to the registry: they find the objects where the switch
 //! stored them, already checked by the extension. An extension should
 //! therefore accept only what the switch can carry out; [`SluiceExtension`]
-//! accepts the probe, the `pof` field and the POF actions, and nothing
-//! else.
+//! accepts the probe, the `pof` field, the POF actions and the guard
+//! fields, and nothing else (`send_maps` is refused with
+//! `OFPBAC_BAD_EXP_TYPE` until the switch can send map reports).
 
 use crate::Config;
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::SLUICE_EXPERIMENTER_ID;
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::experimenter::{Extension, Kind, Payload, Registry};
+use sluice_ofp::filterprog;
 use sluice_ofp::message::{ExperimenterMsg, Message};
 use sluice_ofp::oxm::Oxm;
 use sluice_ofp::pof::{action_subtype as pof_action, PofAction, PofMatch, POF_FIELD};
@@ -61,14 +66,11 @@ pub mod msg_type {
     pub const PROBE_REQUEST: u32 = 0;
     /// Switch → controller: the answer to [`PROBE_REQUEST`]. Implemented.
     pub const PROBE_REPLY: u32 = 1;
-    /// Reserved, not implemented (answered `OFPBRC_BAD_EXP_TYPE`).
-    pub const LOAD_FILTER_PROG: u32 = 2;
-    /// Reserved, not implemented.
-    pub const UNLOAD_FILTER_PROG: u32 = 3;
-    /// Reserved, not implemented.
-    pub const UPDATE_MAP: u32 = 4;
-    /// Reserved, not implemented.
-    pub const DUMP_MAP: u32 = 5;
+    /// Filter programs (`sluice_ofp::filterprog`): answered by the
+    /// pipeline itself (`filterprog.rs`), since they change its state.
+    pub use sluice_ofp::filterprog::exp_type::{
+        DUMP_MAP, LOAD_FILTER_PROG, MAPS_REPORT, UNLOAD_FILTER_PROG, UPDATE_MAP,
+    };
 }
 
 /// The kind numbers of the probe reply's list of supported subtypes.
@@ -85,6 +87,10 @@ pub mod kind_code {
 /// list a probe reply carries.
 pub const SUPPORTED: &[(u16, u16)] = &[
     (kind_code::MESSAGE, msg_type::PROBE_REQUEST as u16),
+    (kind_code::MESSAGE, msg_type::LOAD_FILTER_PROG as u16),
+    (kind_code::MESSAGE, msg_type::UNLOAD_FILTER_PROG as u16),
+    (kind_code::MESSAGE, msg_type::UPDATE_MAP as u16),
+    (kind_code::MULTIPART, msg_type::DUMP_MAP as u16),
     (kind_code::ACTION, pof_action::SET_FIELD),
     (kind_code::ACTION, pof_action::MODIFY_FIELD),
     (kind_code::ACTION, pof_action::ADD_FIELD),
@@ -92,6 +98,8 @@ pub const SUPPORTED: &[(u16, u16)] = &[
     (kind_code::ACTION, pof_action::CALC_CHECKSUM),
     (kind_code::ACTION, pof_action::WRITE_METADATA),
     (kind_code::OXM, POF_FIELD as u16),
+    (kind_code::OXM, filterprog::FILTER_PROG_FIELD as u16),
+    (kind_code::OXM, filterprog::PCAP_FILTER_FIELD as u16),
 ];
 
 /// Length of the probe reply's data before the echoed request data.
@@ -184,8 +192,14 @@ impl Extension for SluiceExtension {
                     has_mask: p.oxm_has_mask(),
                     payload: p.data.to_vec(),
                 };
-                match PofMatch::from_oxm(&o) {
-                    Some(m) => Ok(sluice_ofp::print::fields::pof_match(&m?)),
+                if let Some(m) = PofMatch::from_oxm(&o) {
+                    return Ok(sluice_ofp::print::fields::pof_match(&m?));
+                }
+                if let Some(id) = filterprog::filter_prog_from_oxm(&o) {
+                    return Ok(format!("filter_prog={}", id?));
+                }
+                match filterprog::pcap_filter_from_oxm(&o) {
+                    Some(e) => Ok(format!("pcap_filter={:?}", e?)),
                     None => Err(ErrorCode::BMC_BAD_FIELD),
                 }
             }
@@ -243,15 +257,18 @@ mod tests {
     fn probe_reply_layout() {
         #[rustfmt::skip]
         let want = [
-            0, 1, 0, 8,                         // version 1, eight entries
+            0, 1, 0, 14,                        // version 1, fourteen entries
             0, 0, 0, 0,                         // message PROBE_REQUEST
+            0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, // LOAD_FILTER_PROG, UNLOAD_FILTER_PROG, UPDATE_MAP
+            0, 1, 0, 5,                         // multipart DUMP_MAP
             0, 2, 0, 0, 0, 2, 0, 1, 0, 2, 0, 2, // actions pof_set, pof_modify, pof_add
             0, 2, 0, 3, 0, 2, 0, 4, 0, 2, 0, 5, // pof_del, pof_checksum, pof_write_metadata
             0, 4, 0, 0,                         // OXM field `pof`
+            0, 4, 0, 16, 0, 4, 0, 17,           // OXM fields `filter_prog`, `pcap_filter`
             0xab,                               // the echo
         ];
         assert_eq!(probe_reply_data(&[0xab]), want);
-        assert_eq!(max_probe_data(), 65535 - 16 - 4 - 4 * 8);
+        assert_eq!(max_probe_data(), 65535 - 16 - 4 - 4 * 14);
     }
 
     #[test]
@@ -270,9 +287,12 @@ mod tests {
         let reply = probe_reply_data(&[7]);
         assert_eq!(
             e.check(&p(Kind::Message, 1, &reply)).unwrap(),
-            "sluice_probe_reply(version=1,supported=0:0/2:0/2:1/2:2/2:3/2:4/2:5/4:0,data=0x07)"
+            "sluice_probe_reply(version=1,supported=0:0/0:2/0:3/0:4/1:5/2:0/2:1/2:2/2:3/2:4/2:5/4:0/4:16/4:17,data=0x07)"
         );
         assert_eq!(e.check(&p(Kind::Message, 1, &[0, 1, 0, 2, 0])), Err(ErrorCode::BRC_BAD_LEN));
+        // The filter-program messages (2-4) are the pipeline's to answer
+        // (`filterprog.rs`), never the extension object's; 6 is a report
+        // the switch sends.
         for t in 2..=6 {
             assert_eq!(e.check(&p(Kind::Message, t, &[])), Err(ErrorCode::BRC_BAD_EXP_TYPE));
         }

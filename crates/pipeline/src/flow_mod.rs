@@ -27,6 +27,7 @@
 //! packet-out), `OFPP_NORMAL` (not implemented) and numbers above
 //! `OFPP_MAX` that are not reserved ports are `OFPBAC_BAD_OUT_PORT`.
 
+use crate::filterprog::{is_guard_field, GuardFields};
 use crate::pof::Windows;
 use crate::rule::Rule;
 use crate::table::FlowEntry;
@@ -38,6 +39,7 @@ use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, table_id, OFPVID_PRESENT};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::experimenter::Payload;
+use sluice_ofp::filterprog::Refusal;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{flow_mod_command as cmd, flow_mod_flags as ff, FlowMod};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
@@ -307,42 +309,60 @@ impl Pipeline {
     }
 
     /// Apply a FLOW_MOD. On success returns the buffer id whose packet must
-    /// now be run through the tables (`OFP_NO_BUFFER` if none).
+    /// now be run through the tables (`OFP_NO_BUFFER` if none). A refusal
+    /// of sluice's filter-program extension comes back as an
+    /// `OFPET_EXPERIMENTER` code ([`Pipeline::flow_mod_full`] keeps its
+    /// text).
     pub fn flow_mod(&mut self, fm: &FlowMod) -> Result<()> {
-        self.flow_mod_guarded(fm, GuardSet::default())
+        self.flow_mod_full(fm, GuardSet::default()).map_err(|r| r.error_code())
     }
 
-    /// [`Pipeline::flow_mod`] for a rule that carries guards (predicates
-    /// run after its match; see `sluice_core::guard` and the guard
-    /// semantics in ARCHITECTURE.md). An ADD installs `guards` with the
-    /// entry; other commands ignore them. For now guards are not part of a
-    /// rule's identity: an ADD with the same match and priority as an
-    /// existing entry replaces it, guards included (sluice's experimenter
-    /// match fields will carry guards in the match, issue 13).
+    /// [`Pipeline::flow_mod`] for a rule that carries guards besides those
+    /// its match names (predicates run after its match; see
+    /// `sluice_core::guard` and the guard semantics in ARCHITECTURE.md).
+    /// An ADD installs them after the match's own (`filterprog.rs`);
+    /// other commands ignore them.
     pub fn flow_mod_guarded(&mut self, fm: &FlowMod, guards: GuardSet) -> Result<()> {
+        self.flow_mod_full(fm, guards).map_err(|r| r.error_code())
+    }
+
+    /// The flow-mod itself. Guard fields (`filter_prog`, `pcap_filter`)
+    /// are part of a rule's identity: an ADD replaces an entry with the
+    /// same match, guard fields included, and priority; strict
+    /// modify/delete select entries with exactly the request's guard
+    /// fields, the others entries that carry at least them.
+    pub fn flow_mod_full(
+        &mut self,
+        fm: &FlowMod,
+        extra: GuardSet,
+    ) -> std::result::Result<(), Refusal> {
         // Conservatively, every flow-mod (even a rejected one) invalidates
         // the caches; only its table (or all, for OFPTT_ALL) is settled.
         self.table_changed(fm.table_id);
         if fm.command > cmd::DELETE_STRICT {
-            return Err(ErrorCode::FMFC_BAD_COMMAND);
+            return Err(ErrorCode::FMFC_BAD_COMMAND.into());
         }
         let deleting = matches!(fm.command, cmd::DELETE | cmd::DELETE_STRICT);
         if fm.flags & !KNOWN_FLAGS != 0 {
-            return Err(ErrorCode::FMFC_BAD_FLAGS);
+            return Err(ErrorCode::FMFC_BAD_FLAGS.into());
         }
         if !(fm.table_id < self.cfg.n_tables || (deleting && fm.table_id == table_id::ALL)) {
-            return Err(ErrorCode::FMFC_BAD_TABLE_ID);
+            return Err(ErrorCode::FMFC_BAD_TABLE_ID.into());
         }
         fm.r#match.check_prereqs()?;
         if fm.command == cmd::ADD {
             let (rule, windows) = self.compile_add(&fm.r#match)?;
-            self.flow_add(fm, rule, guards)?;
+            let fields = GuardFields::of(&fm.r#match)?;
+            let mut guards = self.filters.guards(&fields)?;
+            guards.extend(extra.as_slice().iter().cloned());
+            self.flow_add(fm, rule, GuardSet::new(guards), &fields)?;
             if let Some(w) = windows {
                 self.windows = Arc::new(w);
             }
             return Ok(());
         }
         let rule = self.compile_match(&fm.r#match)?;
+        let fields = GuardFields::of(&fm.r#match)?;
         match fm.command {
             cmd::MODIFY | cmd::MODIFY_STRICT => {
                 self.validate_instructions(fm.table_id, &fm.instructions, &fm.r#match)?;
@@ -361,7 +381,9 @@ impl Pipeline {
                         } else {
                             rule.covers(&e.rule)
                         };
-                        selected && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask)
+                        selected
+                            && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask)
+                            && fields.selects(e, strict)
                     })
                     .map(|(i, _)| i)
                     .collect();
@@ -401,6 +423,7 @@ impl Pipeline {
                         selected
                             && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask)
                             && outputs_to(&e.instructions, fm.out_port, fm.out_group)
+                            && fields.selects(e, strict)
                     });
                     self.flows_removed(t as u8, removed, Removal::Deleted);
                 }
@@ -453,6 +476,8 @@ impl Pipeline {
         let mut selects_nothing = false;
         for o in &m.oxms {
             let pm = match PofMatch::from_oxm(o) {
+                // Guard fields are matched by guards (`filterprog.rs`).
+                None if is_guard_field(o) => continue,
                 None => {
                     rule.add_basic(o)?;
                     continue;
@@ -479,11 +504,17 @@ impl Pipeline {
         Ok((!selects_nothing).then_some(rule))
     }
 
-    fn flow_add(&mut self, fm: &FlowMod, rule: Rule, guards: GuardSet) -> Result<()> {
+    fn flow_add(
+        &mut self,
+        fm: &FlowMod,
+        rule: Rule,
+        guards: GuardSet,
+        fields: &GuardFields,
+    ) -> Result<()> {
         self.validate_instructions(fm.table_id, &fm.instructions, &fm.r#match)?;
         let now = self.now_ns;
         let t = &mut self.tables[usize::from(fm.table_id)];
-        let existing = t.find_strict(&rule, fm.priority);
+        let existing = t.find_strict_by(&rule, fm.priority, |e| fields.selects(e, true));
         if fm.flags & ff::CHECK_OVERLAP != 0
             && t.entries().iter().enumerate().any(|(i, e)| {
                 Some(i) != existing && e.priority == fm.priority && e.rule.overlaps(&rule)

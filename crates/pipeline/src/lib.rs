@@ -78,6 +78,7 @@ pub mod control;
 mod edit;
 pub mod exec;
 pub mod extension;
+pub mod filterprog;
 pub mod flow_mod;
 mod fuzz;
 pub mod group;
@@ -272,6 +273,12 @@ pub struct Pipeline {
     /// The windows `pof` match fields use, and the extract program every
     /// packet's parse runs (`pof.rs`).
     windows: Arc<pof::Windows>,
+    /// Loaded filter programs and compiled pcap-filter expressions
+    /// (`filterprog.rs`; the controller's copy only: published copies
+    /// reach them through their entries' guards).
+    pub filters: filterprog::FilterProgs,
+    /// Programs whose objects are arriving in fragments.
+    assembly: sluice_ofp::filterprog::Assembly,
 }
 
 impl Pipeline {
@@ -307,6 +314,8 @@ impl Pipeline {
             code_prev: TableSet::default(),
             flow_gen: 1,
             windows: Arc::default(),
+            filters: filterprog::FilterProgs::default(),
+            assembly: sluice_ofp::filterprog::Assembly::default(),
             cfg,
         }
     }
@@ -352,6 +361,8 @@ impl Pipeline {
             code_prev: TableSet::default(),
             flow_gen: self.flow_gen,
             windows: self.windows.clone(),
+            filters: filterprog::FilterProgs::default(),
+            assembly: sluice_ofp::filterprog::Assembly::default(),
         }
     }
 

@@ -51,6 +51,7 @@ impl Pipeline {
         let mut out = Vec::new();
         // A `pof` field on a window no rule uses selects no flow.
         let Some(rule) = self.compile_match(&req.match_)? else { return Ok(out) };
+        let fields = crate::filterprog::GuardFields::of(&req.match_)?;
         for (t, table) in self.tables.iter().enumerate() {
             if req.table_id != table_id::ALL && usize::from(req.table_id) != t {
                 continue;
@@ -59,6 +60,7 @@ impl Pipeline {
                 if rule.covers(&e.rule)
                     && (e.cookie & req.cookie_mask) == (req.cookie & req.cookie_mask)
                     && outputs_to(&e.instructions, req.out_port, req.out_group)
+                    && fields.selects(e, false)
                 {
                     out.push((t as u8, i));
                 }

@@ -742,11 +742,22 @@ impl FlowTable {
     /// Index of the entry with exactly this rule and priority: a hash probe
     /// for the candidates' seqs, a binary search for each one's position.
     pub fn find_strict(&self, rule: &Rule, priority: u16) -> Option<usize> {
+        self.find_strict_by(rule, priority, |_| true)
+    }
+
+    /// [`FlowTable::find_strict`] among the entries `also` accepts (rules
+    /// whose guard fields are part of their identity).
+    pub fn find_strict_by(
+        &self,
+        rule: &Rule,
+        priority: u16,
+        also: impl Fn(&FlowEntry) -> bool,
+    ) -> Option<usize> {
         let seqs = self.strict.get(&strict_hash(priority, rule))?;
         seqs.iter().find_map(|&seq| {
             let i = self.position(priority, seq)?;
             let e = &self.entries[i];
-            (e.rule == *rule).then_some(i)
+            (e.rule == *rule && also(e)).then_some(i)
         })
     }
 

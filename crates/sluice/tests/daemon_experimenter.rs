@@ -44,12 +44,16 @@ fn probe_and_experimenter_errors_over_a_real_connection() {
     ]);
     #[rustfmt::skip]
     let want = [
-        0x04, 0x04, 0x00, 0x37, 0x00, 0x00, 0x00, 0x2a, // EXPERIMENTER, 55 bytes, same xid
+        0x04, 0x04, 0x00, 0x4f, 0x00, 0x00, 0x00, 0x2a, // EXPERIMENTER, 79 bytes, same xid
         0x53, 0x4c, 0x49, 0x43,                         // "SLIC"
         0x00, 0x00, 0x00, 0x01,                         // PROBE_REPLY
         0x00, 0x01,                                     // extension version 1
-        0x00, 0x08,                                     // eight supported subtypes:
+        0x00, 0x0e,                                     // fourteen supported subtypes:
         0x00, 0x00, 0x00, 0x00,                         //   message PROBE_REQUEST
+        0x00, 0x00, 0x00, 0x02,                         //   message LOAD_FILTER_PROG
+        0x00, 0x00, 0x00, 0x03,                         //   message UNLOAD_FILTER_PROG
+        0x00, 0x00, 0x00, 0x04,                         //   message UPDATE_MAP
+        0x00, 0x01, 0x00, 0x05,                         //   multipart DUMP_MAP
         0x00, 0x02, 0x00, 0x00,                         //   action pof_set
         0x00, 0x02, 0x00, 0x01,                         //   action pof_modify
         0x00, 0x02, 0x00, 0x02,                         //   action pof_add
@@ -57,6 +61,8 @@ fn probe_and_experimenter_errors_over_a_real_connection() {
         0x00, 0x02, 0x00, 0x04,                         //   action pof_checksum
         0x00, 0x02, 0x00, 0x05,                         //   action pof_write_metadata
         0x00, 0x04, 0x00, 0x00,                         //   OXM field pof
+        0x00, 0x04, 0x00, 0x10,                         //   OXM field filter_prog
+        0x00, 0x04, 0x00, 0x11,                         //   OXM field pcap_filter
         b'x', b'y', b'z',                               // the request's data
     ];
     assert_eq!(c.reply_to(0x2a), want);
@@ -70,9 +76,8 @@ fn probe_and_experimenter_errors_over_a_real_connection() {
     assert_eq!(error_code(&e), (1, 3));
     assert_eq!(&e[12..], nicira);
 
-    // sluice's id, a reserved message subtype (LOAD_FILTER_PROG, 2):
-    // OFPBRC_BAD_EXP_TYPE.
-    c.send(&[0x04, 0x04, 0x00, 0x10, 0, 0, 0, 0x2c, 0x53, 0x4c, 0x49, 0x43, 0, 0, 0, 2]);
+    // sluice's id, an unassigned message subtype (7): OFPBRC_BAD_EXP_TYPE.
+    c.send(&[0x04, 0x04, 0x00, 0x10, 0, 0, 0, 0x2c, 0x53, 0x4c, 0x49, 0x43, 0, 0, 0, 7]);
     assert_eq!(error_code(&c.reply_to(0x2c)), (1, 4));
 
     // A flow-mod with a sluice action of an unknown subtype:

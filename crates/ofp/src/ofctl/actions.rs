@@ -304,6 +304,9 @@ fn parse_action(item: Tok<'_>, ctx: ActionContext) -> TextResult<Action> {
         name if super::pof::is_action(name) => {
             super::pof::parse_action_item(item, name)?.to_action()
         }
+        name if super::filterprog::is_action(name) => {
+            super::filterprog::parse_action_item(item)?.to_action()
+        }
         "meter" | "goto_table" | "write_actions" | "clear_actions" | "write_metadata" => {
             return Err(item.err(format!("instruction `{}` is not allowed here", k.text)));
         }

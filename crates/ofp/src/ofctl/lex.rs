@@ -40,26 +40,57 @@ impl<'a> Tok<'a> {
     }
 }
 
+/// The byte length of the double-quoted string `s` starts with (`s[0]`
+/// is `"`), both quotes included; a backslash escapes the character after
+/// it (which escapes are allowed is the reader's business). `None` if the
+/// string is not closed.
+pub(crate) fn quoted_len(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 1;
+    while i < b.len() {
+        match b[i] {
+            // Skip the escaped byte. Only ASCII bytes are compared, and
+            // no byte of a multi-byte character is ASCII.
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 /// Split `tok` at top-level commas (and whitespace runs), ignoring
-/// separators inside parentheses. Empty items are dropped.
+/// separators inside parentheses and double-quoted strings (`"..."`, see
+/// [`quoted_len`]). Empty items are dropped.
 pub(crate) fn split_items(tok: Tok<'_>) -> TextResult<Vec<Tok<'_>>> {
     let mut out = Vec::new();
     let mut depth = 0usize;
     let mut item_start = 0usize;
-    for (i, c) in tok.text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
+    // Every byte compared below is ASCII, so `i` is always on a character
+    // boundary where it is used to slice.
+    let b = tok.text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let n = quoted_len(&tok.text[i..])
+                    .ok_or_else(|| TextError::new(tok.start + i, tok.end(), "unterminated `\"`"))?;
+                i += n;
+                continue;
+            }
+            b'(' => depth += 1,
+            b')' => {
                 depth = depth.checked_sub(1).ok_or_else(|| {
                     TextError::new(tok.start + i, tok.start + i + 1, "unbalanced `)`")
                 })?;
             }
-            ',' | ' ' | '\t' if depth == 0 => {
+            b',' | b' ' | b'\t' if depth == 0 => {
                 push_item(&mut out, tok.slice(item_start, i));
                 item_start = i + 1;
             }
             _ => {}
         }
+        i += 1;
     }
     if depth != 0 {
         return Err(TextError::new(tok.start + item_start, tok.end(), "unbalanced `(`"));
@@ -104,6 +135,22 @@ mod tests {
         assert_eq!(texts(""), Vec::<&str>::new());
         assert!(split_items(Tok { text: "a(b", start: 0 }).is_err());
         assert!(split_items(Tok { text: "a)b", start: 0 }).is_err());
+    }
+
+    #[test]
+    fn quoted_strings_are_one_item() {
+        assert_eq!(
+            texts(r#"a="x, (y z", b=1 c="q\"r\\",d"#),
+            [r#"a="x, (y z""#, "b=1", r#"c="q\"r\\""#, "d"]
+        );
+        assert_eq!(texts(r#""""#), [r#""""#]);
+        let e = split_items(Tok { text: r#"a=1,b="open, x"#, start: 5 }).unwrap_err();
+        assert_eq!((e.start, e.end), (11, 19));
+        assert!(e.msg.contains("unterminated"));
+        // A backslash before the end does not close the string.
+        assert!(split_items(Tok { text: r#"a="x\""#, start: 0 }).is_err());
+        assert_eq!(quoted_len(r#""é\"\\" rest"#), Some(8));
+        assert_eq!(quoted_len(r#""\"#), None);
     }
 
     #[test]

@@ -38,6 +38,11 @@
 //!   once) and the actions `pof_set`, `pof_modify`, `pof_add`, `pof_del`,
 //!   `pof_checksum`, `pof_write_metadata`, wherever actions are read
 //!   (apply, `write_actions(...)`, buckets, packet-out).
+//! - **Filter programs** (sluice's eBPF filters, see [`filterprog`]): the
+//!   match fields `filter_prog=ID` and `pcap_filter="EXPR"` (a
+//!   double-quoted string with `\"` and `\\` escapes, which may hold
+//!   spaces, commas and `=`; at most one of each per flow) and the action
+//!   `send_maps:ID:MAP[:MAP...]`.
 //! - **Groups**: `group_id=N,type=all|select|indirect|ff|fast_failover,
 //!   bucket=...` with bucket parameters `weight`, `watch_port`,
 //!   `watch_group` (written `k=v` or `k:v`) and `actions=...` (the
@@ -54,6 +59,7 @@
 
 pub mod actions;
 pub mod fields;
+pub mod filterprog;
 mod lex;
 pub mod pof;
 pub mod specs;

@@ -2,7 +2,7 @@
 
 use super::actions::{parse_action_list, parse_instructions_at, ActionContext};
 use super::fields::{canonical_name, field_by_name, parse_port, parse_value};
-use super::lex::{parse_uint, split_items, Tok};
+use super::lex::{parse_uint, quoted_len, split_items, Tok};
 use super::{TextError, TextResult};
 use crate::consts::{group_id, port_no, OFPVID_NONE, OFPVID_PRESENT};
 use crate::group::{Bucket, GroupType};
@@ -116,6 +116,27 @@ impl<'a> MatchBuilder<'a> {
             )));
         }
         self.oxms.push((m.to_oxm(), at));
+        Ok(())
+    }
+
+    /// A `filter_prog` or `pcap_filter` field (an experimenter OXM of
+    /// sluice's); a flow has at most one of each, a second is an error
+    /// naming it.
+    fn push_exp(&mut self, at: Tok<'a>, o: Oxm) -> TextResult<()> {
+        let key = |o: &Oxm| match o {
+            Oxm::Experimenter { experimenter, field, .. } => Some((*experimenter, *field)),
+            _ => None,
+        };
+        if let Some((_, prev)) =
+            self.oxms.iter().find(|(p, _)| key(p).is_some() && key(p) == key(&o))
+        {
+            return Err(at.err(format!(
+                "field {} given twice (first at byte {})",
+                at.text.split('=').next().unwrap_or(at.text),
+                prev.start
+            )));
+        }
+        self.oxms.push((o, at));
         Ok(())
     }
 
@@ -256,6 +277,9 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
             "icmp_code" => mb.deferred_icmp.push((false, item, v)),
             "tp_src" => mb.deferred_tp.push((true, item, v)),
             "tp_dst" => mb.deferred_tp.push((false, item, v)),
+            key if super::filterprog::is_match_key(key) => {
+                mb.push_exp(item, super::filterprog::parse_match_item(item)?)?
+            }
             name => {
                 let Some(field) = field_by_name(name) else {
                     return Err(k.err(format!("unknown field `{name}`")));
@@ -292,12 +316,19 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
     Ok(spec)
 }
 
-/// Byte offset of `key` at the start of a top-level item.
+/// Byte offset of `key` at the start of a top-level item (not inside
+/// parentheses or a double-quoted string; an unclosed string hides the
+/// rest, and `split_items` reports it).
 fn find_key(text: &str, key: &str) -> Option<usize> {
     let mut depth = 0usize;
     let b = text.as_bytes();
-    for i in 0..b.len() {
+    let mut i = 0;
+    while i < b.len() {
         match b[i] {
+            b'"' => {
+                i += quoted_len(&text[i..])?;
+                continue;
+            }
             b'(' => depth += 1,
             b')' => depth = depth.saturating_sub(1),
             _ => {}
@@ -306,6 +337,7 @@ fn find_key(text: &str, key: &str) -> Option<usize> {
         if depth == 0 && at_item_start && text[i..].starts_with(key) {
             return Some(i);
         }
+        i += 1;
     }
     None
 }

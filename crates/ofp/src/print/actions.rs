@@ -2,11 +2,14 @@
 //! vocabulary (`output:2`, `set_field:10.1.1.1->ip_dst`, `meter:1`,
 //! `write_actions(output:3)`, `bucket=weight:10,actions=output:1`,
 //! `type=drop rate=1000 burst_size=100`). sluice's POF actions print in
-//! the syntax [`crate::ofctl::pof`] reads (`pof_set(l3+64,8,0x40)`).
+//! the syntax [`crate::ofctl::pof`] reads (`pof_set(l3+64,8,0x40)`), its
+//! `send_maps` action in the syntax [`crate::ofctl::filterprog`] reads
+//! (`send_maps:7:conns`).
 
 use super::fields::{hex_bytes, non_basic, pof_hex, pof_pos, port, set_field_name, value};
 use crate::action::Action;
 use crate::consts::{group_id, port_no};
+use crate::filterprog::SendMaps;
 use crate::group::{Bucket, GroupType};
 use crate::instruction::Instruction;
 use crate::meter::{flags as meter_flags, MeterBand};
@@ -54,12 +57,15 @@ pub fn action(a: &Action) -> String {
         },
         Action::PushPbb(e) => format!("push_pbb:0x{e:04x}"),
         Action::PopPbb => "pop_pbb".into(),
-        Action::Experimenter { experimenter, data } => match PofAction::from_action(a) {
-            Some(Ok(p)) => pof_action(&p),
-            _ => {
-                format!("experimenter(experimenter=0x{experimenter:08x},data={})", hex_bytes(data))
+        Action::Experimenter { experimenter, data } => {
+            if let Some(Ok(p)) = PofAction::from_action(a) {
+                return pof_action(&p);
             }
-        },
+            if let Some(Ok(s)) = SendMaps::from_action(a) {
+                return send_maps_action(&s);
+            }
+            format!("experimenter(experimenter=0x{experimenter:08x},data={})", hex_bytes(data))
+        }
     }
 }
 
@@ -90,6 +96,16 @@ pub fn pof_action(a: &PofAction) -> String {
             format!("pof_write_metadata({meta_bit},{})", field(from))
         }
     }
+}
+
+/// `send_maps:ID:MAP[:MAP...]`, the id in decimal.
+pub fn send_maps_action(s: &SendMaps) -> String {
+    let mut out = format!("send_maps:{}", s.prog_id);
+    for m in &s.maps {
+        out.push(':');
+        out.push_str(m);
+    }
+    out
 }
 
 /// Bytes as one hex number, two digits each (`0x0` for none).

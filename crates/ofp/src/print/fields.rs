@@ -8,9 +8,13 @@
 //! here so that the printer's output tokenises like ovs-ofctl's.
 //!
 //! sluice's POF match field (an experimenter OXM, [`crate::pof`]) prints in
-//! the syntax [`crate::ofctl::pof`] reads: `pof(l3+72,8)=0x6`.
+//! the syntax [`crate::ofctl::pof`] reads: `pof(l3+72,8)=0x6`; its
+//! filter-program fields ([`crate::filterprog`]) in the syntax
+//! [`crate::ofctl::filterprog`] reads: `filter_prog=7`,
+//! `pcap_filter="tcp port 80"`.
 
 use crate::consts::{port_no, OFPVID_PRESENT};
+use crate::filterprog::{filter_prog_from_oxm, pcap_filter_from_oxm};
 use crate::oxm::{FieldBytes, FieldId, Match, Oxm, OFPXMC_NXM_0, OFPXMC_NXM_1};
 use crate::pof::{PofMatch, PofPos};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -203,11 +207,39 @@ pub fn pof_match(m: &PofMatch) -> String {
     s
 }
 
+/// `filter_prog=ID`, the id in decimal.
+pub fn filter_prog_match(id: u32) -> String {
+    format!("filter_prog={id}")
+}
+
+/// `pcap_filter="EXPR"` with `"` and `\` escaped by a backslash (the
+/// only escapes [`crate::ofctl::filterprog`] reads), everything else as
+/// it is.
+pub fn pcap_filter_match(expr: &str) -> String {
+    let mut s = String::with_capacity(expr.len() + 16);
+    s.push_str("pcap_filter=\"");
+    for c in expr.chars() {
+        if c == '"' || c == '\\' {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s.push('"');
+    s
+}
+
 /// An OXM of a class other than OPENFLOW_BASIC, as one token: sluice's POF
-/// field in its own syntax (if it decodes), any other verbatim.
+/// and filter-program fields in their own syntax (if they decode), any
+/// other verbatim.
 pub fn non_basic(o: &Oxm) -> String {
     if let Some(Ok(m)) = PofMatch::from_oxm(o) {
         return pof_match(&m);
+    }
+    if let Some(Ok(id)) = filter_prog_from_oxm(o) {
+        return filter_prog_match(id);
+    }
+    if let Some(Ok(expr)) = pcap_filter_from_oxm(o) {
+        return pcap_filter_match(&expr);
     }
     match o {
         Oxm::Basic { .. } => match_token(o),
@@ -368,5 +400,31 @@ mod tests {
             payload: vec![3, 0, 0, 8, 0, 0, 0, 0, 1],
         };
         assert!(non_basic(&other).starts_with("exp_oxm(experimenter=0x00002320"));
+    }
+
+    #[test]
+    fn filter_fields_print_in_their_own_syntax() {
+        use crate::filterprog::{filter_prog_oxm, pcap_filter_oxm, PCAP_FILTER_FIELD};
+        let m = Match::new(vec![
+            Oxm::exact(FieldId::EthType, 0x0800),
+            filter_prog_oxm(7),
+            pcap_filter_oxm(r#"tcp and host "x\y""#),
+        ]);
+        assert_eq!(match_str(&m), r#"ip,filter_prog=7,pcap_filter="tcp and host \"x\\y\"""#);
+        // Refused payloads print verbatim.
+        let bad = Oxm::Experimenter {
+            experimenter: crate::consts::SLUICE_EXPERIMENTER_ID,
+            field: PCAP_FILTER_FIELD,
+            has_mask: true,
+            payload: b"tcp".to_vec(),
+        };
+        assert_eq!(
+            non_basic(&bad),
+            "exp_oxm(experimenter=0x534c4943,field=17,masked,payload=0x746370)"
+        );
+        assert_eq!(
+            non_basic(&filter_prog_oxm(0)),
+            "exp_oxm(experimenter=0x534c4943,field=16,payload=0x00000000)"
+        );
     }
 }

@@ -87,7 +87,12 @@ fn flow_request(r: &FlowStatsRequest) -> String {
     }
 }
 
-fn experimenter(e: &MultipartExperimenter) -> String {
+/// sluice's `DUMP_MAP` decoded ([`super::filterprog`]), any other
+/// experimenter body as id, subtype and hex dump.
+fn experimenter(e: &MultipartExperimenter, reply: bool) -> String {
+    if let Some(s) = super::filterprog::multipart(e, reply) {
+        return s;
+    }
     let mut s = format!(" experimenter=0x{:08x} exp_type={}", e.experimenter, e.exp_type);
     if !e.data.is_empty() {
         s.push('\n');
@@ -121,7 +126,7 @@ pub fn request_body(b: &MultipartRequestBody) -> String {
             }
             s
         }
-        B::Experimenter(e) => experimenter(e),
+        B::Experimenter(e) => experimenter(e, false),
     }
 }
 
@@ -424,7 +429,7 @@ pub fn reply_body(b: &MultipartReplyBody) -> String {
                 s.push_str(&port_desc(p));
             }
         }
-        B::Experimenter(e) => s.push_str(&experimenter(e)),
+        B::Experimenter(e) => s.push_str(&experimenter(e, true)),
     }
     s
 }

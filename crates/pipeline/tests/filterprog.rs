@@ -1,0 +1,323 @@
+//! Filter programs and pcap-filter expressions in flow rules, through the
+//! OpenFlow front end (`sluice_pipeline::filterprog`, `docs/EXPERIMENTER.md`):
+//! programs loaded in fragments over OpenFlow, rules naming them, state in
+//! maps that the controller writes and reads, the documented errors, and
+//! guard fields as part of a rule's identity — on every datapath and cache
+//! mode. The programs are C, compiled with clang (the test fails without
+//! it: `scripts/install-deps` installs it).
+
+mod common;
+
+use sluice_ofp::consts::SLUICE_EXPERIMENTER_ID;
+use sluice_ofp::filterprog::{
+    err, error_text, fragments, DumpMapReply, DumpMapRequest, LoadFilterProg, UnloadFilterProg,
+    UpdateMap,
+};
+use sluice_ofp::message::{flow_mod_command as fc, ErrorMsg, Message, Outgoing};
+use sluice_ofp::multipart::{MultipartRequest, MultipartRequestBody};
+use sluice_ofp::ofctl::specs::{parse_flow, Usage};
+use sluice_pipeline::{CacheMode, Config, Datapath, Pipeline};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Every datapath with every cache mode.
+fn configs() -> Vec<(Datapath, CacheMode)> {
+    let mut v = Vec::new();
+    for d in [Datapath::Reference, Datapath::Classifier, Datapath::Compiled] {
+        for c in [CacheMode::Off, CacheMode::Megaflow, CacheMode::On] {
+            v.push((d, c));
+        }
+    }
+    v
+}
+
+fn pipeline(datapath: Datapath, cache: CacheMode) -> Pipeline {
+    let mut p = Pipeline::new(Config { datapath, cache, ..Config::default() });
+    common::add_ports(&mut p, &[1, 2, 3]);
+    p
+}
+
+/// Compiles C source `src` for BPF with clang (panics if clang is missing
+/// or refuses it).
+fn clang(tag: &str, src: &str) -> Vec<u8> {
+    let inc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/bpf");
+    // Tests run in parallel: each compilation gets its own files.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir();
+    let c = dir.join(format!("sluice-pipeline-{}-{n}-{tag}.c", std::process::id()));
+    let o = dir.join(format!("sluice-pipeline-{}-{n}-{tag}.o", std::process::id()));
+    std::fs::write(&c, src).unwrap();
+    let st = Command::new("clang")
+        .args(["-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu"])
+        .arg(format!("-I{}", inc.display()))
+        .arg("-c")
+        .arg(&c)
+        .arg("-o")
+        .arg(&o)
+        .status();
+    let _ = std::fs::remove_file(&c);
+    match st {
+        Ok(s) if s.success() => {}
+        Ok(s) => panic!("clang failed on {tag}: {s}"),
+        Err(e) => panic!("clang not available (scripts/install-deps installs it): {e}"),
+    }
+    let b = std::fs::read(&o).unwrap();
+    let _ = std::fs::remove_file(&o);
+    b
+}
+
+/// Passes the first `budget[1]` packets it sees, counting them in
+/// `budget[0]`.
+const FIRST_N: &str = r#"
+#include "sluice_bpf.h"
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} budget SEC(".maps");
+
+SEC("xdp")
+int first_n(struct xdp_md *ctx)
+{
+	__u32 k0 = 0, k1 = 1;
+	__u64 *seen = bpf_map_lookup_elem(&budget, &k0);
+	__u64 *limit = bpf_map_lookup_elem(&budget, &k1);
+	if (!seen || !limit || *seen >= *limit)
+		return 0;
+	*seen += 1;
+	return 1;
+}
+"#;
+
+/// Reads past the end of the frame without a bounds check: the verifier
+/// must refuse it.
+const UNCHECKED: &str = r#"
+#include "sluice_bpf.h"
+SEC("xdp")
+int unchecked(struct xdp_md *ctx)
+{
+	unsigned char *data = (void *)(long)ctx->data;
+	return data[40];
+}
+"#;
+
+fn handle(p: &mut Pipeline, msg: &Message) -> Vec<Outgoing> {
+    let raw = msg.encode(7);
+    p.handle(7, msg, &raw, &mut |_: u32, _: Option<u32>, _: &[u8]| {})
+}
+
+/// Sends `msg`; returns the experimenter error code and text it got, if
+/// any (any other reply fails the test).
+fn exp_error(p: &mut Pipeline, msg: &Message) -> Option<(u16, String)> {
+    let out = handle(p, msg);
+    assert!(out.len() <= 1, "one answer at most: {out:?}");
+    out.first().map(|o| match &o.msg {
+        Message::Error(ErrorMsg::Experimenter { exp_type, experimenter, data }) => {
+            assert_eq!(*experimenter, SLUICE_EXPERIMENTER_ID);
+            (*exp_type, error_text(data).0.into_owned())
+        }
+        m => panic!("expected an experimenter error, got {m:?}"),
+    })
+}
+
+/// Loads `object` as `id` in fragments of `frag` bytes; the error of the
+/// fragment that was refused, if one was.
+fn load(p: &mut Pipeline, id: u32, object: &[u8], frag: usize) -> Option<(u16, String)> {
+    for f in fragments(id, object, frag).unwrap() {
+        if let Some(e) = exp_error(p, &f.to_message()) {
+            return Some(e);
+        }
+    }
+    None
+}
+
+fn update(p: &mut Pipeline, id: u32, map: &str, entries: &[(u32, u64)]) -> Option<(u16, String)> {
+    let u = UpdateMap {
+        prog_id: id,
+        delete: false,
+        map: map.into(),
+        key_size: 4,
+        value_size: 8,
+        entries: entries
+            .iter()
+            .map(|(k, v)| (k.to_le_bytes().to_vec(), v.to_le_bytes().to_vec()))
+            .collect(),
+    };
+    exp_error(p, &u.to_message())
+}
+
+/// Map `map` of program `id` as (key, value) little-endian u32 → u64.
+fn dump(p: &mut Pipeline, id: u32, map: &str) -> Vec<(u32, u64)> {
+    let req = DumpMapRequest { prog_id: id, map: map.into() };
+    let msg = Message::MultipartRequest(MultipartRequest {
+        flags: 0,
+        body: MultipartRequestBody::Experimenter(req.to_multipart()),
+    });
+    let mut out = Vec::new();
+    for o in handle(p, &msg) {
+        let Message::MultipartReply(r) = &o.msg else { panic!("not a reply: {:?}", o.msg) };
+        let sluice_ofp::multipart::MultipartReplyBody::Experimenter(e) = &r.body else {
+            panic!("not an experimenter reply: {r:?}")
+        };
+        for rep in DumpMapReply::from_multipart(e).unwrap().unwrap() {
+            for (k, v) in rep.map.entries {
+                out.push((
+                    u32::from_le_bytes(k.try_into().unwrap()),
+                    u64::from_le_bytes(v.try_into().unwrap()),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A flow-mod in ovs-ofctl text through `handle`: the experimenter error,
+/// if any (a standard error fails the test).
+fn flow(p: &mut Pipeline, cmd: u8, text: &str) -> Option<(u16, String)> {
+    let usage = match cmd {
+        fc::ADD => Usage::Add,
+        fc::MODIFY | fc::MODIFY_STRICT => Usage::Modify,
+        _ => Usage::Delete,
+    };
+    let spec = parse_flow(text, usage).unwrap_or_else(|e| panic!("{}", e.render(text)));
+    exp_error(p, &Message::FlowMod(spec.to_flow_mod(cmd)))
+}
+
+/// The ports `frame` received on port 1 went out of.
+fn ports(p: &mut Pipeline, frame: &[u8]) -> Vec<u32> {
+    let mut out = Vec::new();
+    p.process(1, frame, &mut |port: u32, _: Option<u32>, _: &[u8]| out.push(port));
+    out
+}
+
+fn udp(dport: u16) -> Vec<u8> {
+    common::udp_frame(1, 2, [10, 0, 0, 1], [10, 0, 0, 2], 1000, dport, b"payload!")
+}
+
+#[test]
+fn a_stateful_program_passes_the_first_n_packets_then_lower_rules_take_over() {
+    let object = clang("first_n", FIRST_N);
+    for (d, c) in configs() {
+        let mut p = pipeline(d, c);
+        // Fragments of 100 bytes: the object is several kilobytes.
+        assert!(object.len() > 300);
+        assert_eq!(load(&mut p, 7, &object, 100), None, "{d:?}/{c:?}");
+        assert_eq!(flow(&mut p, fc::ADD, "priority=10,filter_prog=7,actions=output:2"), None);
+        assert_eq!(flow(&mut p, fc::ADD, "priority=1,actions=output:3"), None);
+        assert_eq!(update(&mut p, 7, "budget", &[(1, 3)]), None);
+        let got: Vec<Vec<u32>> = (0..5).map(|_| ports(&mut p, &udp(53))).collect();
+        assert_eq!(got, [vec![2], vec![2], vec![2], vec![3], vec![3]], "{d:?}/{c:?}");
+        assert_eq!(dump(&mut p, 7, "budget"), [(0, 3), (1, 3)], "{d:?}/{c:?}");
+        // The controller resets the count: three more pass.
+        assert_eq!(update(&mut p, 7, "budget", &[(0, 0)]), None);
+        let got: Vec<Vec<u32>> = (0..4).map(|_| ports(&mut p, &udp(80))).collect();
+        assert_eq!(got, [vec![2], vec![2], vec![2], vec![3]], "{d:?}/{c:?}");
+        // The rule's counters count the packets its guard let through.
+        let stats =
+            p.tables()[0].entries().iter().find(|e| e.priority == 10).map(|e| e.packet_count());
+        assert_eq!(stats, Some(6), "{d:?}/{c:?}");
+    }
+}
+
+#[test]
+fn refusals_name_the_problem() {
+    let object = clang("first_n", FIRST_N);
+    let mut p = pipeline(Datapath::Compiled, CacheMode::On);
+    // A rule naming a program that is not loaded.
+    let (code, text) = flow(&mut p, fc::ADD, "filter_prog=9,actions=drop").unwrap();
+    assert_eq!(code, err::UNKNOWN_PROG, "{text}");
+    assert!(text.contains('9'), "{text}");
+    // The verifier's reason reaches the controller.
+    let (code, text) = load(&mut p, 5, &clang("unchecked", UNCHECKED), 4000).unwrap();
+    assert_eq!(code, err::PROG_REJECTED);
+    assert!(text.contains("rejected") && text.contains("insn 1"), "{text}");
+    // Not an ELF object at all.
+    let (code, _) = load(&mut p, 6, b"not an elf object", 4000).unwrap();
+    assert_eq!(code, err::PROG_REJECTED);
+    assert_eq!(load(&mut p, 7, &object, 4000), None);
+    // Loading a loaded id.
+    assert_eq!(load(&mut p, 7, &object, 4000).unwrap().0, err::PROG_EXISTS);
+    // Maps: unknown name, wrong sizes.
+    assert_eq!(update(&mut p, 7, "nosuch", &[(0, 1)]).unwrap().0, err::UNKNOWN_MAP);
+    let wrong = UpdateMap {
+        prog_id: 7,
+        delete: false,
+        map: "budget".into(),
+        key_size: 2,
+        value_size: 8,
+        entries: vec![(vec![0, 0], vec![0; 8])],
+    };
+    let (code, text) = exp_error(&mut p, &wrong.to_message()).unwrap();
+    assert_eq!(code, err::BAD_MAP_SIZES);
+    assert!(text.contains("4-byte keys"), "{text}");
+    // Deleting from an array map is refused as Linux refuses it.
+    let del = UpdateMap { delete: true, value_size: 0, key_size: 4, ..wrong.clone() };
+    let del = UpdateMap { entries: vec![(vec![0; 4], vec![])], ..del };
+    assert_eq!(exp_error(&mut p, &del.to_message()).unwrap().0, err::MAP_OP_FAILED);
+    // Unloading a program a rule names, then after the rule is gone.
+    assert_eq!(flow(&mut p, fc::ADD, "filter_prog=7,actions=drop"), None);
+    let unload = UnloadFilterProg { prog_id: 7 }.to_message();
+    assert_eq!(exp_error(&mut p, &unload).unwrap().0, err::PROG_IN_USE);
+    assert_eq!(flow(&mut p, fc::DELETE, "filter_prog=7"), None);
+    assert_eq!(exp_error(&mut p, &unload), None);
+    assert_eq!(exp_error(&mut p, &unload).unwrap().0, err::UNKNOWN_PROG);
+    // A bad pcap-filter expression: the message shows where.
+    let (code, text) =
+        flow(&mut p, fc::ADD, r#"pcap_filter="udp dst port 53 andd tcp",actions=drop"#).unwrap();
+    assert_eq!(code, err::BAD_PCAP_FILTER);
+    assert!(text.contains('^'), "{text}");
+    // Fragments out of order drop the object.
+    let fs = fragments(8, &object, 100).unwrap();
+    assert_eq!(exp_error(&mut p, &fs[0].to_message()), None);
+    let (code, _) = exp_error(&mut p, &fs[2].to_message()).unwrap();
+    assert_eq!(code, err::BAD_FRAGMENT);
+    let last = LoadFilterProg { ..fs[fs.len() - 1].clone() };
+    assert_eq!(exp_error(&mut p, &last.to_message()).unwrap().0, err::BAD_FRAGMENT);
+    // Through all of it the switch forwards.
+    assert_eq!(flow(&mut p, fc::ADD, "priority=0,actions=output:3"), None);
+    assert_eq!(ports(&mut p, &udp(53)), [3]);
+}
+
+#[test]
+fn pcap_filter_rules_match_what_libpcap_would() {
+    for (d, c) in configs() {
+        let mut p = pipeline(d, c);
+        let r =
+            flow(&mut p, fc::ADD, r#"priority=5,pcap_filter="udp dst port 53",actions=output:2"#);
+        assert_eq!(r, None);
+        assert_eq!(flow(&mut p, fc::ADD, "priority=1,actions=output:3"), None);
+        for _ in 0..3 {
+            assert_eq!(ports(&mut p, &udp(53)), [2], "{d:?}/{c:?}");
+            assert_eq!(ports(&mut p, &udp(54)), [3], "{d:?}/{c:?}");
+        }
+    }
+}
+
+#[test]
+fn guard_fields_are_part_of_a_rules_identity() {
+    let object = clang("first_n", FIRST_N);
+    let mut p = pipeline(Datapath::Compiled, CacheMode::On);
+    assert_eq!(load(&mut p, 7, &object, 4000), None);
+    assert_eq!(load(&mut p, 8, &object, 4000), None);
+    let count = |p: &Pipeline| p.tables()[0].entries().len();
+    // Same fields and priority, different programs: two rules.
+    assert_eq!(flow(&mut p, fc::ADD, "priority=5,udp,filter_prog=7,actions=output:2"), None);
+    assert_eq!(flow(&mut p, fc::ADD, "priority=5,udp,filter_prog=8,actions=output:3"), None);
+    assert_eq!(flow(&mut p, fc::ADD, "priority=5,udp,actions=output:1"), None);
+    assert_eq!(count(&p), 3);
+    // The same again replaces, it does not add.
+    assert_eq!(flow(&mut p, fc::ADD, "priority=5,udp,filter_prog=8,actions=drop"), None);
+    assert_eq!(count(&p), 3);
+    // Strict delete takes exactly the named guard fields.
+    assert_eq!(flow(&mut p, fc::DELETE_STRICT, "priority=5,udp,filter_prog=7"), None);
+    assert_eq!(count(&p), 2);
+    assert_eq!(flow(&mut p, fc::DELETE_STRICT, "priority=5,udp"), None);
+    assert_eq!(count(&p), 1);
+    // Non-strict delete naming a program takes only rules that name it.
+    assert_eq!(flow(&mut p, fc::ADD, "priority=6,tcp,actions=drop"), None);
+    assert_eq!(flow(&mut p, fc::DELETE, "filter_prog=8"), None);
+    assert_eq!(count(&p), 1);
+    assert_eq!(p.tables()[0].entries()[0].priority, 6);
+}

@@ -86,11 +86,17 @@ impl fmt::Debug for LoadedProg {
 }
 
 impl LoadedProg {
-    /// Loads the first program of ELF `object`, verifies it and makes its
-    /// maps (per-worker arrays with `shards` slabs).
-    pub fn load(id: u32, object: &[u8], shards: usize, serial: u64) -> Result<LoadedProg, Refusal> {
-        let (program, verified) = sluice_bpf::load_and_verify(object, None)
-            .map_err(|e| Refusal::exp(code::PROG_REJECTED, e))?;
+    /// Verifies `program` and makes its maps (per-worker arrays with
+    /// `shards` slabs); the JIT compiles it where it can.
+    fn from_program(
+        id: u32,
+        program: Program,
+        shards: usize,
+        serial: u64,
+    ) -> Result<LoadedProg, Refusal> {
+        let verified = sluice_bpf::verifier::verify(&program).map_err(|e| {
+            Refusal::exp(code::PROG_REJECTED, format!("{}: rejected: {e}", program.name))
+        })?;
         let workers = u32::try_from(shards).unwrap_or(u32::MAX);
         let mut maps = Vec::with_capacity(program.maps.len());
         for def in &program.maps {
@@ -288,7 +294,7 @@ pub struct FilterProgs {
 }
 
 impl FilterProgs {
-    /// Loads `object` as program `id`.
+    /// Loads the first program of ELF `object` as program `id`.
     pub fn load(&mut self, id: u32, object: &[u8], shards: usize) -> Result<(), Refusal> {
         if self.progs.contains_key(&id) {
             return Err(Refusal::exp(
@@ -296,8 +302,27 @@ impl FilterProgs {
                 format!("program {id} is loaded; unload it first"),
             ));
         }
+        // The object's first program (Oko's convention); verified once,
+        // by `insert`.
+        let program = sluice_bpf::elf::load(object)
+            .map_err(|e| Refusal::exp(code::PROG_REJECTED, e.to_string()))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Refusal::exp(code::PROG_REJECTED, "the object holds no program"))?;
+        self.insert(id, program, shards)
+    }
+
+    /// Verifies `program` (from an object, or built in memory for
+    /// benchmarks and tests) and installs it as program `id`.
+    pub fn insert(&mut self, id: u32, program: Program, shards: usize) -> Result<(), Refusal> {
+        if self.progs.contains_key(&id) {
+            return Err(Refusal::exp(
+                code::PROG_EXISTS,
+                format!("program {id} is loaded; unload it first"),
+            ));
+        }
         self.serial += 1;
-        let p = LoadedProg::load(id, object, shards, self.serial)?;
+        let p = LoadedProg::from_program(id, program, shards, self.serial)?;
         self.progs.insert(id, Arc::new(p));
         Ok(())
     }

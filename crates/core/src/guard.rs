@@ -219,26 +219,29 @@ impl Answers {
     }
 
     /// A cache hit's check: re-runs the guards of `recorded` in order, and
-    /// stops at the first whose result differs. True if every result is
-    /// the recorded one; otherwise false, with the results computed in
-    /// `fresh` (to prime the slow path). Guards are looked up by tag in
-    /// `find` (a tag it cannot resolve counts as a difference).
+    /// stops at the first whose result differs. `None` if every result is
+    /// the recorded one; otherwise the results computed (to prime the slow
+    /// path): the recorded ones before the difference, then the new one.
+    /// Guards are looked up by tag in `find` (a tag it cannot resolve
+    /// counts as a difference, with no result for it). The common case
+    /// writes nothing: the chain is built only when a result changed.
     pub fn recheck<'g>(
         recorded: &Chain,
         find: impl Fn(u64) -> Option<&'g dyn Guard>,
         input: &GuardInput<'_>,
-        fresh: &mut Chain,
-    ) -> bool {
-        *fresh = Chain::default();
-        for &(id, want) in recorded.items() {
-            let Some(g) = find(id) else { return false };
-            let got = g.eval(input);
-            fresh.push((id, got));
-            if got != want {
-                return false;
+    ) -> Option<Chain> {
+        for (i, &(id, want)) in recorded.items().iter().enumerate() {
+            let got = find(id).map(|g| g.eval(input));
+            if got != Some(want) {
+                let mut fresh = *recorded;
+                fresh.truncate(i);
+                if let Some(got) = got {
+                    fresh.push((id, got));
+                }
+                return Some(fresh);
             }
         }
-        true
+        None
     }
 }
 
@@ -275,14 +278,9 @@ mod tests {
         assert!(a.ask(7, &g, &input()));
         assert_eq!(a.chain().items(), &[(7, true)]);
         // The recorded chain says true; the guard now says false.
-        let mut fresh = Chain::default();
-        let same = Answers::recheck(
-            a.chain(),
-            |id| (id == 7).then_some(&g as &dyn Guard),
-            &input(),
-            &mut fresh,
-        );
-        assert!(!same);
+        let fresh =
+            Answers::recheck(a.chain(), |id| (id == 7).then_some(&g as &dyn Guard), &input())
+                .expect("a changed result");
         assert_eq!(fresh.items(), &[(7, false)]);
         assert_eq!(g.calls.load(Relaxed), 2);
         // The slow path gets the fresh result without a third call.

@@ -432,20 +432,16 @@ fn recheck_recorded<F: Frontend>(
     pkt: &Pkt,
     at: GuardAt,
 ) -> Option<GuardChain> {
-    let recorded = *cache.guard_chain(id)?;
-    cache.stats.guard_rechecks += 1;
     let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
     let find = |tag: u64| {
         let (table, entry, index) = untag(tag);
         let e = f.table(table)?.entries().get(entry)?;
         e.guards().as_slice().get(index).map(|g| &**g)
     };
-    let mut fresh = GuardChain::default();
-    if Answers::recheck(&recorded, find, &input, &mut fresh) {
-        return None;
-    }
-    cache.stats.guard_changed += 1;
-    Some(fresh)
+    let fresh = Answers::recheck(cache.guard_chain(id)?, find, &input);
+    cache.stats.guard_rechecks += 1;
+    cache.stats.guard_changed += u64::from(fresh.is_some());
+    fresh
 }
 
 /// The slow path of a cache miss: walk the tables recording the lookups,

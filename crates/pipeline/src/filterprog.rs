@@ -15,7 +15,8 @@
 //!   names the id (Oko's model). Loading an id that is loaded is refused
 //!   (`PROG_EXISTS`): unload it first. Unloading an id that a rule still
 //!   names is refused (`PROG_IN_USE`).
-//! - **Runs are serialised per program**: a run holds its program's maps
+//! - **Runs are serialised per program** that has maps (one without
+//!   maps has no state and runs without the lock): a run holds its program's maps
 //!   (a mutex per loaded program) from its first instruction to its
 //!   return, so every run — and therefore every map operation in it — is
 //!   atomic with respect to the other workers' runs and to the
@@ -131,16 +132,30 @@ impl LoadedProg {
     }
 
     /// One run on `input`: the program's return value (0 after a fault).
+    /// A program without maps has no state to guard: it runs in an
+    /// environment of its own on the stack, without the lock (and what
+    /// it prints with `bpf_trace_printk` is dropped).
     pub fn run(&self, input: &GuardInput<'_>) -> u64 {
+        if self.program.maps.is_empty() {
+            let mut env = Env {
+                maps: Vec::new(),
+                clock: Clock::Fixed(input.at.now_ns),
+                trace: Vec::new(),
+                worker: input.at.worker,
+            };
+            return self.run_in(&mut env, input);
+        }
         let mut env = self.env();
         env.clock = Clock::Fixed(input.at.now_ns);
         env.worker = input.at.worker;
+        self.run_in(&mut env, input)
+    }
+
+    fn run_in(&self, env: &mut Env, input: &GuardInput<'_>) -> u64 {
         let i = Input { packet: input.frame, ingress_ifindex: input.in_port, rx_queue_index: 0 };
         match &self.jit {
-            Some(j) => j.run(&mut env, i),
-            None => {
-                interp::run(&self.program.insns, self.program.prog_type, &mut env, i).unwrap_or(0)
-            }
+            Some(j) => j.run(env, i),
+            None => interp::run(&self.program.insns, self.program.prog_type, env, i).unwrap_or(0),
         }
     }
 

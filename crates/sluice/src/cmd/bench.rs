@@ -26,6 +26,12 @@
 //! - `route`: `l3` at 10 and 1k rules with a router's rewrite before the
 //!   output (`set_field` of both MACs, `dec_ttl`): edits that keep the
 //!   frame's layout.
+//! - `oko`, `okoprog` (Oko's synthetic scenario, issue 13): one UDP
+//!   flow through a chain of 1, 2, 5 or 10 tables (the RULES column),
+//!   each with one match-all rule going to the next table; in `okoprog`
+//!   every rule also names filter program 1, which returns 1 in one
+//!   instruction, so each line compares with its `oko` twin: the cost of
+//!   running a filter program per table.
 //! - `twotable`: table 0 routes (101 /8 and 69 /16 prefixes, priority =
 //!   prefix length, `write_actions(output:P),goto_table:1`); table 1 an ACL
 //!   of 500 allowed TCP/UDP destination ports (no instructions: the action
@@ -60,6 +66,7 @@
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use sluice_bpf::Program;
 use sluice_ofp::message::flow_mod_command as fc;
 use sluice_ofp::ofctl::{parse_flow, Usage};
 use sluice_ofp::port::Port;
@@ -76,7 +83,8 @@ pub struct Args {
     pub cases: Option<String>,
     /// Rule counts of the sized families (`l2`, `l3`, `pofmac`, `pofnet`,
     /// `route`) instead of the default ones, comma-separated
-    /// (`1,10,10000`; at most 1M each); other families are unaffected.
+    /// (`1,10,10000`; at most 1M each), and the chain lengths of `oko` and
+    /// `okoprog` (those up to 64); other families are unaffected.
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_size)]
     pub rules: Vec<usize>,
     /// Timed packets per case (`20000`, `500k`, `2M`).
@@ -163,6 +171,9 @@ const OUT_PORTS: [u32; 4] = [2, 3, 4, 5];
 const CHUNK: usize = 1024;
 /// Rule counts of the `l2` and `l3` families.
 const SIZES: [usize; 5] = [10, 100, 1_000, 10_000, 100_000];
+
+/// Table counts of the `oko` and `okoprog` chains.
+const OKO_CHAINS: [usize; 4] = [1, 2, 5, 10];
 /// Conversations in flight at once in the `twotable` trace.
 const ACTIVE_CONVERSATIONS: usize = 4096;
 /// Log-normal parameters of conversation lengths (see module docs).
@@ -298,6 +309,8 @@ struct Workload {
     warm: usize,
     /// Lines for stdout describing the workload (without `# `).
     notes: Vec<String>,
+    /// Filter programs to install before the flows, by id.
+    progs: Vec<(u32, Program)>,
 }
 
 /// `len` packets cycling over `n` frames in a shuffled order.
@@ -317,6 +330,48 @@ fn one_rule(packets: usize) -> Workload {
         seq: vec![(0, OUT_PORTS[0]); warm + packets],
         warm,
         notes: Vec::new(),
+        progs: Vec::new(),
+    }
+}
+
+/// Oko's synthetic scenario: one UDP flow through `tables` tables, each
+/// with one match-all rule that goes to the next table (the last one
+/// outputs); with `prog`, each rule also names filter program 1, which
+/// returns 1 in one instruction (`mov r0, 1; exit`).
+fn oko(tables: usize, prog: bool, packets: usize) -> Workload {
+    let guard = if prog { "filter_prog=1," } else { "" };
+    let flows = (0..tables)
+        .map(|t| {
+            let action = if t + 1 == tables {
+                format!("output:{}", OUT_PORTS[0])
+            } else {
+                format!("goto_table:{}", t + 1)
+            };
+            format!("table={t},priority=1,{guard}actions={action}")
+        })
+        .collect();
+    let progs = if prog {
+        let insns = vec![sluice_bpf::asm::mov64_imm(0, 1), sluice_bpf::asm::exit()];
+        let p = Program {
+            name: "one".into(),
+            prog_type: sluice_bpf::ProgType::Xdp,
+            insns,
+            maps: Vec::new(),
+        };
+        vec![(1, p)]
+    } else {
+        Vec::new()
+    };
+    let warm = packets.min(1024);
+    Workload {
+        family: if prog { "okoprog" } else { "oko" },
+        rules: tables,
+        flows,
+        frames: vec![Headers::udp(0x0a00_0001).frame()],
+        seq: vec![(0, OUT_PORTS[0]); warm + packets],
+        warm,
+        notes: Vec::new(),
+        progs,
     }
 }
 
@@ -343,6 +398,7 @@ fn l2(n: usize, packets: usize, rng: &mut Rng) -> Workload {
         seq: cycle(rng, n, warm + packets, port_of),
         warm,
         notes: Vec::new(),
+        progs: Vec::new(),
     }
 }
 
@@ -406,6 +462,7 @@ fn l3_with(n: usize, packets: usize, rng: &mut Rng, family: &'static str, edits:
         seq: cycle(rng, n, warm + packets, port_of),
         warm,
         notes: Vec::new(),
+        progs: Vec::new(),
     }
 }
 
@@ -559,7 +616,16 @@ fn twotable(packets: usize, rng: &mut Rng) -> Workload {
         ACTIVE_CONVERSATIONS,
         100.0 * fwd as f64 / packets.max(1) as f64,
     )];
-    Workload { family: "twotable", rules: flows.len(), flows, frames, seq, warm, notes }
+    Workload {
+        family: "twotable",
+        rules: flows.len(),
+        flows,
+        frames,
+        seq,
+        warm,
+        notes,
+        progs: vec![],
+    }
 }
 
 /// Counts what the pipeline transmits and checks each output against the
@@ -669,7 +735,14 @@ fn build_pipeline(w: &Workload, datapath: Datapath, cache: CacheMode) -> Result<
     // (`build_pipeline` waits for it before the timed run).
     let jit = JitOptions { background: true, ..JitOptions::default() };
     let compiler = Some(sluice_datapath::compiler());
-    let mut p = Pipeline::new(Config { datapath, cache, jit, compiler, ..Config::default() });
+    let cfg = Config { datapath, cache, jit, compiler, ..Config::default() };
+    let shards = cfg.shards();
+    let mut p = Pipeline::new(cfg);
+    for (id, prog) in &w.progs {
+        p.filters
+            .insert(*id, prog.clone(), shards)
+            .map_err(|e| anyhow::anyhow!("bench program {id}: {e}"))?;
+    }
     for n in std::iter::once(IN_PORT).chain(OUT_PORTS) {
         let mac = [0x02, 0, 0, 0, 0xaa, n as u8];
         p.ports_mut()
@@ -801,6 +874,17 @@ fn families(rules: &[usize]) -> Vec<(&'static str, usize)> {
     }
     v.extend(route.iter().map(|&n| ("route", n)));
     v.push(("twotable", 0));
+    // Oko's chains: 1 to 10 tables (or the `--rules` counts up to 64),
+    // without and with a program per rule.
+    let chains: Vec<usize> = if rules.is_empty() {
+        OKO_CHAINS.to_vec()
+    } else {
+        sizes.iter().copied().filter(|&n| n <= 64).collect()
+    };
+    for n in chains {
+        v.push(("oko", n));
+        v.push(("okoprog", n));
+    }
     v
 }
 
@@ -844,6 +928,7 @@ pub fn run(a: Args) -> Result<()> {
     if plan.is_empty() {
         bail!(
             "no case matches --cases `{}` (cases: 1rule, l2, l3, pofmac, pofnet, route, twotable, \
+             oko, okoprog, \
              each as NAME/on, \
              NAME/megaflow, NAME/off)",
             a.cases.as_deref().unwrap_or_default()
@@ -878,6 +963,8 @@ pub fn run(a: Args) -> Result<()> {
             "route" => route(size, packets, &mut rng),
             "pofmac" => pofmac(size, packets, &mut rng),
             "pofnet" => pofnet(size, packets, &mut rng),
+            "oko" => oko(size, false, packets),
+            "okoprog" => oko(size, true, packets),
             _ => twotable(packets, &mut rng),
         };
         check_indices(&w)?;

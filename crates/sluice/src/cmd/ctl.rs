@@ -4,7 +4,9 @@
 //! # What
 //! The everyday client: add, modify and delete flows, groups and meters;
 //! dump flows, groups, meters, ports, tables and their statistics; send a
-//! packet out; watch asynchronous messages. Flows, groups, meters and
+//! packet out; watch asynchronous messages; load and unload sluice's
+//! eBPF filter programs and read and write their maps ([`filterprog`],
+//! sluice's experimenter extension). Flows, groups, meters and
 //! actions are written in ovs-ofctl's syntax ([`sluice_ofp::ofctl`]) and
 //! replies are printed in ovs-ofctl's format ([`sluice_ofp::print`]), so
 //! `sluice ctl tcp:127.0.0.1:6653 dump-flows` reads like
@@ -26,6 +28,9 @@
 //! 5. An `OFPT_ERROR` answer is printed (type and code names, then the
 //!    switch's copy of the offending request) and the command exits
 //!    non-zero. With a file, each rejected line is named by `FILE:LINE`.
+//!    sluice's own experimenter errors (filter programs) are printed as
+//!    their name and the switch's text, e.g. `SLICFPC_PROG_REJECTED: xdp:
+//!    rejected: insn 1: ...`.
 //! 6. Connection problems name the target.
 //! 7. Echo requests from the switch are answered at once (also during a
 //!    long `monitor` or barrier wait) and are not printed.
@@ -41,6 +46,7 @@
 //! every other command it is a deadline whose expiry is an error.
 
 mod conn;
+mod filterprog;
 mod input;
 
 use anyhow::{anyhow, bail, Result};
@@ -97,7 +103,17 @@ Commands (FLOW, GROUP, METER and ACTIONS in ovs-ofctl syntax):
                                --count N messages or --timeout SECS; MISS_LEN
                                sets miss_send_len first (Open vSwitch sends
                                nothing to a ptcp: connection until it is set)
-  barrier                      send a barrier and wait for its reply";
+  barrier                      send a barrier and wait for its reply
+Filter programs (sluice's experimenter extension; ID is 1..4294967294):
+  load-filter-prog ID FILE     load the eBPF ELF object FILE as program ID
+  unload-filter-prog ID        unload program ID (refused while a flow names it)
+  update-map ID MAP KEY_HEX VALUE_HEX [KEY_HEX VALUE_HEX...]
+                               insert or replace entries of map MAP
+  update-map --delete ID MAP KEY_HEX [KEY_HEX...]
+                               delete entries of map MAP
+  dump-map ID MAP              print map MAP, one `key=HEX value=HEX` per entry
+Flows run a program with the match field filter_prog=ID, or a pcap-filter
+expression with pcap_filter=\"EXPR\".";
 
 /// Arguments of `sluice ctl`.
 #[derive(clap::Args)]
@@ -112,6 +128,9 @@ pub struct Args {
     /// mod-flows / del-flows: match exactly (including priority).
     #[arg(long)]
     pub strict: bool,
+    /// update-map: delete the given keys instead of writing entries.
+    #[arg(long)]
+    pub delete: bool,
     /// OpenFlow version(s), as ovs-ofctl's -O; only OpenFlow13 is spoken.
     #[arg(short = 'O', long = "protocols", value_name = "VERSION")]
     pub protocols: Option<String>,
@@ -153,6 +172,19 @@ enum Plan {
         miss_len: Option<u16>,
     },
     Barrier,
+    /// A filter program's fragments, then one barrier; the first refused
+    /// fragment is the answer.
+    LoadFilterProg {
+        items: Vec<Item>,
+    },
+    DumpMap(sluice_ofp::filterprog::DumpMapRequest),
+}
+
+/// Command-line switches that change what a command sends.
+#[derive(Clone, Copy, Debug, Default)]
+struct Flags {
+    strict: bool,
+    delete: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -172,7 +204,8 @@ pub fn run(args: Args) -> Result<()> {
         Some(s) if (0.0..1e9).contains(&s) => Some(Instant::now() + Duration::from_secs_f64(s)),
         Some(s) => bail!("--timeout {s}: expected a number of seconds"),
     };
-    let plan = plan(command, &args.args, args.strict)?;
+    let flags = Flags { strict: args.strict, delete: args.delete };
+    let plan = plan(command, &args.args, flags)?;
     let mut conn = Conn::connect(&target, deadline)?;
     execute(&mut conn, plan, deadline, args.count)
 }
@@ -214,7 +247,11 @@ fn flow_request(cmd: &str, args: &[String]) -> Result<FlowStatsRequest> {
     })
 }
 
-fn plan(cmd: &str, args: &[String], strict: bool) -> Result<Plan> {
+fn plan(cmd: &str, args: &[String], flags: Flags) -> Result<Plan> {
+    if flags.delete && cmd != "update-map" {
+        bail!("{cmd}: --delete applies only to update-map");
+    }
+    let strict = flags.strict;
     let dump = |body: Req, what: &'static str| Plan::Dump { body, what, only_group: None };
     Ok(match cmd {
         "show" => {
@@ -365,6 +402,15 @@ fn plan(cmd: &str, args: &[String], strict: bool) -> Result<Plan> {
             at_most(cmd, args, 0)?;
             Plan::Barrier
         }
+        "load-filter-prog" => Plan::LoadFilterProg { items: filterprog::load(cmd, args)? },
+        "unload-filter-prog" => {
+            Plan::Mods { what: "unload-filter-prog", items: filterprog::unload(cmd, args)? }
+        }
+        "update-map" => Plan::Mods {
+            what: "update-map",
+            items: filterprog::update_map(cmd, args, flags.delete)?,
+        },
+        "dump-map" => Plan::DumpMap(filterprog::dump_map_request(cmd, args)?),
         other => bail!("unknown command `{other}`; see `sluice ctl --help`"),
     })
 }
@@ -545,6 +591,8 @@ fn execute(
             let r = conn.transact(&Message::BarrierRequest, "the barrier")?;
             emit(&r.print())?;
         }
+        Plan::LoadFilterProg { items } => filterprog::load_exec(conn, &items)?,
+        Plan::DumpMap(req) => filterprog::dump_exec(conn, &req)?,
     }
     Ok(())
 }
@@ -563,6 +611,10 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn plan(cmd: &str, args: &[String], strict: bool) -> Result<Plan> {
+        super::plan(cmd, args, Flags { strict, delete: false })
     }
 
     #[test]
@@ -615,5 +667,32 @@ mod tests {
         assert!(plan("dump-flows", &s(&["actions=drop"]), false).is_err());
         assert!(plan("frobnicate", &[], false).is_err());
         assert!(plan("show", &s(&["x"]), false).is_err());
+    }
+
+    #[test]
+    fn filter_program_commands_plan_before_connecting() {
+        let delete = Flags { strict: false, delete: true };
+        let Plan::Mods { items, .. } =
+            super::plan("update-map", &s(&["7", "m", "00000001"]), delete).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(items.len(), 1);
+        assert!(matches!(
+            plan("update-map", &s(&["7", "m", "00000001", "05"]), false).unwrap(),
+            Plan::Mods { what: "update-map", .. }
+        ));
+        assert!(matches!(
+            plan("unload-filter-prog", &s(&["7"]), false).unwrap(),
+            Plan::Mods { what: "unload-filter-prog", .. }
+        ));
+        let Plan::DumpMap(r) = plan("dump-map", &s(&["7", "budget"]), false).unwrap() else {
+            panic!()
+        };
+        assert_eq!((r.prog_id, r.map.as_str()), (7, "budget"));
+        let e = super::plan("dump-flows", &[], delete).err().unwrap().to_string();
+        assert_eq!(e, "dump-flows: --delete applies only to update-map");
+        let e = plan("unload-filter-prog", &s(&["0"]), false).err().unwrap().to_string();
+        assert!(e.contains("`0` is reserved"), "{e}");
     }
 }

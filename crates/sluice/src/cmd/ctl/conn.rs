@@ -30,7 +30,8 @@
 //! socket down, which ends the reader.
 
 use anyhow::{anyhow, bail, Result};
-use sluice_ofp::consts::OFP_VERSION;
+use sluice_ofp::consts::{OFP_VERSION, SLUICE_EXPERIMENTER_ID};
+use sluice_ofp::filterprog;
 use sluice_ofp::message::{frame, ErrorMsg, Header, Hello, Message};
 use sluice_ofp::multipart::{
     Limits, MultipartReply, MultipartRequest, MultipartRequestBody, Reassembler,
@@ -201,8 +202,12 @@ impl Received {
 }
 
 /// `OFPET_* OFPxxx_*` names of an error, e.g.
-/// `OFPET_BAD_INSTRUCTION OFPBIC_BAD_TABLE_ID`.
+/// `OFPET_BAD_INSTRUCTION OFPBIC_BAD_TABLE_ID`; one of sluice's own
+/// experimenter errors by its `SLICFPC_*` name and its text.
 pub fn error_names(e: &ErrorMsg) -> String {
+    if let Some(s) = sluice_error(e) {
+        return s;
+    }
     match e {
         ErrorMsg::Standard { code, .. } => match code.names() {
             Some((ty, Some(c))) => format!("{ty} {c}"),
@@ -215,6 +220,18 @@ pub fn error_names(e: &ErrorMsg) -> String {
     }
 }
 
+/// `SLICFPC_NAME: text` for one of sluice's experimenter errors (filter
+/// programs, `docs/EXPERIMENTER.md`) of a known code; `None` for any other.
+pub fn sluice_error(e: &ErrorMsg) -> Option<String> {
+    let ErrorMsg::Experimenter { exp_type, experimenter, data } = e else { return None };
+    if *experimenter != SLUICE_EXPERIMENTER_ID {
+        return None;
+    }
+    let name = filterprog::err_name(*exp_type)?;
+    let (text, _request) = filterprog::error_text(data);
+    Some(format!("{name}: {text}"))
+}
+
 /// The switch answered a request with `OFPT_ERROR`.
 #[derive(Debug)]
 pub struct SwitchError {
@@ -224,7 +241,13 @@ pub struct SwitchError {
 }
 
 impl fmt::Display for SwitchError {
+    /// The context, the error's names and the switch's copy of the
+    /// request; for sluice's own errors the name and the switch's text
+    /// say it all (the echoed request is a fragment of bytes), so one line.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = self.reply.error().and_then(sluice_error) {
+            return write!(f, "{}: {line}", self.context);
+        }
         let names = self.reply.error().map(error_names).unwrap_or_default();
         write!(f, "{}: {names}\n{}", self.context, self.reply.print())
     }
@@ -594,5 +617,17 @@ mod tests {
         assert_eq!(error_names(&e), "OFPET_BAD_REQUEST code=99");
         let e = ErrorMsg::Standard { code: ErrorCode::new(77, 1), data: vec![] };
         assert_eq!(error_names(&e), "type=77 code=1");
+        let Message::Error(e) =
+            filterprog::error_msg(filterprog::err::PROG_IN_USE, "program 7 is named", &[4, 4])
+        else {
+            panic!()
+        };
+        assert_eq!(error_names(&e), "SLICFPC_PROG_IN_USE: program 7 is named");
+        let e = ErrorMsg::Experimenter {
+            exp_type: 999,
+            experimenter: SLUICE_EXPERIMENTER_ID,
+            data: vec![],
+        };
+        assert_eq!(error_names(&e), "OFPET_EXPERIMENTER experimenter=0x534c4943 exp_type=999");
     }
 }

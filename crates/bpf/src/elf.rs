@@ -99,7 +99,18 @@ pub fn load(data: &[u8]) -> Result<Vec<Program>, LoadError> {
                 file.section_by_name(".BTF").and_then(|s| s.data().ok()).ok_or_else(|| {
                     LoadError("BTF-defined maps (.maps) need .BTF: build with -g".into())
                 })?;
+            // In an object file (before libbpf's fix-up) the DATASEC
+            // offsets are all 0: each map's place in `.maps` is its
+            // symbol's address, which relocations name.
+            let placed: HashMap<String, u64> = file
+                .symbols()
+                .filter(|s| {
+                    s.section_index() == Some(sec.index()) && s.kind() != SymbolKind::Section
+                })
+                .filter_map(|s| Some((s.name().ok()?.to_string(), s.address())))
+                .collect();
             for (off, def) in btf_maps(btf)? {
+                let off = placed.get(&def.name).copied().unwrap_or(off);
                 push_map(&mut maps, &mut map_at, (sec.index().0, off), def)?;
             }
         }

@@ -223,6 +223,51 @@ int sock(struct __sk_buff *skb) {
     assert_eq!(kp.test_run(&frame).unwrap(), 1);
 }
 
+/// Two BTF-defined maps: in the object every DATASEC offset is 0, so each
+/// map's place is its symbol's (a relocation to the second map must name
+/// the second map, not the first).
+#[test]
+fn loader_places_several_btf_maps_by_symbol() {
+    let src = r#"
+#include "sluice_bpf.h"
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} first SEC(".maps");
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} second SEC(".maps");
+SEC("xdp")
+int two(struct xdp_md *ctx)
+{
+	__u32 k = 0;
+	__u64 *a = bpf_map_lookup_elem(&first, &k);
+	__u32 *b = bpf_map_lookup_elem(&second, &k);
+	if (a)
+		*a += 5;
+	if (b)
+		*b += 7;
+	return 1;
+}
+"#;
+    let obj = compile_src("twomaps", src, &["-g"]).unwrap();
+    let progs = elf::load(&obj).unwrap();
+    let p = &progs[0];
+    let names: Vec<&str> = p.maps.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["first", "second"]);
+    verifier::verify(p).unwrap();
+    let mut env = env_for(p);
+    let frame = corpus::tcp_trace()[0].clone();
+    assert_eq!(interp::run(&p.insns, p.prog_type, &mut env, Input::packet(&frame)).unwrap(), 1);
+    assert_eq!(env.maps[0].entries(), [(vec![0; 4], 5u64.to_le_bytes().to_vec())]);
+    assert_eq!(env.maps[1].entries(), [(vec![0; 4], 7u32.to_le_bytes().to_vec())]);
+}
+
 #[test]
 fn loader_refuses_global_data_and_btf_maps_without_debug_info() {
     let src = r#"

@@ -67,6 +67,16 @@ pub trait Guard: Send + Sync + Debug {
     /// Whether the rule may match this packet. May change the guard's own
     /// state (maps); must not panic.
     fn eval(&self, input: &GuardInput<'_>) -> bool;
+    /// How a trace names the guard (the front end's syntax for it).
+    fn describe(&self) -> String {
+        format!("guard {:#x}", self.id())
+    }
+    /// [`Guard::eval`] for a trace: the result and, one line each, what
+    /// the run changed in the guard's state (none by default). Slower
+    /// than `eval`; only traces call it.
+    fn eval_traced(&self, input: &GuardInput<'_>) -> (bool, Vec<String>) {
+        (self.eval(input), Vec::new())
+    }
 }
 
 /// The guards of one rule, in evaluation order (shared by the rule's
@@ -184,6 +194,10 @@ impl Answers {
     /// caller's choice: the OpenFlow front end uses table, entry position
     /// and index, stable within a flow generation).
     pub fn ask(&mut self, tag: u64, g: &dyn Guard, input: &GuardInput<'_>) -> bool {
+        self.ask_with(tag, g, |g| g.eval(input))
+    }
+
+    fn ask_with(&mut self, tag: u64, g: &dyn Guard, eval: impl FnOnce(&dyn Guard) -> bool) -> bool {
         let id = tag;
         let r = match self.primed.items().get(self.next) {
             Some(&(pid, r)) if pid == id => {
@@ -195,7 +209,7 @@ impl Answers {
                 // mean the slow path offered candidates in another order;
                 // stop replaying rather than hand out a wrong result.
                 self.next = usize::MAX;
-                g.eval(input)
+                eval(g)
             }
         };
         self.seen.push((id, r));
@@ -210,7 +224,18 @@ impl Answers {
         tag: impl Fn(usize) -> u64,
         input: &GuardInput<'_>,
     ) -> bool {
-        guards.iter().enumerate().all(|(i, g)| self.ask(tag(i), &**g, input))
+        self.all_with(guards, tag, |g| g.eval(input))
+    }
+
+    /// [`Answers::all`] with `eval` running a guard whose result is not
+    /// primed (a trace's, to see each run).
+    pub fn all_with(
+        &mut self,
+        guards: &[Arc<dyn Guard>],
+        tag: impl Fn(usize) -> u64,
+        mut eval: impl FnMut(&dyn Guard) -> bool,
+    ) -> bool {
+        guards.iter().enumerate().all(|(i, g)| self.ask_with(tag(i), &**g, &mut eval))
     }
 
     /// What this packet's guards returned so far, in order.

@@ -226,6 +226,16 @@ pub enum TraceEvent {
         table: u8,
     },
     Drop(&'static str),
+    /// A guard of the candidate entry with `priority` in `table` ran: its
+    /// description, result, and what it changed (filter-program map
+    /// writes, one line each).
+    Guard {
+        table: u8,
+        priority: u16,
+        guard: String,
+        result: bool,
+        changes: Vec<String>,
+    },
 }
 
 /// One forwarding thread's private state (`sluice_core::walk::Worker`):
@@ -244,6 +254,11 @@ pub struct OfWorker {
 }
 
 impl OfWorker {
+    /// Whether a trace is being recorded.
+    pub(crate) fn tracing(&self) -> bool {
+        self.trace.is_some()
+    }
+
     /// Record a trace event; `e` is only built when tracing.
     #[inline]
     pub(crate) fn note(&mut self, e: impl FnOnce() -> TraceEvent) {

@@ -276,6 +276,48 @@ impl Guard for ProgGuard {
     fn eval(&self, input: &GuardInput<'_>) -> bool {
         self.0.run(input) != 0
     }
+    fn describe(&self) -> String {
+        format!("filter_prog={} ({})", self.0.id, self.0.name)
+    }
+    /// The run with its return value and every map entry it added,
+    /// changed or removed (maps compared before and after, under the
+    /// program's lock, so no other run's writes are mixed in).
+    fn eval_traced(&self, input: &GuardInput<'_>) -> (bool, Vec<String>) {
+        let p = &self.0;
+        let mut env = p.env();
+        let before: Vec<_> = env.maps.iter().map(|m| m.entries()).collect();
+        env.clock = Clock::Fixed(input.at.now_ns);
+        env.worker = input.at.worker;
+        let r = p.run_in(&mut env, input);
+        let mut changes = vec![format!("returned {r}")];
+        for (m, old) in env.maps.iter().zip(before) {
+            let old: BTreeMap<_, _> = old.into_iter().collect();
+            let new: BTreeMap<_, _> = m.entries().into_iter().collect();
+            let name = &m.def.name;
+            for (k, v) in &new {
+                match old.get(k) {
+                    None => {
+                        changes.push(format!("map {name}: add key={} value={}", hex(k), hex(v)))
+                    }
+                    Some(o) if o != v => changes.push(format!(
+                        "map {name}: key={} value={} -> {}",
+                        hex(k),
+                        hex(o),
+                        hex(v)
+                    )),
+                    Some(_) => {}
+                }
+            }
+            for k in old.keys().filter(|k| !new.contains_key(*k)) {
+                changes.push(format!("map {name}: delete key={}", hex(k)));
+            }
+        }
+        (r != 0, changes)
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// A rule's `pcap_filter` guard.
@@ -297,6 +339,9 @@ impl Guard for PcapGuard {
     }
     fn eval(&self, input: &GuardInput<'_>) -> bool {
         self.filter.matches(input.frame)
+    }
+    fn describe(&self) -> String {
+        format!("pcap_filter={:?}", self.expr)
     }
 }
 

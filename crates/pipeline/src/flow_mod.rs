@@ -317,6 +317,13 @@ impl Pipeline {
         self.flow_mod_full(fm, GuardSet::default()).map_err(|r| r.error_code())
     }
 
+    /// [`Pipeline::flow_mod`] keeping a refusal's text (sluice's
+    /// experimenter errors say what was wrong: an unknown program, where
+    /// a pcap-filter expression went wrong).
+    pub fn flow_mod_explained(&mut self, fm: &FlowMod) -> std::result::Result<(), Refusal> {
+        self.flow_mod_full(fm, GuardSet::default())
+    }
+
     /// [`Pipeline::flow_mod`] for a rule that carries guards besides those
     /// its match names (predicates run after its match; see
     /// `sluice_core::guard` and the guard semantics in ARCHITECTURE.md).

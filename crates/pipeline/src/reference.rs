@@ -160,8 +160,27 @@ impl Pipeline {
                 let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
                 let entries = t.entries();
                 let mut unused_wc = FlowMask::ZERO;
+                let ext = &mut w.ext;
                 t.lookup_guarded(&pkt.key, &mut unused_wc, false, &mut |i| match entries.get(i) {
-                    Some(e) => answers.all(e.guards.as_slice(), |g| tag(table, i, g), &input),
+                    Some(e) => answers.all_with(
+                        e.guards.as_slice(),
+                        |g| tag(table, i, g),
+                        |g| {
+                            if !ext.tracing() {
+                                return g.eval(&input);
+                            }
+                            let (result, changes) = g.eval_traced(&input);
+                            let (priority, guard) = (e.priority, g.describe());
+                            ext.note(|| TraceEvent::Guard {
+                                table,
+                                priority,
+                                guard,
+                                result,
+                                changes,
+                            });
+                            result
+                        },
+                    ),
                     None => false,
                 })
             } else {

@@ -17,7 +17,7 @@ use sluice_ofp::ofctl::{parse_flow, parse_group, parse_meter, TextError, Usage};
 use sluice_ofp::port::Port;
 use sluice_pipeline::{Config, Pipeline};
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn lines(path: &Path) -> Result<Vec<(usize, String)>> {
     let text =
@@ -61,6 +61,27 @@ pub struct Files<'a> {
     pub meters: Option<&'a Path>,
     /// Ports to create besides those the files reference.
     pub extra_ports: Vec<u32>,
+    /// eBPF objects to load as filter programs before the flows.
+    pub filter_progs: &'a [(u32, PathBuf)],
+}
+
+/// Parse `ID=FILE.o` (`--filter-prog`): a program id (decimal or `0x`
+/// hex, 1 to 0xfffffffe) and an object file.
+pub fn parse_filter_prog(s: &str) -> Result<(u32, PathBuf)> {
+    let (id, file) = s.split_once('=').context("want ID=FILE.o")?;
+    let id = id.trim();
+    let n = match id.strip_prefix("0x") {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => id.parse(),
+    }
+    .with_context(|| format!("program id `{id}` is not a number"))?;
+    if !sluice_ofp::filterprog::prog_id_valid(n) {
+        bail!("program id `{id}` is reserved (ids are 1 to 0xfffffffe)");
+    }
+    if file.is_empty() {
+        bail!("no object file after `{id}=`");
+    }
+    Ok((n, PathBuf::from(file)))
 }
 
 /// Parse a port list: comma-separated OpenFlow port numbers, `LOCAL`
@@ -146,7 +167,16 @@ pub fn load(files: &Files<'_>) -> Result<Pipeline> {
         }
     }
     ports.insert(port_no::LOCAL);
-    let mut p = Pipeline::new(Config::default());
+    let cfg = Config::default();
+    let shards = cfg.shards();
+    let mut p = Pipeline::new(cfg);
+    for (id, path) in files.filter_progs {
+        let object =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        p.filters
+            .load(*id, &object, shards)
+            .map_err(|e| anyhow::anyhow!("--filter-prog {id}={}: {e}", path.display()))?;
+    }
     for &n in &ports {
         let mac = [0x02, 0, 0, 0, (n >> 8) as u8, n as u8];
         let name = if n == port_no::LOCAL { "LOCAL".to_string() } else { format!("port{n}") };
@@ -176,7 +206,7 @@ pub fn load(files: &Files<'_>) -> Result<Pipeline> {
         pending = rest;
     }
     for (path, n, f) in &flows {
-        if let Err(e) = p.flow_mod(f) {
+        if let Err(e) = p.flow_mod_explained(f) {
             bail!("{}:{}: flow rejected: {}", path.display(), n, e);
         }
     }

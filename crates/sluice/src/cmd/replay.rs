@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long, required_unless_present = "pfmatch", conflicts_with = "pfmatch")]
     pub flows: Option<PathBuf>,
     /// A pfmatch program (file or text) used as the forwarding table.
-    #[arg(long, conflicts_with_all = ["groups", "meters", "down", "down_at"])]
+    #[arg(long, conflicts_with_all = ["groups", "meters", "down", "down_at", "filter_prog"])]
     pub pfmatch: Option<String>,
     /// Group file (ovs-ofctl add-groups syntax).
     #[arg(long)]
@@ -59,6 +59,10 @@ pub struct Args {
     /// `INDEX:PORT`, repeatable (a fast-failover scenario).
     #[arg(long = "down-at", value_parser = parse_down_at)]
     pub down_at: Vec<(usize, u32)>,
+    /// Load an eBPF object as filter program ID before the flows
+    /// (`ID=FILE.o`, repeatable): flows name it with `filter_prog=ID`.
+    #[arg(long = "filter-prog", value_name = "ID=FILE.o", value_parser = flowfile::parse_filter_prog)]
+    pub filter_prog: Vec<(u32, std::path::PathBuf)>,
 }
 
 fn parse_down_at(s: &str) -> Result<(usize, u32)> {
@@ -81,6 +85,7 @@ pub fn run(a: Args) -> Result<()> {
         groups: a.groups.as_deref(),
         meters: a.meters.as_deref(),
         extra_ports: a.ports.iter().flatten().copied().chain([a.in_port]).collect(),
+        filter_progs: &a.filter_prog,
     })?;
     flowfile::set_down(&mut p, &a.down.concat())?;
     let file = std::fs::File::open(&a.pcap)

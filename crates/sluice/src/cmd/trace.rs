@@ -45,6 +45,10 @@ pub struct Args {
     /// Ports whose link is down, e.g. `2,3`.
     #[arg(long, value_parser = flowfile::parse_port_list)]
     pub down: Vec<Vec<u32>>,
+    /// Load an eBPF object as filter program ID before the flows
+    /// (`ID=FILE.o`, repeatable): flows name it with `filter_prog=ID`.
+    #[arg(long = "filter-prog", value_name = "ID=FILE.o", value_parser = flowfile::parse_filter_prog)]
+    pub filter_prog: Vec<(u32, std::path::PathBuf)>,
 }
 
 fn packet(a: &Args) -> Result<Vec<u8>> {
@@ -74,6 +78,7 @@ pub fn run(a: Args) -> Result<()> {
         groups: a.groups.as_deref(),
         meters: a.meters.as_deref(),
         extra_ports: a.ports.iter().flatten().copied().chain([a.in_port]).collect(),
+        filter_progs: &a.filter_prog,
     })?;
     flowfile::set_down(&mut p, &a.down.concat())?;
     let frame = packet(&a)?;
@@ -116,6 +121,13 @@ pub fn run(a: Args) -> Result<()> {
                 println!("    -> controller (reason={r}, table_id={table})");
             }
             TraceEvent::Drop(why) => println!("    drop: {why}"),
+            TraceEvent::Guard { table, priority, guard, result, changes } => {
+                let verdict = if *result { "match" } else { "no match" };
+                println!("table {table}: priority={priority} {guard}: {verdict}");
+                for c in changes {
+                    println!("    {c}");
+                }
+            }
         }
     }
     let mut final_out: Vec<String> = outputs.iter().map(|&p| port(p)).collect();

@@ -150,27 +150,12 @@ fn update(p: &mut Pipeline, id: u32, map: &str, entries: &[(u32, u64)]) -> Optio
 
 /// Map `map` of program `id` as (key, value) little-endian u32 → u64.
 fn dump(p: &mut Pipeline, id: u32, map: &str) -> Vec<(u32, u64)> {
-    let req = DumpMapRequest { prog_id: id, map: map.into() };
-    let msg = Message::MultipartRequest(MultipartRequest {
-        flags: 0,
-        body: MultipartRequestBody::Experimenter(req.to_multipart()),
-    });
-    let mut out = Vec::new();
-    for o in handle(p, &msg) {
-        let Message::MultipartReply(r) = &o.msg else { panic!("not a reply: {:?}", o.msg) };
-        let sluice_ofp::multipart::MultipartReplyBody::Experimenter(e) = &r.body else {
-            panic!("not an experimenter reply: {r:?}")
-        };
-        for rep in DumpMapReply::from_multipart(e).unwrap().unwrap() {
-            for (k, v) in rep.map.entries {
-                out.push((
-                    u32::from_le_bytes(k.try_into().unwrap()),
-                    u64::from_le_bytes(v.try_into().unwrap()),
-                ));
-            }
-        }
-    }
-    out
+    dump_raw(p, id, map)
+        .into_iter()
+        .map(|(k, v)| {
+            (u32::from_le_bytes(k.try_into().unwrap()), u64::from_le_bytes(v.try_into().unwrap()))
+        })
+        .collect()
 }
 
 /// A flow-mod in ovs-ofctl text through `handle`: the experimenter error,

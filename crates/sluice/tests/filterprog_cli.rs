@@ -142,94 +142,63 @@ fn trace_shows_the_program_run_and_its_map_writes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Writes `frames` as a capture, a millisecond apart.
+fn write_pcap(path: &Path, frames: &[&[u8]]) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = PcapWriter::with_header(file, PcapHeader::default()).unwrap();
+    for (i, f) in frames.iter().enumerate() {
+        let ts = Duration::from_millis(i as u64);
+        w.write_packet(&PcapPacket::new(ts, f.len() as u32, f)).unwrap();
+    }
+}
+
+/// `sluice replay` of `pcap` on `in_port` through `flows` with the
+/// firewall as program 1; what went out of `port`.
+fn replay(dir: &Path, flows: &str, pcap: &Path, in_port: &str, port: u32) -> Vec<Vec<u8>> {
+    let (f, out) = (dir.join("flows.txt"), dir.join("out"));
+    std::fs::write(&f, flows).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    let prog = format!("1={}", dir.join("fw.o").display());
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let o = sluice(&[
+        "replay",
+        "--flows",
+        &path(&f),
+        "--pcap",
+        &path(pcap),
+        "--in-port",
+        in_port,
+        "--out-dir",
+        &path(&out),
+        "--filter-prog",
+        &prog,
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let file = out.join(format!("port-{port}.pcap"));
+    if file.exists() {
+        frames_in(&file)
+    } else {
+        Vec::new()
+    }
+}
+
 #[test]
 fn replay_keeps_program_state_from_packet_to_packet() {
     let dir = temp_dir("replay");
-    let fw = firewall(&dir);
-    let flows = dir.join("flows.txt");
-    std::fs::write(&flows, FLOWS).unwrap();
-    // Outside's reply before the connection exists (dropped), inside's
-    // SYN, then the same reply (passes) and inside's ACK (passes).
+    firewall(&dir);
     let reply = tcp(OUTSIDE, INSIDE, 80, 1234, 0x12);
-    let frames = [
-        reply.clone(),
-        tcp(INSIDE, OUTSIDE, 1234, 80, 0x02),
-        reply,
-        tcp(INSIDE, OUTSIDE, 1234, 80, 0x10),
-    ];
-    // One capture per ingress port: replay takes one --in-port.
-    let write = |name: &str, which: &[usize]| {
-        let path = dir.join(name);
-        let mut w =
-            PcapWriter::with_header(std::fs::File::create(&path).unwrap(), PcapHeader::default())
-                .unwrap();
-        for &i in which {
-            let ts = Duration::from_millis(i as u64);
-            w.write_packet(&PcapPacket::new(ts, frames[i].len() as u32, &frames[i])).unwrap();
-        }
-        path
-    };
-    let from_outside = write("outside.pcap", &[0, 2]);
-    let prog = format!("1={}", fw.display());
-    let f = flows.to_str().unwrap();
-    // Outside only: the firewall has seen no SYN, both replies drop.
-    let out1 = dir.join("out1");
-    let o = sluice(&[
-        "replay",
-        "--flows",
-        f,
-        "--pcap",
-        from_outside.to_str().unwrap(),
-        "--in-port",
-        "2",
-        "--out-dir",
-        out1.to_str().unwrap(),
-        "--filter-prog",
-        &prog,
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        !out1.join("port-1.pcap").exists() || count(&out1.join("port-1.pcap")) == 0,
-        "{}",
-        text(&o)
-    );
-    // One capture, all four frames in order on port 1, through a flow
-    // set without in_port: the SYN's state lets the later reply through
-    // (the replay's packets share the program and its maps).
+    let (syn, ack) = (tcp(INSIDE, OUTSIDE, 1234, 80, 0x02), tcp(INSIDE, OUTSIDE, 1234, 80, 0x10));
+    // Outside's replies alone: the firewall has seen no SYN, both drop.
+    let outside = dir.join("outside.pcap");
+    write_pcap(&outside, &[&reply, &reply]);
+    assert!(replay(&dir, FLOWS, &outside, "2", 1).is_empty());
+    // A reply before the connection exists (dropped), inside's SYN, the
+    // same reply (passes: the SYN's state is kept) and inside's ACK, all
+    // in one capture through a flow set without in_port.
     let both = dir.join("both.pcap");
-    {
-        let mut w =
-            PcapWriter::with_header(std::fs::File::create(&both).unwrap(), PcapHeader::default())
-                .unwrap();
-        for (i, f) in frames.iter().enumerate() {
-            w.write_packet(&PcapPacket::new(Duration::from_millis(i as u64), f.len() as u32, f))
-                .unwrap();
-        }
-    }
-    let flows2 = dir.join("flows2.txt");
-    std::fs::write(
-        &flows2,
-        "priority=30,tcp,filter_prog=1,actions=output:2\npriority=1,actions=drop\n",
-    )
-    .unwrap();
-    let out2 = dir.join("out2");
-    let o = sluice(&[
-        "replay",
-        "--flows",
-        flows2.to_str().unwrap(),
-        "--pcap",
-        both.to_str().unwrap(),
-        "--in-port",
-        "1",
-        "--out-dir",
-        out2.to_str().unwrap(),
-        "--filter-prog",
-        &prog,
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    // The first reply drops; the SYN, the second reply and the ACK pass.
-    let got = frames_in(&out2.join("port-2.pcap"));
-    assert_eq!(got, [frames[1].clone(), frames[2].clone(), frames[3].clone()], "{}", text(&o));
+    write_pcap(&both, &[&reply, &syn, &reply, &ack]);
+    let flows = "priority=30,tcp,filter_prog=1,actions=output:2\npriority=1,actions=drop\n";
+    assert_eq!(replay(&dir, flows, &both, "1", 2), [syn, reply, ack]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -240,10 +209,6 @@ fn frames_in(path: &Path) -> Vec<Vec<u8>> {
         v.push(p.unwrap().data.into_owned());
     }
     v
-}
-
-fn count(path: &Path) -> usize {
-    frames_in(path).len()
 }
 
 fn hex(b: &[u8]) -> String {

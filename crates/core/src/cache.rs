@@ -471,6 +471,7 @@ impl Recorder {
                 Op::Output { .. }
                 | Op::Group(_)
                 | Op::SetQueue(_)
+                | Op::Report(_)
                 | Op::SetNwTtl(_)
                 | Op::SetMplsTtl(_)
                 | Op::Nop => {}

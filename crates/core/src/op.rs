@@ -79,7 +79,33 @@ pub enum Op {
     /// A protocol-oblivious window edit ([`crate::window`]). Boxed: a
     /// `WindowOp` is several times the size of every other op.
     Window(Box<WindowOp>),
+    /// An asynchronous report the rule asks for (OpenFlow: sluice's
+    /// `send_maps`), handed to the front end's executor like a forwarding
+    /// op; it changes nothing in the packet.
+    Report(ReportOp),
 }
+
+/// What a [`Op::Report`] asks for: made by the front end when the rule is
+/// installed (one per rule, so its rate limit is the rule's), asked once
+/// for each packet that runs the op.
+pub trait Reporter: Send + Sync + std::fmt::Debug {
+    /// The report for a packet at pipeline time `now_ns`, as the front
+    /// end's own message bodies; none when the reporter's rate limit holds
+    /// it back. Must not block on anything but the reporter's own state.
+    fn report(&self, now_ns: u64) -> Vec<Vec<u8>>;
+}
+
+/// A shared [`Reporter`]; two are equal when they are the same one.
+#[derive(Clone, Debug)]
+pub struct ReportOp(pub std::sync::Arc<dyn Reporter>);
+
+impl PartialEq for ReportOp {
+    fn eq(&self, other: &ReportOp) -> bool {
+        std::ptr::addr_eq(std::sync::Arc::as_ptr(&self.0), std::sync::Arc::as_ptr(&other.0))
+    }
+}
+
+impl Eq for ReportOp {}
 
 /// What [`edit`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +150,9 @@ pub fn edit(op: &Op, buf: &mut PacketBuf, info: &ParseInfo, meta: &mut Meta) -> 
         Op::CopyTtlIn => rw::copy_ttl_in(buf, info),
         Op::Nop => return Edited::Unchanged,
         Op::Window(w) => return window::apply(w, buf, info, meta),
-        Op::Output { .. } | Op::Group(_) | Op::SetQueue(_) => return Edited::NotAnEdit,
+        Op::Output { .. } | Op::Group(_) | Op::SetQueue(_) | Op::Report(_) => {
+            return Edited::NotAnEdit
+        }
     };
     match r {
         Ok(()) => Edited::Changed,

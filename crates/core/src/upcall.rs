@@ -101,6 +101,10 @@ pub enum Upcall<R = ()> {
     },
     /// A rule left its table (and asked to be reported).
     Removed(Removed<R>),
+    /// A report a rule's [`crate::op::Op::Report`] produced: one message
+    /// body in the front end's encoding, with the table and cookie of the
+    /// entry whose op ran.
+    Report { table: u8, cookie: u64, body: Vec<u8> },
 }
 
 #[cfg(test)]

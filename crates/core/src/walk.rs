@@ -858,7 +858,7 @@ pub fn run_op<F: Frontend>(
     tx: &mut dyn Tx,
 ) -> Flow {
     match op {
-        Op::Output { .. } | Op::Group(_) => f.forward(w, op, pkt, ctx, tx),
+        Op::Output { .. } | Op::Group(_) | Op::Report(_) => f.forward(w, op, pkt, ctx, tx),
         Op::SetQueue(q) => {
             pkt.queue = Some(*q);
             Flow::Continue

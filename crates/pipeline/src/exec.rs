@@ -48,7 +48,7 @@ use crate::{CacheMode, Datapath, Pipeline};
 use sluice_core::extract::Extract;
 use sluice_core::graph::Graph;
 use sluice_core::guard::GuardSet;
-use sluice_core::op::{EntryOps, Op};
+use sluice_core::op::{EntryOps, Op, ReportOp};
 pub use sluice_core::pkt::{Pkt, MAX_FRAME};
 use sluice_core::upcall::{Reason, Removal, Removed, Upcall};
 use sluice_core::walk::Counting;
@@ -122,6 +122,21 @@ pub(crate) fn field(pkt: &Pkt, f: FieldId) -> u128 {
 pub(crate) fn message_of(u: Upcall<Match>) -> Message {
     match u {
         Upcall::Removed(r) => flow_removed(r),
+        // A `send_maps` report: the reporter left table and cookie zero
+        // (`filterprog.rs`); they are the entry's whose op ran.
+        Upcall::Report { table, cookie, mut body } => {
+            if let Some(t) = body.get_mut(4) {
+                *t = table;
+            }
+            if let Some(c) = body.get_mut(8..16) {
+                c.copy_from_slice(&cookie.to_be_bytes());
+            }
+            Message::Experimenter(sluice_ofp::message::ExperimenterMsg {
+                experimenter: sluice_ofp::consts::SLUICE_EXPERIMENTER_ID,
+                exp_type: sluice_ofp::filterprog::exp_type::MAPS_REPORT,
+                data: body,
+            })
+        }
         Upcall::ToController { reason, table, cookie, buffer_id, total_len, data, meta } => {
             let b = |f: FieldId, v: u128| Oxm::Basic {
                 field: f,
@@ -517,6 +532,14 @@ impl Pipeline {
         w.ext.note(|| TraceEvent::Output { port });
     }
 
+    /// A rule's `send_maps` ran: queue its report, if its rate limit lets
+    /// it through, as the worker's upcalls (sent like PACKET_INs).
+    pub(crate) fn report(&self, w: &mut Worker, r: &ReportOp, ctx: Ctx) {
+        for body in r.0.report(w.now_ns) {
+            w.upcalls.push(Upcall::Report { table: ctx.table_id, cookie: ctx.cookie, body });
+        }
+    }
+
     pub(crate) fn packet_in(&self, w: &mut Worker, pkt: &Pkt, ctx: Ctx, max_len: u16) {
         if !self.ports.packet_in_allowed(pkt.meta.in_port) {
             w.ext.note(|| TraceEvent::Drop("ingress port has NO_PACKET_IN"));
@@ -705,6 +728,7 @@ impl sluice_core::walk::Frontend for Pipeline {
         match op {
             Op::Output { port, max_len } => self.output(w, *port, *max_len, pkt, ctx, tx),
             Op::Group(g) => self.group(w, *g, pkt, ctx, tx),
+            Op::Report(r) => self.report(w, r, ctx),
             _ => {}
         }
         Flow::Continue

@@ -42,8 +42,8 @@
 //! stored them, already checked by the extension. An extension should
 //! therefore accept only what the switch can carry out; [`SluiceExtension`]
 //! accepts the probe, the `pof` field, the POF actions and the guard
-//! fields, and nothing else (`send_maps` is refused with
-//! `OFPBAC_BAD_EXP_TYPE` until the switch can send map reports).
+//! fields, `send_maps` (in a flow's apply-actions only), and nothing
+//! else.
 
 use crate::Config;
 use sluice_ofp::action::Action;
@@ -97,6 +97,7 @@ pub const SUPPORTED: &[(u16, u16)] = &[
     (kind_code::ACTION, pof_action::DELETE_FIELD),
     (kind_code::ACTION, pof_action::CALC_CHECKSUM),
     (kind_code::ACTION, pof_action::WRITE_METADATA),
+    (kind_code::ACTION, filterprog::SEND_MAPS_SUBTYPE),
     (kind_code::OXM, POF_FIELD as u16),
     (kind_code::OXM, filterprog::FILTER_PROG_FIELD as u16),
     (kind_code::OXM, filterprog::PCAP_FILTER_FIELD as u16),
@@ -206,6 +207,9 @@ impl Extension for SluiceExtension {
             (Kind::Action, _) => {
                 let a =
                     Action::Experimenter { experimenter: p.experimenter, data: p.data.to_vec() };
+                if let Some(sm) = filterprog::SendMaps::from_action(&a) {
+                    return Ok(sluice_ofp::print::actions::send_maps_action(&sm?));
+                }
                 match PofAction::from_action(&a) {
                     Some(a) => Ok(sluice_ofp::print::actions::pof_action(&a?)),
                     None => Err(ErrorCode::BAC_BAD_EXP_TYPE),
@@ -257,18 +261,19 @@ mod tests {
     fn probe_reply_layout() {
         #[rustfmt::skip]
         let want = [
-            0, 1, 0, 14,                        // version 1, fourteen entries
+            0, 1, 0, 15,                        // version 1, fifteen entries
             0, 0, 0, 0,                         // message PROBE_REQUEST
             0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, // LOAD_FILTER_PROG, UNLOAD_FILTER_PROG, UPDATE_MAP
             0, 1, 0, 5,                         // multipart DUMP_MAP
             0, 2, 0, 0, 0, 2, 0, 1, 0, 2, 0, 2, // actions pof_set, pof_modify, pof_add
             0, 2, 0, 3, 0, 2, 0, 4, 0, 2, 0, 5, // pof_del, pof_checksum, pof_write_metadata
+            0, 2, 0, 16,                        // send_maps
             0, 4, 0, 0,                         // OXM field `pof`
             0, 4, 0, 16, 0, 4, 0, 17,           // OXM fields `filter_prog`, `pcap_filter`
             0xab,                               // the echo
         ];
         assert_eq!(probe_reply_data(&[0xab]), want);
-        assert_eq!(max_probe_data(), 65535 - 16 - 4 - 4 * 14);
+        assert_eq!(max_probe_data(), 65535 - 16 - 4 - 4 * 15);
     }
 
     #[test]
@@ -287,7 +292,7 @@ mod tests {
         let reply = probe_reply_data(&[7]);
         assert_eq!(
             e.check(&p(Kind::Message, 1, &reply)).unwrap(),
-            "sluice_probe_reply(version=1,supported=0:0/0:2/0:3/0:4/1:5/2:0/2:1/2:2/2:3/2:4/2:5/4:0/4:16/4:17,data=0x07)"
+            "sluice_probe_reply(version=1,supported=0:0/0:2/0:3/0:4/1:5/2:0/2:1/2:2/2:3/2:4/2:5/2:16/4:0/4:16/4:17,data=0x07)"
         );
         assert_eq!(e.check(&p(Kind::Message, 1, &[0, 1, 0, 2, 0])), Err(ErrorCode::BRC_BAD_LEN));
         // The filter-program messages (2-4) are the pipeline's to answer
@@ -297,13 +302,15 @@ mod tests {
             assert_eq!(e.check(&p(Kind::Message, t, &[])), Err(ErrorCode::BRC_BAD_EXP_TYPE));
         }
         assert_eq!(e.check(&p(Kind::Multipart, 0, &[])), Err(ErrorCode::BRC_BAD_EXP_TYPE));
-        // Action subtypes 6..=15 are POF's but unassigned; 16 on are not POF.
+        // Action subtypes 6..=15 are POF's but unassigned; 16 is
+        // send_maps (this body is too short for it); 17 on are unassigned.
         assert_eq!(
             e.check(&p(Kind::Action, 0, &[0, 9, 0, 0, 0, 0])),
             Err(ErrorCode::BAC_BAD_EXP_TYPE)
         );
+        assert_eq!(e.check(&p(Kind::Action, 0, &[0, 16, 0, 0, 0, 0])), Err(ErrorCode::BAC_BAD_LEN));
         assert_eq!(
-            e.check(&p(Kind::Action, 0, &[0, 16, 0, 0, 0, 0])),
+            e.check(&p(Kind::Action, 0, &[0, 17, 0, 0, 0, 0])),
             Err(ErrorCode::BAC_BAD_EXP_TYPE)
         );
         // A POF action with a body too short for its subtype.

@@ -36,6 +36,12 @@
 //!   JIT, or the interpreter where the JIT cannot compile a program, runs
 //!   exactly what it verified. A run that faults (impossible after
 //!   verification, but checked by the interpreter) counts as 0: no match.
+//! - **`send_maps`** (a flow's apply-actions only) lowers to an
+//!   `Op::Report` holding a [`MapsReporter`] of its own, made when the
+//!   rule is installed: the rule's rate limit ([`REPORT_INTERVAL_NS`]).
+//!   The reporter copies the maps under the program's lock and the
+//!   worker queues the bodies as upcalls; nothing waits for the
+//!   controller.
 //! - A pcap-filter expression is compiled once per distinct text by
 //!   `sluice-filter` (native code through Cranelift) and has no state.
 
@@ -47,9 +53,11 @@ use sluice_bpf::jit::Jitted;
 use sluice_bpf::maps::{Map, MapDef, BPF_MAP_TYPE_PERCPU_ARRAY};
 use sluice_bpf::Program;
 use sluice_core::guard::{Guard, GuardInput};
+use sluice_core::op::{Op, ReportOp, Reporter};
+use sluice_ofp::action::Action;
 use sluice_ofp::consts::SLUICE_EXPERIMENTER_ID;
 use sluice_ofp::error::ErrorCode;
-use sluice_ofp::filterprog::{self, DumpMapRequest, FilterMsg, MapBlock, Refusal};
+use sluice_ofp::filterprog::{self, DumpMapRequest, FilterMsg, MapBlock, Refusal, SendMaps};
 use sluice_ofp::message::ExperimenterMsg;
 use sluice_ofp::message::Message;
 use sluice_ofp::multipart::{MultipartExperimenter, DEFAULT_MAX_LEN};
@@ -345,6 +353,43 @@ impl Guard for PcapGuard {
     }
 }
 
+/// Shortest time between two reports of one rule's `send_maps` (10 a
+/// second at most): a rule hit at line rate must not flood the
+/// controller channel or spend the worker's time copying maps.
+pub const REPORT_INTERVAL_NS: u64 = 100_000_000;
+
+/// One rule's `send_maps`: the program, the maps to send and the time of
+/// the last report (the rule's rate limit).
+#[derive(Debug)]
+pub struct MapsReporter {
+    prog: Arc<LoadedProg>,
+    maps: Vec<String>,
+    /// Pipeline time of the last report, plus one (0: never).
+    last: std::sync::atomic::AtomicU64,
+}
+
+impl Reporter for MapsReporter {
+    /// The maps as `MAPS_REPORT` bodies with table 0 and cookie 0 (the
+    /// front end fills in the rule's when it turns them into messages),
+    /// or nothing within [`REPORT_INTERVAL_NS`] of the last report. Two
+    /// workers hitting the rule at once: one of them reports.
+    fn report(&self, now_ns: u64) -> Vec<Vec<u8>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let last = self.last.load(Relaxed);
+        if last != 0 && now_ns.saturating_add(1) < last.saturating_add(REPORT_INTERVAL_NS) {
+            return Vec::new();
+        }
+        if self.last.compare_exchange(last, now_ns.saturating_add(1), Relaxed, Relaxed).is_err() {
+            return Vec::new();
+        }
+        let blocks = self.maps.iter().filter_map(|m| self.prog.dump_map(m).ok()).collect();
+        filterprog::split_report(self.prog.id, 0, 0, blocks, usize::from(u16::MAX))
+            .iter()
+            .map(|r| r.encode())
+            .collect()
+    }
+}
+
 /// The switch's loaded programs and compiled expressions.
 #[derive(Debug, Default)]
 pub struct FilterProgs {
@@ -429,6 +474,25 @@ impl FilterProgs {
         let g = Arc::new(PcapGuard { serial: self.serial, expr: expr.to_owned(), filter });
         self.pcaps.insert(expr.to_owned(), g.clone());
         Ok(g)
+    }
+
+    /// Whether `send_maps` can run: its program is loaded and has the maps.
+    pub fn check_send_maps(&self, sm: &SendMaps) -> Result<(), Refusal> {
+        let p = self.get(sm.prog_id)?;
+        for m in &sm.maps {
+            p.map_index(m)?;
+        }
+        Ok(())
+    }
+
+    /// The op of a `send_maps` action (`None`: not one, or one that
+    /// [`FilterProgs::check_send_maps`] refuses): a reporter of its own.
+    pub fn report_op(&self, a: &Action) -> Option<Op> {
+        let sm = SendMaps::from_action(a)?.ok()?;
+        self.check_send_maps(&sm).ok()?;
+        let prog = self.get(sm.prog_id).ok()?.clone();
+        let r = MapsReporter { prog, maps: sm.maps, last: std::sync::atomic::AtomicU64::new(0) };
+        Some(Op::Report(ReportOp(Arc::new(r))))
     }
 
     /// Forget compiled expressions no rule holds any more.

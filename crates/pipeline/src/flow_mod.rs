@@ -39,7 +39,7 @@ use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, table_id, OFPVID_PRESENT};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::experimenter::Payload;
-use sluice_ofp::filterprog::Refusal;
+use sluice_ofp::filterprog::{Refusal, SendMaps};
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{flow_mod_command as cmd, flow_mod_flags as ff, FlowMod};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
@@ -165,6 +165,19 @@ impl Pipeline {
         facts: &mut PacketFacts,
         packet_out: bool,
     ) -> Result<()> {
+        self.validate_actions_in(actions, facts, packet_out, false)
+    }
+
+    /// [`Pipeline::validate_actions`]; `reports`: the list is a flow's
+    /// apply-actions, the one place `send_maps` may stand (elsewhere it is
+    /// `OFPBAC_BAD_ARGUMENT`: a report needs the rule it belongs to).
+    fn validate_actions_in(
+        &self,
+        actions: &[Action],
+        facts: &mut PacketFacts,
+        packet_out: bool,
+        reports: bool,
+    ) -> Result<()> {
         for a in actions {
             match a {
                 Action::Output { port, .. } => self.validate_out_port(*port, packet_out)?,
@@ -226,6 +239,12 @@ impl Pipeline {
                     if let Some(p) = Payload::action(a) {
                         self.cfg.extensions.check(&p)?;
                     }
+                    if let Some(sm) = SendMaps::from_action(a) {
+                        if !reports {
+                            return Err(ErrorCode::BAC_BAD_ARGUMENT);
+                        }
+                        self.filters.check_send_maps(&sm?).map_err(|r| r.error_code())?;
+                    }
                 }
                 _ => {}
             }
@@ -283,7 +302,7 @@ impl Pipeline {
                     return Err(ErrorCode::MMFC_UNKNOWN_METER)
                 }
                 Instruction::ApplyActions(a) => {
-                    self.validate_actions(a, &mut facts.clone(), false)?
+                    self.validate_actions_in(a, &mut facts.clone(), false, true)?
                 }
                 Instruction::WriteActions(a) => {
                     // The action set runs pushes before set-fields, so check
@@ -377,8 +396,7 @@ impl Pipeline {
                 let Some(rule) = rule else { return Ok(()) };
                 let strict = fm.command == cmd::MODIFY_STRICT;
                 let shards = self.cfg.shards();
-                let t = &mut self.tables[usize::from(fm.table_id)];
-                let chosen: Vec<usize> = t
+                let chosen: Vec<usize> = self.tables[usize::from(fm.table_id)]
                     .entries()
                     .iter()
                     .enumerate()
@@ -395,11 +413,19 @@ impl Pipeline {
                     .map(|(i, _)| i)
                     .collect();
                 let instructions: Arc<[Instruction]> = fm.instructions.as_slice().into();
-                let ops = Arc::new(crate::lower::lower_instructions(&instructions));
-                for i in chosen {
+                // One lowering for all, unless `send_maps` gives each rule
+                // a reporter (and rate limit) of its own.
+                let ops = Arc::new(self.lower(&instructions));
+                let own = ops.apply.iter().any(|o| matches!(o, sluice_core::op::Op::Report(_)));
+                let each: Vec<Arc<sluice_core::op::EntryOps>> = chosen
+                    .iter()
+                    .map(|_| if own { Arc::new(self.lower(&instructions)) } else { ops.clone() })
+                    .collect();
+                let t = &mut self.tables[usize::from(fm.table_id)];
+                for (i, ops) in chosen.into_iter().zip(each) {
                     t.update(i, |e| {
                         e.instructions = instructions.clone();
-                        e.ops = ops.clone();
+                        e.ops = ops;
                         if fm.flags & ff::RESET_COUNTS != 0 {
                             // Fresh cells: workers still counting into the
                             // old ones cannot undo the reset. The last use
@@ -520,6 +546,7 @@ impl Pipeline {
     ) -> Result<()> {
         self.validate_instructions(fm.table_id, &fm.instructions, &fm.r#match)?;
         let now = self.now_ns;
+        let ops = Arc::new(self.lower(&fm.instructions));
         let t = &mut self.tables[usize::from(fm.table_id)];
         let existing = t.find_strict_by(&rule, fm.priority, |e| fields.selects(e, true));
         if fm.flags & ff::CHECK_OVERLAP != 0
@@ -548,7 +575,7 @@ impl Pipeline {
             hard_timeout: fm.hard_timeout,
             flags: fm.flags,
             instructions: fm.instructions.as_slice().into(),
-            ops: Arc::new(crate::lower::lower_instructions(&fm.instructions)),
+            ops,
             installed_ns: now,
             stats,
             seq: existing.map_or(self.seq, |i| t.entries()[i].seq),
@@ -559,6 +586,12 @@ impl Pipeline {
             None => t.insert(entry),
         }
         Ok(())
+    }
+
+    /// A rule's instructions lowered to ops, its `send_maps` actions to
+    /// reporters of their own (the rule's rate limit).
+    fn lower(&self, ins: &[Instruction]) -> sluice_core::op::EntryOps {
+        crate::lower::lower_instructions_with(ins, &mut |a| self.filters.report_op(a))
     }
 
     /// Queue FLOW_REMOVED for the removed entries that asked for it.

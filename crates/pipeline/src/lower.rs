@@ -81,6 +81,15 @@ pub fn deferred(a: &Action) -> Deferred {
 /// to what the direct interpretation does with it, except that only its
 /// last meter runs.
 pub fn lower_instructions(ins: &[Instruction]) -> EntryOps {
+    lower_instructions_with(ins, &mut |_| None)
+}
+
+/// [`lower_instructions`] where `special` may lower an apply-action
+/// itself (the pipeline's `send_maps` reporters, which need its state).
+pub fn lower_instructions_with(
+    ins: &[Instruction],
+    special: &mut dyn FnMut(&Action) -> Option<Op>,
+) -> EntryOps {
     let mut out = EntryOps::default();
     let mut apply = Vec::new();
     let mut write = Vec::new();
@@ -89,7 +98,9 @@ pub fn lower_instructions(ins: &[Instruction]) -> EntryOps {
     for i in ordered {
         match i {
             Instruction::Meter(m) => out.meter = Some(*m),
-            Instruction::ApplyActions(list) => apply.extend(list.iter().map(lower)),
+            Instruction::ApplyActions(list) => {
+                apply.extend(list.iter().map(|a| special(a).unwrap_or_else(|| lower(a))))
+            }
             Instruction::ClearActions => {
                 out.clear = true;
                 write.clear();

@@ -31,6 +31,7 @@ use crate::table::FlowTable;
 use crate::Pipeline;
 use sluice_core::graph::{Next, Node};
 use sluice_core::guard::{Answers, GuardAt, GuardInput};
+use sluice_core::op::Op;
 use sluice_core::upcall::Reason;
 use sluice_core::walk::tag;
 use sluice_ofp::action::Action;
@@ -219,7 +220,8 @@ impl Pipeline {
                         }
                     }
                     Instruction::ApplyActions(list) => {
-                        if let Flow::Stop = self.actions(w, list, pkt, ctx, tx) {
+                        if let Flow::Stop = self.apply_actions(w, list, &e.ops.apply, pkt, ctx, tx)
+                        {
                             return;
                         }
                     }
@@ -256,6 +258,31 @@ impl Pipeline {
         tx: &mut dyn Tx,
     ) -> Flow {
         for a in list {
+            if let Flow::Stop = self.action(w, a, pkt, ctx, tx) {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
+    /// A flow's apply-actions: [`Pipeline::actions`], except that a
+    /// `send_maps` runs the entry's reporter (its op at the same place in
+    /// `ops`, lowered one for one from the list: the reporter holds the
+    /// rule's rate limit, so the reference must ask the same one).
+    fn apply_actions(
+        &self,
+        w: &mut Worker,
+        list: &[Action],
+        ops: &[Op],
+        pkt: &mut Pkt,
+        ctx: Ctx,
+        tx: &mut dyn Tx,
+    ) -> Flow {
+        for (i, a) in list.iter().enumerate() {
+            if let Some(Op::Report(r)) = ops.get(i) {
+                self.report(w, r, ctx);
+                continue;
+            }
             if let Flow::Stop = self.action(w, a, pkt, ctx, tx) {
                 return Flow::Stop;
             }

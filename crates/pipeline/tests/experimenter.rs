@@ -258,11 +258,11 @@ fn probe_is_answered_with_version_and_subtypes() {
     assert_eq!(out[0].xid, 7);
     #[rustfmt::skip]
     let want: Vec<u8> = vec![
-        0x04, 0x04, 0x00, 0x4e, 0x00, 0x00, 0x00, 0x07, // ofp_header: v1.3, EXPERIMENTER, len 78, xid 7
+        0x04, 0x04, 0x00, 0x52, 0x00, 0x00, 0x00, 0x07, // ofp_header: v1.3, EXPERIMENTER, len 82, xid 7
         0x53, 0x4c, 0x49, 0x43,                         // experimenter "SLIC"
         0x00, 0x00, 0x00, 0x01,                         // exp_type PROBE_REPLY
         0x00, 0x01,                                     // extension version 1
-        0x00, 0x0e,                                     // fourteen supported subtypes:
+        0x00, 0x0f,                                     // fifteen supported subtypes:
         0x00, 0x00, 0x00, 0x00,                         //   message, PROBE_REQUEST
         0x00, 0x00, 0x00, 0x02,                         //   message, LOAD_FILTER_PROG
         0x00, 0x00, 0x00, 0x03,                         //   message, UNLOAD_FILTER_PROG
@@ -274,6 +274,7 @@ fn probe_is_answered_with_version_and_subtypes() {
         0x00, 0x02, 0x00, 0x03,                         //   action, pof_del
         0x00, 0x02, 0x00, 0x04,                         //   action, pof_checksum
         0x00, 0x02, 0x00, 0x05,                         //   action, pof_write_metadata
+        0x00, 0x02, 0x00, 0x10,                         //   action, send_maps
         0x00, 0x04, 0x00, 0x00,                         //   OXM field, pof
         0x00, 0x04, 0x00, 0x10,                         //   OXM field, filter_prog
         0x00, 0x04, 0x00, 0x11,                         //   OXM field, pcap_filter
@@ -287,8 +288,8 @@ fn probe_is_answered_with_version_and_subtypes() {
         data: vec![],
     });
     let out = handle(&mut p, &req);
-    let mut short = want[..76].to_vec();
-    short[3] = 76;
+    let mut short = want[..80].to_vec();
+    short[3] = 80;
     assert_eq!(out[0].msg.encode(7), short);
 }
 

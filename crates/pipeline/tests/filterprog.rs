@@ -10,8 +10,8 @@ mod common;
 
 use sluice_ofp::consts::SLUICE_EXPERIMENTER_ID;
 use sluice_ofp::filterprog::{
-    err, error_text, fragments, DumpMapReply, DumpMapRequest, LoadFilterProg, UnloadFilterProg,
-    UpdateMap,
+    err, error_text, fragments, DumpMapReply, DumpMapRequest, FilterMsg, LoadFilterProg,
+    MapsReport, UnloadFilterProg, UpdateMap,
 };
 use sluice_ofp::message::{flow_mod_command as fc, ErrorMsg, Message, Outgoing};
 use sluice_ofp::multipart::{MultipartRequest, MultipartRequestBody};
@@ -385,6 +385,8 @@ struct Outcome {
     counts: Vec<(u8, u16, u64)>,
     conns: Vec<(Vec<u8>, Vec<u8>)>,
     buckets: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The `send_maps` reports, in order.
+    reports: Vec<MapsReport>,
 }
 
 fn dump_raw(p: &mut Pipeline, id: u32, map: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -413,7 +415,7 @@ fn run_trace(d: Datapath, c: CacheMode, firewall: &[u8], limiter: &[u8], burst: 
     assert_eq!(load(&mut p, 2, limiter, 4000), None);
     for f in [
         "table=0,priority=30,in_port=1,tcp,filter_prog=1,actions=goto_table:1",
-        "table=0,priority=30,in_port=2,tcp,filter_prog=1,actions=output:1",
+        "table=0,priority=30,in_port=2,tcp,filter_prog=1,actions=send_maps:1:conns,output:1",
         r#"table=0,priority=20,udp,pcap_filter="udp dst port 53",filter_prog=2,actions=output:3"#,
         "table=0,priority=10,udp,actions=output:2",
         "table=0,priority=1,actions=drop",
@@ -422,6 +424,7 @@ fn run_trace(d: Datapath, c: CacheMode, firewall: &[u8], limiter: &[u8], burst: 
         assert_eq!(flow(&mut p, fc::ADD, f), None, "{f}");
     }
     let mut sent = Vec::new();
+    let mut async_msgs = Vec::new();
     let mut now = 1_000_000_000;
     let trace = trace();
     let mut i = 0;
@@ -441,6 +444,7 @@ fn run_trace(d: Datapath, c: CacheMode, firewall: &[u8], limiter: &[u8], burst: 
         } else {
             p.process(trace[i].1, frames[0], &mut tx);
         }
+        async_msgs.extend(p.take_async());
         i = j;
     }
     let counts = p
@@ -456,6 +460,7 @@ fn run_trace(d: Datapath, c: CacheMode, firewall: &[u8], limiter: &[u8], burst: 
         counts,
         conns: dump_raw(&mut p, 1, "conns"),
         buckets: dump_raw(&mut p, 2, "buckets"),
+        reports: reports(&async_msgs),
     }
 }
 
@@ -473,6 +478,8 @@ fn stateful_guards_agree_with_the_reference_on_every_datapath() {
     let through = |port: u32| oracle.sent.iter().filter(|(p, _)| *p == port).count();
     assert!(through(1) > 10 && through(2) > 10 && through(3) > 10, "{:?}", oracle.counts);
     assert!(!oracle.conns.is_empty() && !oracle.buckets.is_empty());
+    // Several reports, rate-limited (the trace spans over a second).
+    assert!(oracle.reports.len() >= 3, "{}", oracle.reports.len());
     let dropped = oracle.counts.iter().find(|c| c.1 == 1 && c.0 == 0).map(|c| c.2);
     assert!(dropped.unwrap_or(0) > 10, "{:?}", oracle.counts);
     for (d, c) in configs() {
@@ -480,5 +487,81 @@ fn stateful_guards_agree_with_the_reference_on_every_datapath() {
             let got = run_trace(d, c, &fw, &rl, burst);
             assert!(got == oracle, "{d:?}/{c:?} burst={burst} differs from the reference");
         }
+    }
+}
+
+/// The `MAPS_REPORT`s among `msgs`.
+fn reports(msgs: &[Message]) -> Vec<MapsReport> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            Message::Experimenter(e) => match FilterMsg::from_experimenter(e) {
+                Some(Ok(FilterMsg::MapsReport(r))) => Some(r),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// `send_maps` sends the named maps, with the rule's table and cookie,
+/// at most once per `REPORT_INTERVAL_NS` per rule, on every datapath and
+/// cache mode; it is refused outside a flow's apply-actions and for maps
+/// the program lacks.
+#[test]
+fn send_maps_reports_the_maps_at_a_limited_rate() {
+    let object = clang("first_n", FIRST_N);
+    let interval = sluice_pipeline::filterprog::REPORT_INTERVAL_NS;
+    for (d, c) in configs() {
+        let mut p = pipeline(d, c);
+        assert_eq!(load(&mut p, 7, &object, 4000), None);
+        assert_eq!(update(&mut p, 7, "budget", &[(1, 100)]), None);
+        let r = flow(
+            &mut p,
+            fc::ADD,
+            "table=0,cookie=0x42,priority=10,filter_prog=7,actions=send_maps:7:budget,output:2",
+        );
+        assert_eq!(r, None, "{d:?}/{c:?}");
+        p.advance(1_000_000_000);
+        for _ in 0..3 {
+            assert_eq!(ports(&mut p, &udp(53)), [2]);
+        }
+        let got = reports(&p.take_async());
+        assert_eq!(got.len(), 1, "{d:?}/{c:?}: one report within the interval: {got:?}");
+        let r = &got[0];
+        assert_eq!((r.prog_id, r.table_id, r.cookie, r.more), (7, 0, 0x42, false));
+        assert_eq!(r.maps.len(), 1);
+        assert_eq!(r.maps[0].name, "budget");
+        // The map as the first packet's run left it: one packet counted.
+        let seen = r.maps[0].entries.iter().find(|(k, _)| k == &0u32.to_le_bytes());
+        assert_eq!(seen.map(|(_, v)| v.as_slice()), Some(&1u64.to_le_bytes()[..]));
+        // The next interval: one more report, with the count by then.
+        p.advance(1_000_000_000 + interval);
+        assert_eq!(ports(&mut p, &udp(53)), [2]);
+        let got = reports(&p.take_async());
+        assert_eq!(got.len(), 1, "{d:?}/{c:?}");
+        let seen = got[0].maps[0].entries.iter().find(|(k, _)| k == &0u32.to_le_bytes());
+        assert_eq!(seen.map(|(_, v)| v.as_slice()), Some(&4u64.to_le_bytes()[..]));
+    }
+    let mut p = pipeline(Datapath::Compiled, CacheMode::On);
+    assert_eq!(load(&mut p, 7, &object, 4000), None);
+    let bad = |p: &mut Pipeline, text: &str| {
+        let usage = Usage::Add;
+        let spec = parse_flow(text, usage).unwrap_or_else(|e| panic!("{}", e.render(text)));
+        let raw = Message::FlowMod(spec.to_flow_mod(fc::ADD));
+        let out = handle(p, &raw);
+        out.first().map(|o| o.msg.clone())
+    };
+    // Only in apply-actions: a report belongs to the rule that ran it.
+    let m = bad(&mut p, "actions=write_actions(send_maps:7:budget)");
+    let want = sluice_ofp::error::ErrorCode::BAC_BAD_ARGUMENT;
+    assert!(matches!(m, Some(Message::Error(ErrorMsg::Standard { code, .. })) if code == want));
+    // A map the program lacks, a program not loaded.
+    for (text, code) in [
+        ("actions=send_maps:7:nosuch", err::UNKNOWN_MAP),
+        ("actions=send_maps:8:budget", err::UNKNOWN_PROG),
+    ] {
+        let m = bad(&mut p, text);
+        let ok = matches!(&m, Some(Message::Error(ErrorMsg::Experimenter { exp_type, .. })) if *exp_type == code);
+        assert!(ok, "{text}: {m:?}");
     }
 }

@@ -44,11 +44,11 @@ fn probe_and_experimenter_errors_over_a_real_connection() {
     ]);
     #[rustfmt::skip]
     let want = [
-        0x04, 0x04, 0x00, 0x4f, 0x00, 0x00, 0x00, 0x2a, // EXPERIMENTER, 79 bytes, same xid
+        0x04, 0x04, 0x00, 0x53, 0x00, 0x00, 0x00, 0x2a, // EXPERIMENTER, 83 bytes, same xid
         0x53, 0x4c, 0x49, 0x43,                         // "SLIC"
         0x00, 0x00, 0x00, 0x01,                         // PROBE_REPLY
         0x00, 0x01,                                     // extension version 1
-        0x00, 0x0e,                                     // fourteen supported subtypes:
+        0x00, 0x0f,                                     // fifteen supported subtypes:
         0x00, 0x00, 0x00, 0x00,                         //   message PROBE_REQUEST
         0x00, 0x00, 0x00, 0x02,                         //   message LOAD_FILTER_PROG
         0x00, 0x00, 0x00, 0x03,                         //   message UNLOAD_FILTER_PROG
@@ -60,6 +60,7 @@ fn probe_and_experimenter_errors_over_a_real_connection() {
         0x00, 0x02, 0x00, 0x03,                         //   action pof_del
         0x00, 0x02, 0x00, 0x04,                         //   action pof_checksum
         0x00, 0x02, 0x00, 0x05,                         //   action pof_write_metadata
+        0x00, 0x02, 0x00, 0x10,                         //   action send_maps
         0x00, 0x04, 0x00, 0x00,                         //   OXM field pof
         0x00, 0x04, 0x00, 0x10,                         //   OXM field filter_prog
         0x00, 0x04, 0x00, 0x11,                         //   OXM field pcap_filter

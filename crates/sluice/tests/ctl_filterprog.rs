@@ -11,12 +11,15 @@
 //!   (`OFPMPF_REPLY_MORE`);
 //! - a program the verifier refuses is reported with
 //!   `SLICFPC_PROG_REJECTED` and the verifier's reason;
-//! - bad arguments are refused by name before any connection.
+//! - bad arguments are refused by name before any connection;
+//! - a rule's `send_maps` reaches a controller connected over TCP as a
+//!   `MAPS_REPORT` with the rule's cookie and the map's contents.
 //!
 //! Bounds: every `sluice ctl` runs with `--timeout` and is killed by PID
 //! if it outlives [`CTL_LIMIT`]; the switch is our child, stopped by PID
 //! when its guard drops (also on panic).
 
+mod ofconn;
 mod pcap_switch;
 
 use pcap_switch::PcapSwitch;
@@ -356,4 +359,67 @@ fn bad_arguments_are_named_before_connecting() {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
         other => panic!("a bad command connected to the switch: {other:?}"),
     }
+}
+
+/// A rule's `send_maps` reaches a controller connected to the switch: a
+/// PACKET_OUT to `TABLE` runs a packet through the rule, and the
+/// `MAPS_REPORT` that follows carries the rule's cookie and the map as
+/// the program's run left it.
+#[test]
+fn send_maps_reaches_a_connected_controller() {
+    use sluice_ofp::action::Action;
+    use sluice_ofp::consts::{port_no, OFP_NO_BUFFER};
+    use sluice_ofp::filterprog::FilterMsg;
+    use sluice_ofp::message::{Message, PacketOut};
+
+    let dir = Scratch::new("report");
+    let obj = clang(&dir, "first_n", FIRST_N);
+    let sw = PcapSwitch::start("ctl-fp-report");
+    let t = sw.target();
+    ok(&t, &["load-filter-prog", "7", &obj.display().to_string()]);
+    ok(&t, &["update-map", "7", "budget", "01000000", &le64(100)]);
+    ok(
+        &t,
+        &[
+            "add-flow",
+            "cookie=0x5eed,priority=10,filter_prog=7,actions=send_maps:7:budget,output:2",
+        ],
+    );
+    let mut c = ofconn::Conn::open(sw.addr());
+    c.barrier(0x77);
+    let frame = {
+        let mut f = vec![0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x08, 0x00];
+        f.extend_from_slice(&[0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend_from_slice(&[0x13, 0x88, 0, 53, 0, 8, 0, 0]);
+        f
+    };
+    let po = Message::PacketOut(PacketOut {
+        buffer_id: OFP_NO_BUFFER,
+        in_port: port_no::CONTROLLER,
+        actions: vec![Action::Output { port: port_no::TABLE, max_len: 0 }],
+        data: frame,
+    });
+    c.send(&po.encode(0x78));
+    // Skip whatever else is unsolicited (at most a few messages).
+    let report = (0..20)
+        .map(|_| c.recv())
+        .find_map(|m| match Message::parse(&m).map(|(_, m)| m) {
+            Ok(Message::Experimenter(e)) => match FilterMsg::from_experimenter(&e) {
+                Some(Ok(FilterMsg::MapsReport(r))) => Some(r),
+                _ => None,
+            },
+            _ => None,
+        })
+        .expect("a MAPS_REPORT");
+    assert_eq!(
+        (report.prog_id, report.table_id, report.cookie, report.more),
+        (7, 0, 0x5eed, false)
+    );
+    assert_eq!(report.maps.len(), 1);
+    let b = &report.maps[0];
+    assert_eq!(b.name, "budget");
+    let entry =
+        |k: u32| b.entries.iter().find(|(key, _)| key == &k.to_le_bytes()).map(|e| e.1.clone());
+    assert_eq!(entry(0), Some(1u64.to_le_bytes().to_vec()), "the packet's own run counted");
+    assert_eq!(entry(1), Some(100u64.to_le_bytes().to_vec()));
 }

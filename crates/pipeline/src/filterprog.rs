@@ -153,10 +153,16 @@ impl LoadedProg {
             };
             return self.run_in(&mut env, input);
         }
+        let mut env = self.env_at(input);
+        self.run_in(&mut env, input)
+    }
+
+    /// The program's environment, held, set to `input`'s time and worker.
+    fn env_at(&self, input: &GuardInput<'_>) -> MutexGuard<'_, Env> {
         let mut env = self.env();
         env.clock = Clock::Fixed(input.at.now_ns);
         env.worker = input.at.worker;
-        self.run_in(&mut env, input)
+        env
     }
 
     fn run_in(&self, env: &mut Env, input: &GuardInput<'_>) -> u64 {
@@ -292,10 +298,8 @@ impl Guard for ProgGuard {
     /// program's lock, so no other run's writes are mixed in).
     fn eval_traced(&self, input: &GuardInput<'_>) -> (bool, Vec<String>) {
         let p = &self.0;
-        let mut env = p.env();
+        let mut env = p.env_at(input);
         let before: Vec<_> = env.maps.iter().map(|m| m.entries()).collect();
-        env.clock = Clock::Fixed(input.at.now_ns);
-        env.worker = input.at.worker;
         let r = p.run_in(&mut env, input);
         let mut changes = vec![format!("returned {r}")];
         for (m, old) in env.maps.iter().zip(before) {
@@ -498,11 +502,6 @@ impl FilterProgs {
     /// Forget compiled expressions no rule holds any more.
     pub fn sweep_pcaps(&mut self) {
         self.pcaps.retain(|_, g| Arc::strong_count(g) > 1);
-    }
-
-    /// Whether guard `g` is program `id`'s.
-    pub fn is_prog_guard(&self, g: &dyn Guard, id: u32) -> bool {
-        self.progs.get(&id).is_some_and(|p| g.id() == PROG_GUARD | p.serial)
     }
 }
 

@@ -16,21 +16,15 @@
 //!   `MAPS_REPORT` with the rule's cookie and the map's contents.
 //!
 //! Bounds: every `sluice ctl` runs with `--timeout` and is killed by PID
-//! if it outlives [`CTL_LIMIT`]; the switch is our child, stopped by PID
+//! if it outlives `netlab::CTL_LIMIT`; the switch is our child, stopped by PID
 //! when its guard drops (also on panic).
 
+mod netlab;
 mod ofconn;
 mod pcap_switch;
 
+use netlab::{clang, fails, ok, Scratch};
 use pcap_switch::PcapSwitch;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-
-/// Longest any one `sluice ctl` may run before it is killed.
-const CTL_LIMIT: Duration = Duration::from_secs(60);
 
 /// Passes the first `budget[1]` packets, counting them in `budget[0]`.
 const FIRST_N: &str = r#"
@@ -56,8 +50,6 @@ int first_n(struct xdp_md *ctx)
 "#;
 
 /// Passes packets from the ingress ports listed in its hash map `big`.
-/// (One map per object: sluice's ELF loader takes the offsets of
-/// BTF-defined maps from `.BTF`, where clang leaves them all 0.)
 const PORTS: &str = r#"
 #include "sluice_bpf.h"
 struct {
@@ -85,128 +77,6 @@ int unchecked(struct xdp_md *ctx)
 	return data[40];
 }
 "#;
-
-/// A scratch directory of this test process, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::SeqCst);
-        let dir =
-            std::env::temp_dir().join(format!("sluice-ctl-fp-{}-{n}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        Scratch(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Compile `src` to `DIR/NAME.o` with clang for the BPF target.
-fn clang(dir: &Scratch, name: &str, src: &str) -> PathBuf {
-    let inc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bpf");
-    let c = dir.path(&format!("{name}.c"));
-    let o = dir.path(&format!("{name}.o"));
-    std::fs::write(&c, src).expect("write the program");
-    let st = Command::new("clang")
-        .args(["-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu"])
-        .arg(format!("-I{}", inc.display()))
-        .arg("-c")
-        .arg(&c)
-        .arg("-o")
-        .arg(&o)
-        .status();
-    match st {
-        Ok(s) if s.success() => o,
-        Ok(s) => panic!("clang failed on {name}: {s}"),
-        Err(e) => panic!("clang is required for this test (scripts/install-deps installs it): {e}"),
-    }
-}
-
-/// What one `sluice ctl` printed.
-struct Out {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn ok(&self) -> bool {
-        self.status.success()
-    }
-}
-
-impl std::fmt::Display for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}\nstdout:\n{}\nstderr:\n{}", self.status, self.stdout, self.stderr)
-    }
-}
-
-/// A child killed by PID if still running when dropped.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// `sluice ctl TARGET ARGS... --timeout 30`, bounded by [`CTL_LIMIT`].
-/// Output goes to files (a dump may be larger than a pipe holds).
-fn ctl(target: &str, args: &[&str]) -> Out {
-    let dir = Scratch::new("out");
-    let (o, e) = (dir.path("stdout"), dir.path("stderr"));
-    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .arg("ctl")
-        .arg(target)
-        .args(args)
-        .args(["--timeout", "30"])
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&o).expect("stdout file"))
-        .stderr(std::fs::File::create(&e).expect("stderr file"))
-        .spawn()
-        .expect("run sluice ctl");
-    let mut g = Guard(child);
-    let deadline = Instant::now() + CTL_LIMIT;
-    let status = loop {
-        if let Some(s) = g.0.try_wait().expect("wait") {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "sluice ctl {args:?} ran over {CTL_LIMIT:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into();
-    Out { status, stdout: read(&o), stderr: read(&e) }
-}
-
-/// `ctl` that must succeed.
-fn ok(target: &str, args: &[&str]) -> Out {
-    let o = ctl(target, args);
-    assert!(o.ok(), "sluice ctl {args:?} failed: {o}");
-    o
-}
-
-/// `ctl` that must fail with every one of `wanted` in its stderr.
-fn fails(target: &str, args: &[&str], wanted: &[&str]) -> Out {
-    let o = ctl(target, args);
-    assert!(!o.ok(), "sluice ctl {args:?} should fail: {o}");
-    for w in wanted {
-        assert!(o.stderr.contains(w), "sluice ctl {args:?}: no `{w}` in stderr: {o}");
-    }
-    o
-}
 
 /// A `u64` map value as the switch (little-endian x86) stores it, in hex.
 fn le64(v: u64) -> String {
@@ -326,7 +196,7 @@ fn bad_arguments_are_named_before_connecting() {
     let empty = empty.display().to_string();
     let missing = dir.path("missing.o").display().to_string();
     // A listener nobody answers on: any connection would queue here.
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.set_nonblocking(true).expect("nonblocking");
     let t = format!("tcp:{}", l.local_addr().expect("addr"));
     let cases: &[(&[&str], &[&str])] = &[

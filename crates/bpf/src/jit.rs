@@ -72,6 +72,25 @@ impl std::fmt::Debug for Jitted {
 }
 
 /// The helper trampoline called by native code.
+/// Bytes a helper argument copied into an inline buffer hold at most.
+const ARG_BUF: usize = 64;
+
+/// A helper's pointer argument, copied: the first `n` bytes of an inline
+/// buffer, or on the heap when larger.
+enum Arg {
+    Inline(usize),
+    Heap(Vec<u8>),
+}
+
+impl Arg {
+    fn get<'a>(&'a self, buf: &'a [u8; ARG_BUF]) -> &'a [u8] {
+        match self {
+            Arg::Inline(n) => &buf[..*n],
+            Arg::Heap(v) => v,
+        }
+    }
+}
+
 extern "C" fn helper_trampoline(
     ctx: *const JitCtx,
     id: u64,
@@ -90,10 +109,21 @@ extern "C" fn helper_trampoline(
     // at least the given number of readable, initialised bytes in the
     // native stack frame, the packet or a map value slab, all of which are
     // live during this call and not mutated while the slice exists.
-    let bytes = |p: u64, n: u64| -> Vec<u8> {
+    // Copied (into `buf` when they fit, so the common case allocates
+    // nothing): a key or value may point into a map's own slab, which the
+    // helper then writes.
+    let bytes = |p: u64, n: u64, buf: &mut [u8; ARG_BUF]| -> Arg {
         // SAFETY: see above; `n` is the size the verifier checked.
-        unsafe { std::slice::from_raw_parts(p as *const u8, n as usize).to_vec() }
+        let src = unsafe { std::slice::from_raw_parts(p as *const u8, n as usize) };
+        match buf.get_mut(..src.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(src);
+                Arg::Inline(src.len())
+            }
+            None => Arg::Heap(src.to_vec()),
+        }
     };
+    let (mut kbuf, mut vbuf) = ([0u8; ARG_BUF], [0u8; ARG_BUF]);
     let map_idx = |v: u64| -> Option<usize> {
         (v >> TAG_SHIFT == TAG_MAP).then_some((v & ((1 << TAG_SHIFT) - 1)) as usize)
     };
@@ -102,9 +132,10 @@ extern "C" fn helper_trampoline(
             let Some(m) = map_idx(r1) else { return 0 };
             let Some(map) = env.maps.get(m) else { return 0 };
             let (ks, vs) = (map.def.key_size as u64, map.def.value_size as u64);
-            let key = bytes(r2, ks);
+            let key = bytes(r2, ks, &mut kbuf);
+            let key = key.get(&kbuf);
             match id as i32 {
-                helpers::MAP_LOOKUP => match env.lookup(m, &key) {
+                helpers::MAP_LOOKUP => match env.lookup(m, key) {
                     Some(v) => {
                         let base = env.maps[m].slab_ptr(v.slab);
                         base as u64 + v.offset as u64
@@ -112,18 +143,21 @@ extern "C" fn helper_trampoline(
                     None => 0,
                 },
                 helpers::MAP_UPDATE => {
-                    let val = bytes(r3, vs);
-                    env.update(m, &key, &val, r4)
+                    let val = bytes(r3, vs, &mut vbuf);
+                    env.update(m, key, val.get(&vbuf), r4)
                 }
-                _ => env.delete(m, &key),
+                _ => env.delete(m, key),
             }
         }
         helpers::KTIME_GET_NS => env.ktime_ns(),
         helpers::TRACE_PRINTK => {
-            let fmt = bytes(r1, r2);
-            env.trace_printk(&fmt, [r3, r4, r5])
+            let fmt = bytes(r1, r2, &mut kbuf);
+            env.trace_printk(fmt.get(&kbuf), [r3, r4, r5])
         }
-        helpers::SLUICE_HASH => helpers::sluice_hash(&bytes(r1, r2), r3),
+        helpers::SLUICE_HASH => {
+            let data = bytes(r1, r2, &mut kbuf);
+            helpers::sluice_hash(data.get(&kbuf), r3)
+        }
         _ => 0,
     }
 }
@@ -622,6 +656,73 @@ mod tests {
         // An environment with different maps is refused at run time.
         let mut other = Env::new(vec![Map::new(q.maps[0].clone(), 1).unwrap()]);
         assert!(j.try_run(&mut other, Input::packet(&[0; 4])).is_err());
+    }
+
+    /// Keys of 8 bytes (copied inline) and 72 bytes (copied to the heap),
+    /// and an update whose value points into the map's own slab.
+    #[test]
+    fn helper_arguments_of_every_size_reach_the_map() {
+        use crate::maps::BPF_MAP_TYPE_HASH;
+        for key_size in [8i16, 72] {
+            let mut insns = Vec::new();
+            // key = key_size bytes of 0x11 at fp - key_size; value 7 at fp - 80 - 8.
+            for at in (0..key_size).step_by(8) {
+                insns.push(st(sz::DW, 10, -key_size + at, 0x1111_1111));
+            }
+            insns.push(st(sz::DW, 10, -88, 7));
+            let mut p = insns;
+            p.extend(ld_map(1, 0));
+            p.extend([
+                mov64_reg(2, 10),
+                alu64_imm(op::ADD, 2, -i32::from(key_size)),
+                mov64_reg(3, 10),
+                alu64_imm(op::ADD, 3, -88),
+                mov64_imm(4, 0),
+                call(crate::helpers::MAP_UPDATE),
+            ]);
+            p.extend(ld_map(1, 0));
+            p.extend([
+                mov64_reg(2, 10),
+                alu64_imm(op::ADD, 2, -i32::from(key_size)),
+                call(crate::helpers::MAP_LOOKUP),
+                jmp_imm(j::JEQ, 0, 0, 9),
+                // Update the same key with the value where it lives in the map.
+                mov64_reg(3, 0),
+                mov64_reg(2, 10),
+                alu64_imm(op::ADD, 2, -i32::from(key_size)),
+                mov64_imm(4, 0),
+            ]);
+            p.extend(ld_map(1, 0));
+            p.extend([
+                call(crate::helpers::MAP_UPDATE),
+                mov64_imm(0, 1),
+                exit(),
+                mov64_imm(0, 0),
+                exit(),
+            ]);
+            let prog = Program {
+                name: "k".into(),
+                prog_type: ProgType::Xdp,
+                insns: p,
+                maps: vec![MapDef {
+                    name: "h".into(),
+                    map_type: BPF_MAP_TYPE_HASH,
+                    key_size: key_size as u32,
+                    value_size: 8,
+                    max_entries: 4,
+                    flags: 0,
+                }],
+            };
+            let v = verifier::verify(&prog).unwrap_or_else(|e| panic!("{key_size}: {e}"));
+            let j = compile(&prog, &v).unwrap();
+            let mut env = Env::new(vec![Map::new(prog.maps[0].clone(), 1).unwrap()]);
+            assert_eq!(j.run(&mut env, Input::packet(&[0; 14])), 1, "key size {key_size}");
+            let mut key = Vec::new();
+            for _ in 0..key_size / 8 {
+                key.extend_from_slice(&0x1111_1111u64.to_le_bytes());
+            }
+            assert_eq!(env.maps[0].entries(), vec![(key, 7u64.to_le_bytes().to_vec())]);
+        }
     }
 
     #[test]

@@ -28,7 +28,8 @@
 //! entry (the kernel's LRU is approximate and per-CPU), so contents after
 //! evictions can differ from the kernel's.
 
-use std::collections::{BTreeMap, HashMap};
+use hashbrown::HashMap;
+use std::collections::BTreeMap;
 
 pub const BPF_MAP_TYPE_HASH: u32 = 1;
 pub const BPF_MAP_TYPE_ARRAY: u32 = 2;

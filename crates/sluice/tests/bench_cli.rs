@@ -84,6 +84,46 @@ fn pof_twins_forward_every_packet_where_the_model_says() {
 }
 
 #[test]
+fn filter_program_cases_forward_where_the_model_says_on_every_datapath() {
+    // The stateful firewall (a program with a map, on two rules), its
+    // OpenFlow twin, Oko's chain and the two-table trace with programs on
+    // the ACL: every output checked against the bench's model.
+    for datapath in ["reference", "classifier", "compiled"] {
+        let out = sluice(&[
+            "bench",
+            "--packets",
+            "20000",
+            "--cases",
+            "fwprog,fwof,okoprog,twotableprog",
+            "--rules",
+            "2,300",
+            "--datapath",
+            datapath,
+            "--max-seconds",
+            "2",
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{datapath}: bench failed:\n{stdout}\n{stderr}");
+        let rows: Vec<String> = stdout
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+            .collect();
+        for want in [
+            "fwprog/on 4",
+            "fwof/off 4",
+            "fwprog/megaflow 4",
+            "fwof/on 302",
+            "okoprog/off 2",
+            "twotableprog/on 671",
+        ] {
+            assert!(rows.iter().any(|r| r == want), "{datapath}: no `{want}` in {rows:?}");
+        }
+    }
+}
+
+#[test]
 fn bad_options_name_the_token() {
     let cases = [
         (&["bench", "--cache", "exact"][..], "exact"),

@@ -32,6 +32,18 @@
 //!   every rule also names filter program 1, which returns 1 in one
 //!   instruction, so each line compares with its `oko` twin: the cost of
 //!   running a filter program per table.
+//! - `fwprog`, `fwof` (issue 13's stateful-firewall case): TCP
+//!   connections (1000, or the `--rules` counts up to 100k) opened from
+//!   inside (10.0.0.0/8) to outside hosts, then their packets both ways
+//!   (45% outbound, 45% replies) and 10% unsolicited inbound packets for
+//!   no connection. `fwprog` tracks connections in filter program 1 (a
+//!   hash map of 5-tuples written by inside SYNs; written in
+//!   `sluice_bpf::asm` below, like `examples/bpf/tcp_firewall.c` without
+//!   its state machine) named by the outbound and inbound rules; `fwof`
+//!   has what a reactive controller installs instead, one exact inbound
+//!   rule per connection (pre-installed: its reaction time is not
+//!   modelled). Both forward outbound to port 2, replies to port 3 and
+//!   drop the rest; the warm-up sends every connection's SYN first.
 //! - `twotable`: table 0 routes (101 /8 and 69 /16 prefixes, priority =
 //!   prefix length, `write_actions(output:P),goto_table:1`); table 1 an ACL
 //!   of 500 allowed TCP/UDP destination ports (no instructions: the action
@@ -41,6 +53,9 @@
 //!   number active at once, packets picked uniformly among the active ones;
 //!   10% of destinations are random (mostly unrouted) and 15% of ports random
 //!   (mostly denied). The achieved statistics are printed in a `#` line.
+//!   `twotableprog` is the same with filter program 1 (one instruction,
+//!   return 1) on every ACL rule: Oko's realistic scenario, compared line
+//!   by line with `twotable` (same trace).
 //!
 //! Method: every frame (60 bytes, 64 on the wire) and the packet order are
 //! built before timing. Each case installs its flows into a fresh pipeline,
@@ -83,8 +98,9 @@ pub struct Args {
     pub cases: Option<String>,
     /// Rule counts of the sized families (`l2`, `l3`, `pofmac`, `pofnet`,
     /// `route`) instead of the default ones, comma-separated
-    /// (`1,10,10000`; at most 1M each), and the chain lengths of `oko` and
-    /// `okoprog` (those up to 64); other families are unaffected.
+    /// (`1,10,10000`; at most 1M each), the chain lengths of `oko` and
+    /// `okoprog` (those up to 64) and the connections of `fwprog` and
+    /// `fwof` (those up to 100k); other families are unaffected.
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_size)]
     pub rules: Vec<usize>,
     /// Timed packets per case (`20000`, `500k`, `2M`).
@@ -174,6 +190,8 @@ const SIZES: [usize; 5] = [10, 100, 1_000, 10_000, 100_000];
 
 /// Table counts of the `oko` and `okoprog` chains.
 const OKO_CHAINS: [usize; 4] = [1, 2, 5, 10];
+/// Connections of the firewall cases by default.
+const FW_CONNECTIONS: usize = 1000;
 /// Conversations in flight at once in the `twotable` trace.
 const ACTIVE_CONVERSATIONS: usize = 4096;
 /// Log-normal parameters of conversation lengths (see module docs).
@@ -350,18 +368,7 @@ fn oko(tables: usize, prog: bool, packets: usize) -> Workload {
             format!("table={t},priority=1,{guard}actions={action}")
         })
         .collect();
-    let progs = if prog {
-        let insns = vec![sluice_bpf::asm::mov64_imm(0, 1), sluice_bpf::asm::exit()];
-        let p = Program {
-            name: "one".into(),
-            prog_type: sluice_bpf::ProgType::Xdp,
-            insns,
-            maps: Vec::new(),
-        };
-        vec![(1, p)]
-    } else {
-        Vec::new()
-    };
+    let progs = if prog { vec![(1, return_one())] } else { Vec::new() };
     let warm = packets.min(1024);
     Workload {
         family: if prog { "okoprog" } else { "oko" },
@@ -369,6 +376,195 @@ fn oko(tables: usize, prog: bool, packets: usize) -> Workload {
         flows,
         frames: vec![Headers::udp(0x0a00_0001).frame()],
         seq: vec![(0, OUT_PORTS[0]); warm + packets],
+        warm,
+        notes: Vec::new(),
+        progs,
+    }
+}
+
+/// Oko's one-instruction program: `mov r0, 1; exit`.
+fn return_one() -> Program {
+    let insns = vec![sluice_bpf::asm::mov64_imm(0, 1), sluice_bpf::asm::exit()];
+    Program { name: "one".into(), prog_type: sluice_bpf::ProgType::Xdp, insns, maps: Vec::new() }
+}
+
+/// A stateful TCP firewall: passes TCP whose 5-tuple, either way round,
+/// is in its hash map `conns` (12-byte keys: addresses and ports as on
+/// the wire); records a SYN (without ACK) from 10.0.0.0/8 and passes it;
+/// returns 0 for any other TCP. Non-TCP and IPv4 with options pass.
+fn firewall_prog(max_entries: u32) -> Program {
+    use sluice_bpf::asm::{
+        alu64_imm, call, exit, j, jmp_imm, jmp_reg, ld_map, ldx, mov64_imm, mov64_reg, op, st, stx,
+        sz,
+    };
+    const RET1: usize = 50;
+    const RET0: usize = 52;
+    // Jump offset from the instruction at `at` to `to`.
+    let off = |at: usize, to: usize| (to - at - 1) as i16;
+    let mut p = vec![
+        mov64_reg(6, 1),
+        ldx(sz::W, 2, 6, 0), // data
+        ldx(sz::W, 3, 6, 4), // data_end
+        mov64_reg(4, 2),
+        alu64_imm(op::ADD, 4, 54),
+        jmp_reg(j::JGT, 4, 3, off(5, RET0)), // shorter than Ethernet + IPv4 + TCP
+        ldx(sz::H, 4, 2, 12),
+        jmp_imm(j::JNE, 4, 0x0008, off(7, RET1)), // EtherType 0x0800
+        ldx(sz::B, 4, 2, 14),
+        jmp_imm(j::JNE, 4, 0x45, off(9, RET1)),
+        ldx(sz::B, 4, 2, 23),
+        jmp_imm(j::JNE, 4, 6, off(11, RET1)),
+        ldx(sz::W, 4, 2, 26), // source address
+        ldx(sz::W, 5, 2, 30), // destination address
+        stx(sz::W, 10, 4, -16),
+        stx(sz::W, 10, 5, -12),
+        stx(sz::W, 10, 5, -28),
+        stx(sz::W, 10, 4, -24),
+        ldx(sz::H, 4, 2, 34), // source port
+        ldx(sz::H, 5, 2, 36), // destination port
+        stx(sz::H, 10, 4, -8),
+        stx(sz::H, 10, 5, -6),
+        stx(sz::H, 10, 5, -20),
+        stx(sz::H, 10, 4, -18),
+        ldx(sz::B, 7, 2, 47), // TCP flags
+        ldx(sz::B, 8, 2, 26), // first octet of the source
+    ];
+    p.extend(ld_map(1, 0));
+    p.extend([
+        mov64_reg(2, 10),
+        alu64_imm(op::ADD, 2, -16),
+        call(1), // map_lookup_elem(conns, this way)
+        jmp_imm(j::JNE, 0, 0, off(31, RET1)),
+    ]);
+    p.extend(ld_map(1, 0));
+    p.extend([
+        mov64_reg(2, 10),
+        alu64_imm(op::ADD, 2, -28),
+        call(1), // map_lookup_elem(conns, the other way)
+        jmp_imm(j::JNE, 0, 0, off(37, RET1)),
+        alu64_imm(op::AND, 7, 0x12),
+        jmp_imm(j::JNE, 7, 2, off(39, RET0)), // not a SYN without ACK
+        jmp_imm(j::JNE, 8, 10, off(40, RET0)), // not from inside
+        st(sz::DW, 10, -40, 1),
+    ]);
+    p.extend(ld_map(1, 0));
+    p.extend([
+        mov64_reg(2, 10),
+        alu64_imm(op::ADD, 2, -16),
+        mov64_reg(3, 10),
+        alu64_imm(op::ADD, 3, -40),
+        mov64_imm(4, 0),
+        call(2), // map_update_elem(conns, key, 1, BPF_ANY)
+        mov64_imm(0, 1),
+        exit(),
+        mov64_imm(0, 0),
+        exit(),
+    ]);
+    debug_assert_eq!(p.len(), RET0 + 2);
+    let conns = sluice_bpf::maps::MapDef {
+        name: "conns".into(),
+        map_type: sluice_bpf::maps::BPF_MAP_TYPE_HASH,
+        key_size: 12,
+        value_size: 8,
+        max_entries,
+        flags: 0,
+    };
+    Program {
+        name: "firewall".into(),
+        prog_type: sluice_bpf::ProgType::Xdp,
+        insns: p,
+        maps: vec![conns],
+    }
+}
+
+/// The stateful-firewall case with `conns` connections: tracked by a
+/// filter program (`prog`) or by one exact OpenFlow rule per connection.
+fn firewall(conns: usize, prog: bool, packets: usize, rng: &mut Rng) -> Workload {
+    let (out_port, in_port) = (OUT_PORTS[0], OUT_PORTS[1]);
+    let tcp = |nw_src: u32, nw_dst: u32, tp_src: u16, tp_dst: u16| Headers {
+        dl_src: HOST_MAC,
+        dl_dst: SWITCH_MAC,
+        nw_src,
+        nw_dst,
+        proto: 6,
+        tp_src,
+        tp_dst,
+    };
+    let inside = |rng: &mut Rng| 0x0a00_0000 | (rng.next_u64() as u32 & 0x00ff_ffff);
+    let outside = |rng: &mut Rng| 0x5000_0000 | (rng.next_u64() as u32 & 0x0fff_ffff);
+    let port = |rng: &mut Rng| 1024 + rng.below(64_512) as u16;
+    // (inside address, outside address, inside port, outside port)
+    let mut seen = HashSet::new();
+    let mut tuples = Vec::with_capacity(conns);
+    while tuples.len() < conns {
+        let t = (inside(rng), outside(rng), port(rng), [80, 443, 22, 8080][rng.below(4)]);
+        if seen.insert(t) {
+            tuples.push(t);
+        }
+    }
+    // Frames: per connection SYN, outbound, reply; then unsolicited.
+    let mut frames = Vec::with_capacity(3 * conns + conns / 10 + 1);
+    for &(l, r, lp, rp) in &tuples {
+        let mut syn = tcp(l, r, lp, rp).frame();
+        syn[34 + 13] = 0x02;
+        frames.push(syn);
+        frames.push(tcp(l, r, lp, rp).frame());
+        frames.push(tcp(r, l, rp, lp).frame());
+    }
+    let unsolicited = (conns / 10).max(1);
+    let first_unsolicited = frames.len();
+    while frames.len() < first_unsolicited + unsolicited {
+        let (l, r, lp, rp) = (inside(rng), outside(rng), port(rng), port(rng));
+        if !seen.contains(&(l, r, lp, rp)) {
+            frames.push(tcp(r, l, rp, lp).frame());
+        }
+    }
+    // Warm-up: every SYN, then one pass over the other frames.
+    let mut seq: Vec<(u32, u32)> = (0..conns).map(|c| ((3 * c) as u32, out_port)).collect();
+    for c in 0..conns {
+        seq.push(((3 * c + 1) as u32, out_port));
+        seq.push(((3 * c + 2) as u32, in_port));
+    }
+    seq.extend((first_unsolicited..frames.len()).map(|f| (f as u32, 0)));
+    let warm = seq.len();
+    for _ in 0..packets {
+        let k = rng.below(100);
+        seq.push(if k < 10 {
+            ((first_unsolicited + rng.below(unsolicited)) as u32, 0)
+        } else if k < 55 {
+            ((3 * rng.below(conns) + 1) as u32, out_port)
+        } else {
+            ((3 * rng.below(conns) + 2) as u32, in_port)
+        });
+    }
+    let mut flows = vec![
+        format!("priority=10,tcp,nw_src=10.0.0.0/8,actions=output:{out_port}"),
+        "priority=10,tcp,nw_dst=10.0.0.0/8,actions=drop".to_string(),
+    ];
+    let progs = if prog {
+        flows.push(format!(
+            "priority=20,tcp,nw_src=10.0.0.0/8,filter_prog=1,actions=output:{out_port}"
+        ));
+        flows.push(format!(
+            "priority=20,tcp,nw_dst=10.0.0.0/8,filter_prog=1,actions=output:{in_port}"
+        ));
+        vec![(1, firewall_prog((2 * conns).max(1024) as u32))]
+    } else {
+        flows.extend(tuples.iter().map(|&(l, r, lp, rp)| {
+            format!(
+                "priority=20,tcp,nw_src={},nw_dst={},tp_src={rp},tp_dst={lp},actions=output:{in_port}",
+                ip_text(r),
+                ip_text(l)
+            )
+        }));
+        Vec::new()
+    };
+    Workload {
+        family: if prog { "fwprog" } else { "fwof" },
+        rules: flows.len(),
+        flows,
+        frames,
+        seq,
         warm,
         notes: Vec::new(),
         progs,
@@ -483,7 +679,7 @@ impl Route {
     }
 }
 
-fn twotable(packets: usize, rng: &mut Rng) -> Workload {
+fn twotable(packets: usize, rng: &mut Rng, prog: bool) -> Workload {
     // Routes: 101 /8s, and 69 /16s of which about half refine a /8.
     let mut octets: Vec<u32> = (1..=223).filter(|&o| o != 127).collect();
     rng.shuffle(&mut octets);
@@ -530,7 +726,8 @@ fn twotable(packets: usize, rng: &mut Rng) -> Workload {
     flows.extend(acl.iter().map(|&(proto, port)| {
         let p = if proto == 6 { "tcp" } else { "udp" };
         // No instructions: the action set (the route's output) is executed.
-        format!("table=1,priority=10,{p},tp_dst={port},actions=drop")
+        let guard = if prog { "filter_prog=1," } else { "" };
+        format!("table=1,priority=10,{p},tp_dst={port},{guard}actions=drop")
     }));
     flows.push("table=1,priority=0,actions=clear_actions".into());
 
@@ -617,14 +814,14 @@ fn twotable(packets: usize, rng: &mut Rng) -> Workload {
         100.0 * fwd as f64 / packets.max(1) as f64,
     )];
     Workload {
-        family: "twotable",
+        family: if prog { "twotableprog" } else { "twotable" },
         rules: flows.len(),
         flows,
         frames,
         seq,
         warm,
         notes,
-        progs: vec![],
+        progs: if prog { vec![(1, return_one())] } else { Vec::new() },
     }
 }
 
@@ -874,6 +1071,16 @@ fn families(rules: &[usize]) -> Vec<(&'static str, usize)> {
     }
     v.extend(route.iter().map(|&n| ("route", n)));
     v.push(("twotable", 0));
+    v.push(("twotableprog", 0));
+    let fw: Vec<usize> = if rules.is_empty() {
+        vec![FW_CONNECTIONS]
+    } else {
+        sizes.iter().copied().filter(|&n| (1..=100_000).contains(&n)).collect()
+    };
+    for n in fw {
+        v.push(("fwprog", n));
+        v.push(("fwof", n));
+    }
     // Oko's chains: 1 to 10 tables (or the `--rules` counts up to 64),
     // without and with a program per rule.
     let chains: Vec<usize> = if rules.is_empty() {
@@ -928,7 +1135,7 @@ pub fn run(a: Args) -> Result<()> {
     if plan.is_empty() {
         bail!(
             "no case matches --cases `{}` (cases: 1rule, l2, l3, pofmac, pofnet, route, twotable, \
-             oko, okoprog, \
+             twotableprog, oko, okoprog, fwprog, fwof, \
              each as NAME/on, \
              NAME/megaflow, NAME/off)",
             a.cases.as_deref().unwrap_or_default()
@@ -953,6 +1160,8 @@ pub fn run(a: Args) -> Result<()> {
         let stream = match family {
             "pofmac" => "l2",
             "pofnet" => "l3",
+            "twotableprog" => "twotable",
+            "fwof" => "fwprog",
             f => f,
         };
         let mut rng = Rng(a.seed ^ (size as u64).rotate_left(32) ^ stream.len() as u64);
@@ -965,7 +1174,11 @@ pub fn run(a: Args) -> Result<()> {
             "pofnet" => pofnet(size, packets, &mut rng),
             "oko" => oko(size, false, packets),
             "okoprog" => oko(size, true, packets),
-            _ => twotable(packets, &mut rng),
+            "twotable" => twotable(packets, &mut rng, false),
+            "twotableprog" => twotable(packets, &mut rng, true),
+            "fwprog" => firewall(size, true, packets, &mut rng),
+            "fwof" => firewall(size, false, packets, &mut rng),
+            other => bail!("internal error: no workload `{other}`"),
         };
         check_indices(&w)?;
         for n in &w.notes {
@@ -1038,7 +1251,7 @@ mod tests {
 
     #[test]
     fn trace_statistics() {
-        let w = twotable(200_000, &mut Rng(7));
+        let w = twotable(200_000, &mut Rng(7), false);
         assert_eq!(w.seq.len(), 250_000);
         assert_eq!(w.rules, 170 + 500 + 1);
         let fwd = w.seq.iter().filter(|s| s.1 != 0).count();
@@ -1054,6 +1267,46 @@ mod tests {
         let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
         assert_eq!(v[v.len() / 2], 4);
         assert!((10.5..13.0).contains(&mean), "{mean}");
+    }
+
+    /// The firewall program (verified, then run by the interpreter):
+    /// an inside SYN opens a connection both ways; anything else unknown
+    /// is refused, an outside SYN opens nothing.
+    #[test]
+    fn firewall_program_tracks_inside_syns() {
+        use sluice_bpf::helpers::Env;
+        use sluice_bpf::interp::{self, Input};
+        use sluice_bpf::maps::Map;
+        let p = firewall_prog(16);
+        sluice_bpf::verifier::verify(&p).expect("verifies");
+        let mut env = Env::new(vec![Map::new(p.maps[0].clone(), 1).unwrap()]);
+        let mut run = |f: &[u8; FRAME_LEN]| {
+            interp::run(&p.insns, p.prog_type, &mut env, Input::packet(f)).unwrap()
+        };
+        let h = |src, dst, sp, dp| Headers {
+            dl_src: HOST_MAC,
+            dl_dst: SWITCH_MAC,
+            nw_src: src,
+            nw_dst: dst,
+            proto: 6,
+            tp_src: sp,
+            tp_dst: dp,
+        };
+        let syn = |h: Headers| {
+            let mut f = h.frame();
+            f[34 + 13] = 0x02;
+            f
+        };
+        let (l, r) = (0x0a01_0203, 0x5001_0203);
+        assert_eq!(run(&h(r, l, 80, 4000).frame()), 0, "reply before any SYN");
+        assert_eq!(run(&syn(h(r, l, 80, 4000))), 0, "outside SYN");
+        assert_eq!(run(&h(r, l, 80, 4000).frame()), 0, "an outside SYN opened nothing");
+        assert_eq!(run(&syn(h(l, r, 4000, 80))), 1, "inside SYN");
+        assert_eq!(run(&h(r, l, 80, 4000).frame()), 1, "reply");
+        assert_eq!(run(&h(l, r, 4000, 80).frame()), 1, "outbound");
+        assert_eq!(run(&h(r, l, 80, 4001).frame()), 0, "another port");
+        assert_eq!(run(&Headers::udp(l).frame()), 1, "UDP passes");
+        assert_eq!(env.maps[0].entries().len(), 1);
     }
 
     #[test]

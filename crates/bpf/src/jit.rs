@@ -164,14 +164,18 @@ extern "C" fn helper_trampoline(
 
 impl Jitted {
     /// Runs the native code on one packet.
+    #[inline]
     pub fn run(&self, env: &mut Env, input: Input<'_>) -> u64 {
         self.try_run(env, input).unwrap_or(0)
     }
 
-    /// Like [`Jitted::run`] but reports an environment mismatch.
+    /// Like [`Jitted::run`] but reports an environment mismatch. Inlined,
+    /// so the context is built from the caller's registers (a `JitCtx`
+    /// filled from an `Input` in memory stalled on store forwarding).
+    #[inline]
     pub fn try_run(&self, env: &mut Env, input: Input<'_>) -> Result<u64, Fault> {
         if env.maps.len() != self.maps.len()
-            || env.maps.iter().zip(&self.maps).any(|(m, d)| m.def != *d)
+            || env.maps.iter().zip(&self.maps).any(|(m, d)| !m.def.same_memory(d))
         {
             return Err(Fault {
                 pc: 0,

@@ -62,6 +62,14 @@ pub struct MapDef {
 }
 
 impl MapDef {
+    /// Whether maps of `self` and `other` are laid out alike (type,
+    /// sizes, entries, flags; names aside): what the JIT's memory proof
+    /// about one holds for the other.
+    pub fn same_memory(&self, other: &MapDef) -> bool {
+        (self.map_type, self.key_size, self.value_size, self.max_entries, self.flags)
+            == (other.map_type, other.key_size, other.value_size, other.max_entries, other.flags)
+    }
+
     /// Checks that sluice supports the map and that its memory is bounded.
     pub fn validate(&self, workers: u32) -> Result<(), String> {
         let per_worker = match self.map_type {

@@ -110,10 +110,11 @@
 //!   about to run; a disagreement (a bug) is counted in
 //!   [`CacheStats::chain_mismatches`] and the hop is looked up live.
 
-use crate::guard::{Answers, Chain as GuardChain};
+use crate::guard::{Answers, Chain as GuardChain, Guard};
 use crate::op::Op;
 use hashbrown::hash_table::{Entry, HashTable};
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT, KEY_WORDS, PRESENCE_WORD};
+use std::sync::Arc;
 use std::sync::LazyLock;
 
 /// Slots of the exact-match cache (a power of two; OVS's EMC has 8192).
@@ -321,7 +322,27 @@ impl<P: ?Sized> Default for Programs<P> {
 #[derive(Debug)]
 pub struct Item<P: ?Sized> {
     pub prog: Option<Box<P>>,
-    pub guards: Option<Box<GuardChain>>,
+    pub guards: Option<Box<Guarded>>,
+}
+
+/// The guard results an entry's walk recorded, with the guards that gave
+/// them: resolved when the entry is installed, for the flow generation it
+/// is valid in (a hit is only taken in that generation), so a hit reruns
+/// them without looking each one up in the tables.
+pub struct Guarded {
+    pub chain: GuardChain,
+    /// `refs[i]` gave `chain.items()[i]`; empty when they could not all
+    /// be resolved (the hit then finds them by tag).
+    pub refs: Box<[Arc<dyn Guard>]>,
+}
+
+impl std::fmt::Debug for Guarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guarded")
+            .field("chain", &self.chain.items())
+            .field("refs", &self.refs.len())
+            .finish()
+    }
 }
 
 impl<P: ?Sized> Programs<P> {
@@ -673,7 +694,7 @@ impl<P: ?Sized> Caches<P> {
 
     /// The guard results entry item `id` must see again on a hit.
     #[inline]
-    pub fn guard_chain(&self, id: u32) -> Option<&GuardChain> {
+    pub fn guarded(&self, id: u32) -> Option<&Guarded> {
         self.progs.slots.get(id as usize)?.item.as_ref()?.guards.as_deref()
     }
 

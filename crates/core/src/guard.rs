@@ -247,16 +247,16 @@ impl Answers {
     /// stops at the first whose result differs. `None` if every result is
     /// the recorded one; otherwise the results computed (to prime the slow
     /// path): the recorded ones before the difference, then the new one.
-    /// Guards are looked up by tag in `find` (a tag it cannot resolve
-    /// counts as a difference, with no result for it). The common case
-    /// writes nothing: the chain is built only when a result changed.
+    /// Guards are looked up by position and tag in `find` (one it cannot
+    /// resolve counts as a difference, with no result for it). The common
+    /// case writes nothing: the chain is built only when a result changed.
     pub fn recheck<'g>(
         recorded: &Chain,
-        find: impl Fn(u64) -> Option<&'g dyn Guard>,
+        find: impl Fn(usize, u64) -> Option<&'g dyn Guard>,
         input: &GuardInput<'_>,
     ) -> Option<Chain> {
         for (i, &(id, want)) in recorded.items().iter().enumerate() {
-            let got = find(id).map(|g| g.eval(input));
+            let got = find(i, id).map(|g| g.eval(input));
             if got != Some(want) {
                 let mut fresh = *recorded;
                 fresh.truncate(i);
@@ -304,7 +304,7 @@ mod tests {
         assert_eq!(a.chain().items(), &[(7, true)]);
         // The recorded chain says true; the guard now says false.
         let fresh =
-            Answers::recheck(a.chain(), |id| (id == 7).then_some(&g as &dyn Guard), &input())
+            Answers::recheck(a.chain(), |_, id| (id == 7).then_some(&g as &dyn Guard), &input())
                 .expect("a changed result");
         assert_eq!(fresh.items(), &[(7, false)]);
         assert_eq!(g.calls.load(Relaxed), 2);

@@ -49,10 +49,12 @@
 //!   counter shard; the caches, packet pool and upcall queue are the
 //!   worker's own.
 
-use crate::cache::{CacheStats, Caches, Chain, Hop, Item, Recorder, Resolved, HOT_ADDRS, NO_PROG};
+use crate::cache::{
+    CacheStats, Caches, Chain, Guarded, Hop, Item, Recorder, Resolved, HOT_ADDRS, NO_PROG,
+};
 use crate::extract::Extract;
 use crate::graph::{Graph, Next, Node};
-use crate::guard::{Answers, Chain as GuardChain, GuardAt, GuardInput, GuardSet};
+use crate::guard::{Answers, Chain as GuardChain, Guard, GuardAt, GuardInput, GuardSet};
 use crate::op::{DeferredSet, Edited, EntryOps, Op};
 use crate::pkt::Pkt;
 use crate::prefetch;
@@ -433,15 +435,21 @@ fn recheck_recorded<F: Frontend>(
     at: GuardAt,
 ) -> Option<GuardChain> {
     let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
-    let find = |tag: u64| {
-        let (table, entry, index) = untag(tag);
-        let e = f.table(table)?.entries().get(entry)?;
-        e.guards().as_slice().get(index).map(|g| &**g)
+    let g = cache.guarded(id)?;
+    let fresh = if g.refs.len() == g.chain.items().len() {
+        Answers::recheck(&g.chain, |i, _| g.refs.get(i).map(|r| &**r), &input)
+    } else {
+        Answers::recheck(&g.chain, |_, tag| find_guard(f, tag).map(|r| &**r), &input)
     };
-    let fresh = Answers::recheck(cache.guard_chain(id)?, find, &input);
     cache.stats.guard_rechecks += 1;
     cache.stats.guard_changed += u64::from(fresh.is_some());
     fresh
+}
+
+/// The guard a recorded tag names (see [`untag`]).
+fn find_guard<F: Frontend>(f: &F, tag: u64) -> Option<&Arc<dyn Guard>> {
+    let (table, entry, index) = untag(tag);
+    f.table(table)?.entries().get(entry)?.guards().as_slice().get(index)
 }
 
 /// The slow path of a cache miss: walk the tables recording the lookups,
@@ -473,7 +481,14 @@ fn record_walk<F: Frontend>(
     let prog = match (composed, rec.guard_chain()) {
         (None, None) => NO_PROG,
         (Some(p), None) => cache.add_program(p, hot),
-        (p, g) => cache.add_item(Item { prog: p, guards: g.map(Box::new) }, hot),
+        (p, g) => {
+            let guards = g.map(|chain| {
+                let refs: Option<Vec<_>> =
+                    chain.items().iter().map(|&(tag, _)| find_guard(f, tag).cloned()).collect();
+                Box::new(Guarded { chain, refs: refs.unwrap_or_default().into() })
+            });
+            cache.add_item(Item { prog: p, guards }, hot)
+        }
     };
     let res = Resolved { chain: rec.chain, prog };
     if mode == CacheMode::On {

@@ -143,6 +143,7 @@ impl LoadedProg {
     /// A program without maps has no state to guard: it runs in an
     /// environment of its own on the stack, without the lock (and what
     /// it prints with `bpf_trace_printk` is dropped).
+    #[inline]
     pub fn run(&self, input: &GuardInput<'_>) -> u64 {
         if self.program.maps.is_empty() {
             let mut env = Env {
@@ -165,6 +166,7 @@ impl LoadedProg {
         env
     }
 
+    #[inline]
     fn run_in(&self, env: &mut Env, input: &GuardInput<'_>) -> u64 {
         let i = Input { packet: input.frame, ingress_ifindex: input.in_port, rx_queue_index: 0 };
         match &self.jit {

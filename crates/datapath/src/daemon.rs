@@ -109,10 +109,30 @@ pub fn init_logging() {
 /// Like [`init_logging`] with another default filter (e.g. `warn` for the
 /// demo, whose screen is its output).
 pub fn init_logging_with(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let env = std::env::var("RUST_LOG").ok();
+    let filter = tracing_subscriber::EnvFilter::try_new(log_directives(env.as_deref(), default))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log_directives(None, default)));
     let _ =
         tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// Crates whose `info` lines are for their own developers (Cranelift
+/// prints every function it compiles, so a switch recompiling its tables
+/// would flood the log): held at `warn` unless the filter names them.
+const QUIET_CRATES: [&str; 4] =
+    ["cranelift_jit", "cranelift_codegen", "cranelift_module", "cranelift_frontend"];
+
+/// The filter directives: `RUST_LOG` when set and not blank, else
+/// `default`, then `CRATE=warn` for each of [`QUIET_CRATES`] the filter
+/// does not mention.
+fn log_directives(env: Option<&str>, default: &str) -> String {
+    let mut d = env.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(default).to_string();
+    for c in QUIET_CRATES {
+        if !d.contains(c) {
+            d.push_str(&format!(",{c}=warn"));
+        }
+    }
+    d
 }
 
 /// `sluice run`: start, run until `stop` is set, shut down.
@@ -140,4 +160,25 @@ pub fn run(cfg: DaemonConfig, stop: &AtomicBool) -> anyhow::Result<()> {
     d.shutdown();
     info!("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_directives;
+
+    #[test]
+    fn cranelift_is_quiet_unless_asked_for() {
+        let quiet = ",cranelift_jit=warn,cranelift_codegen=warn,cranelift_module=warn,\
+                     cranelift_frontend=warn";
+        assert_eq!(log_directives(None, "info"), format!("info{quiet}"));
+        assert_eq!(log_directives(Some("  "), "warn"), format!("warn{quiet}"));
+        assert_eq!(log_directives(Some("debug"), "info"), format!("debug{quiet}"));
+        assert_eq!(
+            log_directives(Some("info,cranelift_jit=debug"), "info"),
+            "info,cranelift_jit=debug,cranelift_codegen=warn,cranelift_module=warn,\
+             cranelift_frontend=warn"
+        );
+        let f = tracing_subscriber::EnvFilter::try_new(log_directives(None, "info"));
+        assert!(f.is_ok());
+    }
 }

@@ -401,8 +401,15 @@ impl Reporter for MapsReporter {
 pub struct FilterProgs {
     progs: BTreeMap<u32, Arc<LoadedProg>>,
     pcaps: HashMap<String, Arc<PcapGuard>>,
+    /// Size of `pcaps` at which compiling a new expression first forgets
+    /// those no rule holds (doubling: amortised O(1) per expression, and
+    /// the set stays within twice the expressions in use plus a floor).
+    pcap_sweep_at: usize,
     serial: u64,
 }
+
+/// `pcaps` is not swept below this many expressions.
+const PCAP_SWEEP_FLOOR: usize = 64;
 
 impl FilterProgs {
     /// Loads the first program of ELF `object` as program `id`.
@@ -476,6 +483,10 @@ impl FilterProgs {
         }
         let filter = sluice_filter::Filter::compile(expr, sluice_filter::Options::default())
             .map_err(|e| Refusal::exp(code::BAD_PCAP_FILTER, e.to_string()))?;
+        if self.pcaps.len() >= self.pcap_sweep_at.max(PCAP_SWEEP_FLOOR) {
+            self.sweep_pcaps();
+            self.pcap_sweep_at = 2 * self.pcaps.len();
+        }
         self.serial += 1;
         let g = Arc::new(PcapGuard { serial: self.serial, expr: expr.to_owned(), filter });
         self.pcaps.insert(expr.to_owned(), g.clone());
@@ -501,7 +512,9 @@ impl FilterProgs {
         Some(Op::Report(ReportOp(Arc::new(r))))
     }
 
-    /// Forget compiled expressions no rule holds any more.
+    /// Forget compiled expressions no rule (nor cache entry, nor older
+    /// published version) holds any more. Run by [`FilterProgs::pcap_guard`]
+    /// as the set grows.
     pub fn sweep_pcaps(&mut self) {
         self.pcaps.retain(|_, g| Arc::strong_count(g) > 1);
     }
@@ -646,5 +659,27 @@ impl Pipeline {
             let n = parts.len();
             Ok(parts.iter().enumerate().map(|(i, r)| r.to_message(i + 1 < n)).collect())
         })())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Expressions no rule holds are forgotten as new ones come: a
+    /// controller churning rules with distinct expressions does not grow
+    /// the set without bound; one still held survives every sweep.
+    #[test]
+    fn compiled_expressions_nobody_holds_are_swept() {
+        let mut f = FilterProgs::default();
+        let held = f.pcap_guard("udp port 53").expect("compiles");
+        for i in 0..1000 {
+            let g = f.pcap_guard(&format!("tcp dst port {}", 1 + i)).expect("compiles");
+            drop(g);
+            assert!(f.pcaps.len() <= 2 * PCAP_SWEEP_FLOOR + 1, "{} after {i}", f.pcaps.len());
+        }
+        assert!(f.pcaps.contains_key("udp port 53"));
+        let again = f.pcap_guard("udp port 53").expect("compiles");
+        assert_eq!(again.id(), held.id(), "the held one is the same guard");
     }
 }

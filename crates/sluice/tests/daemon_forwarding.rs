@@ -4,8 +4,7 @@
 //! `ovs-ofctl -O OpenFlow13` through the daemon's passive listener.
 //!
 //! Needs root, `ip` and `ping`; the ovs-ofctl test also needs `ovs-ofctl`.
-//! Without them the tests say so on stderr and pass (the machine cannot
-//! run them). Every namespace is removed by a Drop guard (removing a
+//! Without them a test fails with what to install (nothing is skipped). Every namespace is removed by a Drop guard (removing a
 //! namespace removes the veths inside it), the daemon is killed by pid on
 //! drop, and every wait is bounded.
 

@@ -109,12 +109,7 @@ fn exchange(
 
 /// The Internet checksum of `b`.
 fn csum(b: &[u8]) -> u16 {
-    let mut s: u32 =
-        b.chunks(2).map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0))).sum();
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    !(s as u16)
+    !sluice_packet::checksum::fold(sluice_packet::checksum::sum(b))
 }
 
 /// An Ethernet/IPv4/TCP frame without TCP options or payload.

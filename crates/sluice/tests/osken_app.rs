@@ -26,13 +26,14 @@
 //! Namespaces, processes (killed by pid) and temporary files are removed by
 //! Drop guards, also when a test fails; every wait is bounded.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use sluice_datapath::ports::testutil::{is_root, unique_name, NetNs};
+mod netlab;
+
+use netlab::{free_port, have, is_root, Lab, Proc, Scratch as TempDir};
 
 const PYTHON: &str = "/usr/bin/python3";
 const OSKEN_MANAGER: &str = "/usr/bin/osken-manager";
@@ -41,14 +42,6 @@ const CONNECTED: &str = "L2LEARN switch connected";
 
 fn app_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/osken/l2_learning_13.py")
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// Panics when not root or when a needed tool is missing (never skips).
@@ -72,67 +65,6 @@ fn preflight(extra: &[&str]) -> bool {
     );
     assert!(app_path().exists(), "missing {}", app_path().display());
     true
-}
-
-/// A directory under the temp dir, removed with its contents on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(unique_name(tag));
-        std::fs::create_dir_all(&p).expect("temp dir");
-        TempDir(p)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A child process whose stdout and stderr go to a log file (a pipe nobody
-/// reads could fill up and stall it); killed by its pid and reaped on drop.
-struct Proc {
-    what: &'static str,
-    child: Child,
-    log: PathBuf,
-}
-
-impl Proc {
-    fn spawn(what: &'static str, cmd: &mut Command, log: PathBuf) -> Proc {
-        let out = std::fs::File::create(&log).expect("log file");
-        let err = out.try_clone().expect("log file");
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawning {what}: {e}"));
-        Proc { what, child, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Panics (with the log) if the process has exited.
-    fn assert_running(&mut self) {
-        if let Ok(Some(st)) = self.child.try_wait() {
-            panic!("{} exited early ({st}):\n{}", self.what, self.log());
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Starts osken-manager with the L2-learning app. `listen` are the port
@@ -160,83 +92,6 @@ fn start_switch(dir: &TempDir, tag: &str, lab: &Lab, config: &Path, args: &[Stri
 const DPID: &str = "0x5c";
 /// How the app logs [`DPID`].
 const DPID_LOGGED: &str = "dpid=000000000000005c";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-fn mac(i: usize) -> String {
-    format!("02:00:00:00:4d:0{}", i + 1)
-}
-
-fn ip(i: usize) -> String {
-    format!("10.77.0.{}", i + 1)
-}
-
-/// Hosts 0 and 1 (10.77.0.1/2, MACs 02:00:00:00:4d:01/02) each joined by a
-/// veth to the switch namespace; the switch ends become ports 1 and 2.
-struct Lab {
-    h: Vec<NetNs>,
-    sw: NetNs,
-    sw_if: Vec<String>,
-}
-
-impl Lab {
-    fn new() -> Lab {
-        let sw = NetNs::new("sw").expect("switch namespace");
-        let mut lab = Lab { h: Vec::new(), sw, sw_if: Vec::new() };
-        for i in 0..2 {
-            let h = NetNs::new("h").expect("host namespace");
-            let s_if = unique_name("os");
-            let h_if = unique_name("oh");
-            lab.sw
-                .exec(&["ip", "link", "add", &s_if, "type", "veth", "peer", "name", &h_if])
-                .expect("veth");
-            lab.sw.exec(&["ip", "link", "set", &h_if, "netns", h.name()]).expect("veth to host");
-            lab.sw.exec(&["ip", "link", "set", &s_if, "up"]).expect("switch end up");
-            h.exec(&["ip", "link", "set", "dev", &h_if, "address", &mac(i)]).expect("host mac");
-            h.exec(&["ip", "addr", "add", &format!("{}/24", ip(i)), "dev", &h_if])
-                .expect("host address");
-            h.exec(&["ip", "link", "set", &h_if, "up"]).expect("host end up");
-            lab.h.push(h);
-            lab.sw_if.push(s_if);
-        }
-        lab
-    }
-
-    fn port_args(&self) -> Vec<String> {
-        self.sw_if
-            .iter()
-            .enumerate()
-            .flat_map(|(i, n)| ["--port".to_string(), format!("afpacket:{n}={}", i + 1)])
-            .collect()
-    }
-
-    fn ping(&self, from: usize, to: usize, count: u32) -> Output {
-        Command::new("ip")
-            .args(["netns", "exec", self.h[from].name(), "ping", "-n", "-c"])
-            .arg(count.to_string())
-            .args(["-i", "0.2", "-W", "1"])
-            .arg(ip(to))
-            .output()
-            .expect("running ping")
-    }
-
-    /// Pings until one round trip works or `timeout` passes (the first
-    /// packets go through the controller while it installs flows).
-    fn ping_ok_within(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if self.ping(0, 1, 1).status.success() {
-                return true;
-            }
-        }
-        false
-    }
-}
 
 /// Sluice's passive listener, as `ovs-ofctl` reaches it.
 enum Listener {
@@ -331,7 +186,7 @@ fn ping_through_learning_app(lab: &Lab, listener: &Listener, sw: &mut Proc, ctl:
     assert_eq!(flows.len(), 1, "{flows:#?}");
 
     assert!(
-        lab.ping_ok_within(Duration::from_secs(15)),
+        lab.ping_ok_within(0, 1, Duration::from_secs(15)),
         "no ping through the controller-driven switch\n--- sluice log:\n{}\n--- osken log:\n{}",
         sw.log(),
         ctl.log()
@@ -350,11 +205,15 @@ fn ping_through_learning_app(lab: &Lab, listener: &Listener, sw: &mut Proc, ctl:
             .find(|l| {
                 field(l, "priority") == Some("1")
                     && field(l, "in_port") == Some(in_port)
-                    && [field(l, "dl_src"), field(l, "eth_src")].contains(&Some(&mac(src)))
-                    && [field(l, "dl_dst"), field(l, "eth_dst")].contains(&Some(&mac(dst)))
+                    && [field(l, "dl_src"), field(l, "eth_src")].contains(&Some(&lab.mac(src)))
+                    && [field(l, "dl_dst"), field(l, "eth_dst")].contains(&Some(&lab.mac(dst)))
             })
             .unwrap_or_else(|| {
-                panic!("no priority=1 flow {} -> {} from the app: {flows:#?}", mac(src), mac(dst))
+                panic!(
+                    "no priority=1 flow {} -> {} from the app: {flows:#?}",
+                    lab.mac(src),
+                    lab.mac(dst)
+                )
             });
         let out_port = if in_port == "1" { "output:2" } else { "output:1" };
         assert!(line.contains(out_port), "{line}");
@@ -525,7 +384,7 @@ fn l2_learning_app_over_tcp() {
         return;
     }
     let dir = TempDir::new("sluice-osken-");
-    let lab = Lab::new();
+    let lab = Lab::new(2, 77);
     let ctl_port = free_port();
     let listener = Listener::Tcp(free_port());
     let mut ctl = start_controller(&dir, &["--ofp-tcp-listen-port".into(), ctl_port.to_string()]);
@@ -559,7 +418,7 @@ fn l2_learning_app_over_tls() {
     let ctl_cert = make_leaf(&dir, &ca, "controller");
     let sw_cert = make_leaf(&dir, &ca, "switch");
     let ofctl_cert = make_leaf(&dir, &ca, "ofctl");
-    let lab = Lab::new();
+    let lab = Lab::new(2, 77);
     let ctl_port = free_port();
     let listener = Listener::Ssl { port: free_port(), client: ofctl_cert, ca: ca.cert.clone() };
     let mut ctl = start_controller(&dir, &tls_listen_args(ctl_port, &ctl_cert, &ca));
@@ -595,7 +454,7 @@ fn tls_with_a_wrong_ca_does_not_connect() {
     let ca = make_ca(&dir, "ca");
     let other_ca = make_ca(&dir, "other-ca");
     let ctl_cert = make_leaf(&dir, &ca, "controller");
-    let lab = Lab::new();
+    let lab = Lab::new(2, 77);
     let ctl_port = free_port();
     let mut ctl = start_controller(&dir, &tls_listen_args(ctl_port, &ctl_cert, &ca));
     // The active target as sluice logs it (its `pssl:` listener has

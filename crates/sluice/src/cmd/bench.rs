@@ -85,6 +85,7 @@ use sluice_bpf::Program;
 use sluice_ofp::message::flow_mod_command as fc;
 use sluice_ofp::ofctl::{parse_flow, Usage};
 use sluice_ofp::port::Port;
+use sluice_packet::checksum::{fold, sum};
 use sluice_pipeline::{CacheMode, Config, Datapath, JitOptions, Pipeline, Tx};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -279,8 +280,8 @@ impl Headers {
         ip[9] = self.proto;
         ip[12..16].copy_from_slice(&self.nw_src.to_be_bytes());
         ip[16..20].copy_from_slice(&self.nw_dst.to_be_bytes());
-        let sum = ip.chunks_exact(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
-        ip[10..12].copy_from_slice(&fold(sum).to_be_bytes());
+        let c = !fold(sum(ip));
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
         let l4 = &mut f[34..];
         l4[0..2].copy_from_slice(&self.tp_src.to_be_bytes());
         l4[2..4].copy_from_slice(&self.tp_dst.to_be_bytes());
@@ -294,14 +295,6 @@ impl Headers {
         }
         f
     }
-}
-
-/// One's-complement checksum of a sum of 16-bit words.
-fn fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 fn ip_text(a: u32) -> String {
@@ -1233,8 +1226,7 @@ mod tests {
         assert_eq!(&f[30..34], &[10, 1, 2, 3]);
         assert_eq!(&f[36..38], &443u16.to_be_bytes());
         // The IPv4 header checksums to zero.
-        let sum = f[14..34].chunks_exact(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])));
-        assert_eq!(fold(sum.sum()), 0);
+        assert_eq!(!fold(sum(&f[14..34])), 0);
         let u = Headers::udp(1).frame();
         assert_eq!(&u[16..18], &46u16.to_be_bytes());
         assert_eq!(&u[38..40], &26u16.to_be_bytes());

@@ -177,6 +177,18 @@ fn bpf_verify_dump_and_run() {
         })
         .count();
     assert_eq!(verdicts, n, "one `INDEX RETURN` line per packet: {interp}");
+    // The benchmark checks the interpreter against the JIT before timing,
+    // for every example (the rate limiter reads the clock, Dapper and the
+    // firewall write hash maps, p0f an array).
+    for name in ["tcp_firewall", "rate_limiter", "p0f_syn", "dapper"] {
+        let o = clang(name);
+        let (ok, out, err) = run(Command::new(SLUICE)
+            .args(["bpf", "bench", "--rounds", "2", "--pcap"])
+            .arg(&cap)
+            .arg(&o));
+        assert!(ok && out.contains("agree on every return value"), "bench {name}: {out} {err}");
+        let _ = std::fs::remove_file(o);
+    }
     // A program that reads the packet without a bounds check is refused
     // with the instruction and the reason.
     let bad = temp("bad.c");

@@ -80,6 +80,36 @@ fn new_env(p: &Program) -> anyhow::Result<Env> {
     Ok(Env::new(maps))
 }
 
+/// One untimed pass of the interpreter and the JIT side by side, each
+/// with its own maps and the same fixed clock per packet: an interpreter
+/// fault, a JIT fault, a different return value or different final map
+/// contents is an error naming the packet or the map.
+fn agree(p: &Program, j: &jit::Jitted, packets: &[Vec<u8>]) -> anyhow::Result<()> {
+    let (mut ei, mut ej) = (new_env(p)?, new_env(p)?);
+    for (i, pkt) in packets.iter().enumerate() {
+        let now = sluice_bpf::helpers::Clock::Fixed(1_000_000 * (i as u64 + 1));
+        ei.clock = now;
+        ej.clock = now;
+        let ri = interp::run(&p.insns, p.prog_type, &mut ei, Input::packet(pkt))
+            .map_err(|f| anyhow!("packet {i}: interpreter fault at insn {}: {}", f.pc, f.reason))?;
+        let rj = j
+            .try_run(&mut ej, Input::packet(pkt))
+            .map_err(|f| anyhow!("packet {i}: JIT fault at insn {}: {}", f.pc, f.reason))?;
+        if ri != rj {
+            anyhow::bail!("packet {i}: the interpreter returned {ri}, the JIT {rj}");
+        }
+    }
+    for (mi, mj) in ei.maps.iter().zip(&ej.maps) {
+        if mi.entries() != mj.entries() {
+            anyhow::bail!(
+                "map {}: the interpreter and the JIT left different contents",
+                mi.def.name
+            );
+        }
+    }
+    Ok(())
+}
+
 fn print_maps(env: &Env) {
     for m in &env.maps {
         println!("map {} (type {}):", m.def.name, m.def.map_type);
@@ -166,30 +196,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             let rounds = if rounds == 0 { (200_000 / packets.len()).max(1) as u32 } else { rounds };
             let j = jit::compile(&p, &v).map_err(|e| anyhow!(e))?;
+            agree(&p, &j, &packets)?;
             let total = packets.len() as f64 * rounds as f64;
+            let fault = |i: usize, f: interp::Fault| {
+                anyhow!("packet {i}: fault at insn {}: {}", f.pc, f.reason)
+            };
             let mut env = new_env(&p)?;
             let t = Instant::now();
             let mut sink = 0u64;
             for _ in 0..rounds {
-                for pkt in &packets {
-                    sink = sink.wrapping_add(
-                        interp::run(&p.insns, p.prog_type, &mut env, Input::packet(pkt))
-                            .unwrap_or(0),
-                    );
+                for (i, pkt) in packets.iter().enumerate() {
+                    let r = interp::run(&p.insns, p.prog_type, &mut env, Input::packet(pkt))
+                        .map_err(|f| fault(i, f))?;
+                    sink = sink.wrapping_add(r);
                 }
             }
             let ti = t.elapsed().as_secs_f64();
             let mut env = new_env(&p)?;
             let t = Instant::now();
             for _ in 0..rounds {
-                for pkt in &packets {
-                    sink = sink.wrapping_add(j.run(&mut env, Input::packet(pkt)));
+                for (i, pkt) in packets.iter().enumerate() {
+                    let r = j.try_run(&mut env, Input::packet(pkt)).map_err(|f| fault(i, f))?;
+                    sink = sink.wrapping_add(r);
                 }
             }
             let tj = t.elapsed().as_secs_f64();
             let (mi, mj) = (total / ti / 1e6, total / tj / 1e6);
             println!(
-                "{}: {} packets x {rounds} rounds (checksum {sink:#x})",
+                "{}: {} packets x {rounds} rounds (checksum {sink:#x}); interpreter and JIT \
+                 agree on every return value and the final maps",
                 p.name,
                 packets.len()
             );

@@ -41,6 +41,17 @@
 //! returned to `AVAILABLE` and our head moves back to its start (the kernel's head),
 //! and the burst is reported as dropped.
 //!
+//! **Super-frames.** The socket asks for `PACKET_VNET_HDR` (before the rings):
+//! every received packet is then preceded by a `virtio_net_hdr` (10 bytes just
+//! before `tp_mac`), and every sent one must start with one (we write ten zero
+//! bytes: no GSO, checksum complete, so `tp_len` is the frame plus 10). A
+//! received TCP super-frame (`gso_type` TCPV4/TCPV6: a local stack's send through
+//! a veth, or GRO) is cut into `gso_size` segments by [`crate::gso`] straight
+//! into the burst's buffers, marked checksum-partial; a burst that fills up
+//! leaves the rest of the segments for the next one (the packet stays in the
+//! ring until its last segment is out). Without the option (an old kernel)
+//! frames come as before and a super-frame larger than a buffer is dropped.
+//!
 //! # Link down / removal
 //!
 //! Going down sets the socket error `ENETDOWN` (poll reports `POLLERR`); the kernel
@@ -62,6 +73,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::gso::{self, VnetHdr, VNET_HDR_LEN};
 use crate::sys;
 use crate::{Port, PortSpec, PortStats, RxBuf};
 
@@ -73,6 +85,7 @@ const PACKET_TX_RING: i32 = 13;
 const PACKET_LOSS: i32 = 14;
 const PACKET_QDISC_BYPASS: i32 = 20;
 const PACKET_IGNORE_OUTGOING: i32 = 23;
+const PACKET_VNET_HDR: i32 = 15;
 const TPACKET_V3: i32 = 2;
 const PACKET_OUTGOING: u8 = 4;
 
@@ -219,6 +232,14 @@ pub struct AfPacket {
     removed: bool,
     stats: PortStats,
     kernel_drops: Cell<u64>,
+    /// Whether the socket speaks `virtio_net_hdr` (`PACKET_VNET_HDR`): one
+    /// precedes every received frame and must precede every sent one.
+    vnet: bool,
+    /// The TCP super-frame being cut (see [`crate::gso`]): its bytes, its
+    /// plan, and the next segment to hand out (0: none in progress).
+    gso_frame: Vec<u8>,
+    gso_plan: Option<gso::Plan>,
+    gso_next: usize,
 }
 
 fn ctx(what: &str, name: &str, e: io::Error) -> io::Error {
@@ -235,6 +256,19 @@ fn rd32(b: &[u8], at: usize) -> Option<u32> {
 
 fn rd16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+/// How [`AfPacket::rx_cut`] left the packet at `rx_off`.
+enum Cut {
+    /// Not a TCP super-frame: read it as any other.
+    NotGso,
+    /// Cut into segments, but the burst is full: more next time.
+    Partly,
+    /// Every segment handed out (or the frame dropped): move on; its
+    /// `tp_next_offset`.
+    Done(u32),
+    /// The ring's header is out of bounds.
+    Corrupt,
 }
 
 /// What to do with one packet of an RX block.
@@ -287,6 +321,36 @@ fn rx_packet(block: &[u8], off: usize, buf: &mut RxBuf) -> Option<(Rx, u32)> {
     }
 }
 
+/// What the `virtio_net_hdr` in front of the packet at `off` says: `None`
+/// if out of bounds; `Some(None)` for a frame that is not a TCP
+/// super-frame; `Some(Some(mss))` for one, then copied (VLAN tag put back
+/// as [`rx_packet`] does) into `out`.
+fn rx_gso(block: &[u8], off: usize, out: &mut Vec<u8>) -> Option<Option<u16>> {
+    let h = block.get(off..off.checked_add(hdr::SIZE + 20)?)?;
+    let mac = usize::from(rd16(h, hdr::MAC)?);
+    let start = off.checked_add(mac)?;
+    let v = VnetHdr::parse(block.get(start.checked_sub(VNET_HDR_LEN)?..start)?)?;
+    if !matches!(v.gso_type, gso::GSO_TCPV4 | gso::GSO_TCPV6) || v.gso_size == 0 {
+        return Some(None);
+    }
+    let snaplen = rd32(h, hdr::SNAPLEN)? as usize;
+    let status = rd32(h, hdr::STATUS)?;
+    let data = block.get(start..start.checked_add(snaplen)?)?;
+    out.clear();
+    if status & TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 {
+        let tci = rd32(h, hdr::VLAN_TCI)? as u16;
+        let tpid =
+            if status & TP_STATUS_VLAN_TPID_VALID != 0 { rd16(h, hdr::VLAN_TPID)? } else { 0x8100 };
+        out.extend_from_slice(&data[..12]);
+        out.extend_from_slice(&tpid.to_be_bytes());
+        out.extend_from_slice(&tci.to_be_bytes());
+        out.extend_from_slice(&data[12..]);
+    } else {
+        out.extend_from_slice(data);
+    }
+    Some(Some(v.gso_size))
+}
+
 impl AfPacket {
     /// Opens `ifname` (in the calling thread's network namespace).
     pub fn open(ifname: &str, cfg: &Config) -> io::Result<AfPacket> {
@@ -302,6 +366,10 @@ impl AfPacket {
             .map_err(|e| ctx("PACKET_VERSION", ifname, e))?;
         // Must precede the rings (EBUSY afterwards).
         sys::setsockopt(raw, sol, PACKET_LOSS, &1i32).map_err(|e| ctx("PACKET_LOSS", ifname, e))?;
+        // TCP super-frames arrive with their segment size, so they can be
+        // cut (`crate::gso`); a kernel without it gives plain frames.
+        let vnet = sys::setsockopt(raw, sol, PACKET_VNET_HDR, &1i32).is_ok();
+        let vnet_len = if vnet { VNET_HDR_LEN } else { 0 };
 
         let rx = TpacketReq3 {
             block_size: cfg.block_size,
@@ -316,7 +384,7 @@ impl AfPacket {
             .map_err(|e| ctx("PACKET_RX_RING", ifname, e))?;
 
         // TX slot: header + frame of up to MTU + Ethernet header + one VLAN tag.
-        let need = (hdr::TX_DATA + mtu + 18) as u32;
+        let need = (hdr::TX_DATA + vnet_len + mtu + 18) as u32;
         let tx_frame_size = need.max(2048).next_power_of_two();
         let tx_block_size = TX_BLOCK_SIZE.max(tx_frame_size);
         let per_block = tx_block_size / tx_frame_size;
@@ -358,13 +426,75 @@ impl AfPacket {
             tx_frames_per_block: per_block as usize,
             tx_frames: (per_block * tx_blocks) as usize,
             tx_head: 0,
-            tx_max_len: (tx_frame_size as usize - hdr::TX_DATA).min(mtu + 18),
+            tx_max_len: (tx_frame_size as usize - hdr::TX_DATA - vnet_len).min(mtu + 18),
             tx_pending: false,
             tx_unkicked: (0, 0),
             removed: false,
             stats: PortStats::default(),
             kernel_drops: Cell::new(0),
+            vnet,
+            gso_frame: Vec::new(),
+            gso_plan: None,
+            gso_next: 0,
         })
+    }
+
+    /// Past the packet at `rx_off`, whose `tp_next_offset` is `next`.
+    fn advance(&mut self, next: u32) {
+        self.rx_left -= 1;
+        if self.rx_left == 0 {
+            self.release_block();
+        } else if next == 0 {
+            self.stats.rx_errors += u64::from(self.rx_left);
+            self.release_block();
+        } else {
+            self.rx_off += next as usize;
+        }
+    }
+
+    /// The packet at `rx_off`, if a TCP super-frame: its segments into
+    /// `bufs[*n..]`, resuming where an earlier burst stopped. One that
+    /// cannot be cut counts as one receive error.
+    fn rx_cut(&mut self, block: &[u8], bufs: &mut [RxBuf], n: &mut usize) -> Cut {
+        let Some(next) = block.get(self.rx_off..).and_then(|b| rd32(b, hdr::NEXT_OFFSET)) else {
+            return Cut::Corrupt;
+        };
+        if self.gso_next == 0 {
+            let pkttype = block.get(self.rx_off + hdr::SLL_PKTTYPE).copied();
+            if pkttype == Some(PACKET_OUTGOING) {
+                return Cut::NotGso;
+            }
+            match rx_gso(block, self.rx_off, &mut self.gso_frame) {
+                None => return Cut::Corrupt,
+                Some(None) => return Cut::NotGso,
+                Some(Some(mss)) => match gso::plan(&self.gso_frame, mss) {
+                    Some(p) => self.gso_plan = Some(p),
+                    None => {
+                        self.stats.rx_errors += 1;
+                        return Cut::Done(next);
+                    }
+                },
+            }
+        }
+        let Some(p) = self.gso_plan else { return Cut::NotGso };
+        while self.gso_next < p.count {
+            let Some(buf) = bufs.get_mut(*n) else { return Cut::Partly };
+            match gso::segment(&self.gso_frame, &p, self.gso_next, buf.spare_mut()) {
+                Some(len) => {
+                    // Payload moved: the worker computes every segment's
+                    // TCP checksum.
+                    buf.commit(len, true);
+                    self.stats.rx_packets += 1;
+                    self.stats.rx_bytes += len as u64;
+                    *n += 1;
+                }
+                None => self.stats.rx_errors += 1,
+            }
+            self.gso_next += 1;
+        }
+        self.gso_next = 0;
+        self.gso_plan = None;
+        Cut::Done(next)
     }
 
     /// The interface index the port is bound to.
@@ -446,14 +576,19 @@ impl AfPacket {
         }
         let slot = self.tx_slot_ptr(head);
         // SAFETY: the slot is AVAILABLE (or WRONG_FORMAT), i.e. owned by user
-        // space; `tx_max_len + TX_DATA <= tx_frame_size` keeps every write inside
-        // it. The header words are written before the release store below.
+        // space; `tx_max_len + TX_DATA + v <= tx_frame_size` keeps every write
+        // inside it. The header words are written before the release store below.
+        // With `PACKET_VNET_HDR`, an all-zero `virtio_net_hdr` (no GSO, the
+        // checksum complete) goes in front of the frame.
+        let v = if self.vnet { VNET_HDR_LEN } else { 0 };
+        let len = ((v + f.len()) as u32).to_ne_bytes();
         unsafe {
             let s = std::slice::from_raw_parts_mut(slot, self.tx_frame_size);
             s[hdr::NEXT_OFFSET..hdr::NEXT_OFFSET + 4].copy_from_slice(&0u32.to_ne_bytes());
-            s[hdr::SNAPLEN..hdr::SNAPLEN + 4].copy_from_slice(&(f.len() as u32).to_ne_bytes());
-            s[hdr::LEN..hdr::LEN + 4].copy_from_slice(&(f.len() as u32).to_ne_bytes());
-            s[hdr::TX_DATA..hdr::TX_DATA + f.len()].copy_from_slice(f);
+            s[hdr::SNAPLEN..hdr::SNAPLEN + 4].copy_from_slice(&len);
+            s[hdr::LEN..hdr::LEN + 4].copy_from_slice(&len);
+            s[hdr::TX_DATA..hdr::TX_DATA + v].fill(0);
+            s[hdr::TX_DATA + v..hdr::TX_DATA + v + f.len()].copy_from_slice(f);
         }
         self.tx_status(head).store(TP_STATUS_SEND_REQUEST, Ordering::Release);
         self.tx_head = (head + 1) % self.tx_frames;
@@ -547,6 +682,24 @@ impl Port for AfPacket {
             let block = unsafe {
                 std::slice::from_raw_parts(self.rx_block_ptr(self.rx_cur), self.rx_block_size)
             };
+            if n >= bufs.len() {
+                break;
+            }
+            if self.vnet {
+                match self.rx_cut(block, bufs, &mut n) {
+                    Cut::NotGso => {}
+                    Cut::Partly => break,
+                    Cut::Done(next) => {
+                        self.advance(next);
+                        continue;
+                    }
+                    Cut::Corrupt => {
+                        self.stats.rx_errors += u64::from(self.rx_left);
+                        self.release_block();
+                        continue;
+                    }
+                }
+            }
             let Some(buf) = bufs.get_mut(n) else { break };
             let next = match rx_packet(block, self.rx_off, buf) {
                 Some((Rx::Delivered(len), next)) => {
@@ -567,15 +720,7 @@ impl Port for AfPacket {
                     continue;
                 }
             };
-            self.rx_left -= 1;
-            if self.rx_left == 0 {
-                self.release_block();
-            } else if next == 0 {
-                self.stats.rx_errors += u64::from(self.rx_left);
-                self.release_block();
-            } else {
-                self.rx_off += next as usize;
-            }
+            self.advance(next);
         }
         if n == 0 {
             self.check_gone()?;
@@ -680,6 +825,28 @@ mod tests {
 
     const FRAME: [u8; 16] =
         [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00, 0x45, 0x00];
+
+    /// The `virtio_net_hdr` before `tp_mac` decides: a TCP super-frame is
+    /// copied out (its VLAN tag put back) with its segment size; anything
+    /// else is left to the plain path; a header out of bounds is `None`.
+    #[test]
+    fn reads_the_vnet_header_of_a_super_frame() {
+        let mut frame = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+        frame.resize(3000, 0xab);
+        let vlan = Some((7u16, 0x88a8u16));
+        let mut blk = fake_packet(TP_STATUS_USER | TP_STATUS_VLAN_VALID, 0, &frame, vlan);
+        blk[70..80].copy_from_slice(&[1, gso::GSO_TCPV4, 66, 0, 0xa8, 0x05, 34, 0, 16, 0]);
+        let mut out = Vec::new();
+        assert_eq!(rx_gso(&blk, 0, &mut out), Some(Some(1448)));
+        assert_eq!(out.len(), 3004);
+        assert_eq!(&out[12..16], &[0x81, 0x00, 0, 7], "tag back in (no TPID flag: 0x8100)");
+        assert_eq!(&out[16..18], &[0x08, 0x00]);
+        blk[71] = gso::GSO_NONE;
+        assert_eq!(rx_gso(&blk, 0, &mut out), Some(None));
+        blk[71] = 5; // UDP_L4: not cut
+        assert_eq!(rx_gso(&blk, 0, &mut out), Some(None));
+        assert_eq!(rx_gso(&blk[..40], 0, &mut out), None);
+    }
 
     #[test]
     fn copies_a_plain_frame() {

@@ -51,6 +51,7 @@ use std::os::fd::RawFd;
 pub mod afpacket;
 #[cfg(feature = "afxdp")]
 pub mod afxdp;
+pub mod gso;
 pub mod link;
 pub mod pcap;
 pub mod spec;

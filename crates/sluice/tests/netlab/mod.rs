@@ -300,13 +300,6 @@ impl Lab {
             h.exec(&["ip", "link", "set", "dev", &h_if, "address", &lab.mac(i)]).expect("mac");
             h.exec(&["ip", "addr", "add", &format!("{}/24", lab.ip(i)), "dev", &h_if])
                 .expect("host address");
-            // One MSS per TCP send: sluice's AF_PACKET ports do not yet
-            // segment GSO super-frames (a veth hands the stack's up-to-64 KiB
-            // TCP sends to the switch whole, and such a frame is larger than
-            // the output's MTU), so without this a connection crawls on
-            // retransmissions (ARCHITECTURE.md, "Known gaps").
-            h.exec(&["ip", "link", "set", "dev", &h_if, "gso_max_segs", "1"])
-                .expect("gso_max_segs");
             h.exec(&["ip", "link", "set", &h_if, "up"]).expect("host end up");
             lab.h.push(h);
             lab.sw_if.push(s_if);

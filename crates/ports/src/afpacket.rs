@@ -45,8 +45,8 @@
 //! every received packet is then preceded by a `virtio_net_hdr` (10 bytes just
 //! before `tp_mac`), and every sent one must start with one (we write ten zero
 //! bytes: no GSO, checksum complete, so `tp_len` is the frame plus 10). A
-//! received TCP super-frame (`gso_type` TCPV4/TCPV6: a local stack's send through
-//! a veth, or GRO) is cut into `gso_size` segments by [`crate::gso`] straight
+//! received TCP or UDP super-frame (`gso_type` TCPV4/TCPV6/UDP_L4: a local
+//! stack's send through a veth, or GRO) is cut into `gso_size` segments by [`crate::gso`] straight
 //! into the burst's buffers, marked checksum-partial; a burst that fills up
 //! leaves the rest of the segments for the next one (the packet stays in the
 //! ring until its last segment is out). Without the option (an old kernel)
@@ -260,7 +260,7 @@ fn rd16(b: &[u8], at: usize) -> Option<u16> {
 
 /// How [`AfPacket::rx_cut`] left the packet at `rx_off`.
 enum Cut {
-    /// Not a TCP super-frame: read it as any other.
+    /// Not a super-frame: read it as any other.
     NotGso,
     /// Cut into segments, but the burst is full: more next time.
     Partly,
@@ -322,15 +322,15 @@ fn rx_packet(block: &[u8], off: usize, buf: &mut RxBuf) -> Option<(Rx, u32)> {
 }
 
 /// What the `virtio_net_hdr` in front of the packet at `off` says: `None`
-/// if out of bounds; `Some(None)` for a frame that is not a TCP
-/// super-frame; `Some(Some(mss))` for one, then copied (VLAN tag put back
-/// as [`rx_packet`] does) into `out`.
-fn rx_gso(block: &[u8], off: usize, out: &mut Vec<u8>) -> Option<Option<u16>> {
+/// if out of bounds; `Some(None)` for a frame that is not a TCP or UDP
+/// super-frame; `Some(Some((gso_type, gso_size)))` for one, then copied
+/// (VLAN tag put back as [`rx_packet`] does) into `out`.
+fn rx_gso(block: &[u8], off: usize, out: &mut Vec<u8>) -> Option<Option<(u8, u16)>> {
     let h = block.get(off..off.checked_add(hdr::SIZE + 20)?)?;
     let mac = usize::from(rd16(h, hdr::MAC)?);
     let start = off.checked_add(mac)?;
     let v = VnetHdr::parse(block.get(start.checked_sub(VNET_HDR_LEN)?..start)?)?;
-    if !matches!(v.gso_type, gso::GSO_TCPV4 | gso::GSO_TCPV6) || v.gso_size == 0 {
+    if !matches!(v.gso_type, gso::GSO_TCPV4 | gso::GSO_TCPV6 | gso::GSO_UDP_L4) || v.gso_size == 0 {
         return Some(None);
     }
     let snaplen = rd32(h, hdr::SNAPLEN)? as usize;
@@ -348,7 +348,7 @@ fn rx_gso(block: &[u8], off: usize, out: &mut Vec<u8>) -> Option<Option<u16>> {
     } else {
         out.extend_from_slice(data);
     }
-    Some(Some(v.gso_size))
+    Some(Some((v.gso_type, v.gso_size)))
 }
 
 impl AfPacket {
@@ -452,7 +452,7 @@ impl AfPacket {
         }
     }
 
-    /// The packet at `rx_off`, if a TCP super-frame: its segments into
+    /// The packet at `rx_off`, if a TCP or UDP super-frame: its segments into
     /// `bufs[*n..]`, resuming where an earlier burst stopped. One that
     /// cannot be cut counts as one receive error.
     fn rx_cut(&mut self, block: &[u8], bufs: &mut [RxBuf], n: &mut usize) -> Cut {
@@ -467,7 +467,7 @@ impl AfPacket {
             match rx_gso(block, self.rx_off, &mut self.gso_frame) {
                 None => return Cut::Corrupt,
                 Some(None) => return Cut::NotGso,
-                Some(Some(mss)) => match gso::plan(&self.gso_frame, mss) {
+                Some(Some((kind, mss))) => match gso::plan(&self.gso_frame, kind, mss) {
                     Some(p) => self.gso_plan = Some(p),
                     None => {
                         self.stats.rx_errors += 1;
@@ -837,13 +837,15 @@ mod tests {
         let mut blk = fake_packet(TP_STATUS_USER | TP_STATUS_VLAN_VALID, 0, &frame, vlan);
         blk[70..80].copy_from_slice(&[1, gso::GSO_TCPV4, 66, 0, 0xa8, 0x05, 34, 0, 16, 0]);
         let mut out = Vec::new();
-        assert_eq!(rx_gso(&blk, 0, &mut out), Some(Some(1448)));
+        assert_eq!(rx_gso(&blk, 0, &mut out), Some(Some((gso::GSO_TCPV4, 1448))));
         assert_eq!(out.len(), 3004);
         assert_eq!(&out[12..16], &[0x81, 0x00, 0, 7], "tag back in (no TPID flag: 0x8100)");
         assert_eq!(&out[16..18], &[0x08, 0x00]);
         blk[71] = gso::GSO_NONE;
         assert_eq!(rx_gso(&blk, 0, &mut out), Some(None));
-        blk[71] = 5; // UDP_L4: not cut
+        blk[71] = gso::GSO_UDP_L4;
+        assert_eq!(rx_gso(&blk, 0, &mut out), Some(Some((gso::GSO_UDP_L4, 1448))));
+        blk[71] = 3; // UFO (fragmentation), not cut
         assert_eq!(rx_gso(&blk, 0, &mut out), Some(None));
         assert_eq!(rx_gso(&blk[..40], 0, &mut out), None);
     }

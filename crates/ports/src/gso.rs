@@ -1,5 +1,5 @@
-//! Software segmentation of TCP super-frames (GSO/GRO) into wire-sized
-//! frames.
+//! Software segmentation of TCP and UDP super-frames (GSO/GRO) into
+//! wire-sized frames.
 //!
 //! A local stack sending through a veth, or a NIC with GRO, hands an
 //! AF_PACKET socket TCP frames of up to 64 KiB with the segment size in
@@ -11,7 +11,9 @@
 //! payload; IPv4 total length, identification (+1 per segment) and
 //! header checksum, or the IPv6 payload length, and the TCP sequence
 //! number follow; FIN and PSH stay on the last segment only, CWR on the
-//! first only. TCP checksums are left to the caller (the segments are
+//! first only. A UDP super-frame (`UDP_L4`, a sender using
+//! `UDP_SEGMENT`) becomes datagrams of `gso_size` payload bytes, each with
+//! its UDP length. L4 checksums are left to the caller (the segments are
 //! marked checksum-partial, and the worker completes them).
 //!
 //! Handled: Ethernet with up to two VLAN tags, IPv4 without fragments,
@@ -28,6 +30,9 @@ pub const GSO_NONE: u8 = 0;
 pub const GSO_TCPV4: u8 = 1;
 /// `gso_type`: TCP over IPv6.
 pub const GSO_TCPV6: u8 = 4;
+/// `gso_type`: UDP over IPv4 or IPv6, cut into datagrams of `gso_size`
+/// payload bytes (`UDP_SEGMENT` senders).
+pub const GSO_UDP_L4: u8 = 5;
 const GSO_ECN: u8 = 0x80;
 
 /// The fields of a `virtio_net_hdr` the port uses (little-endian, as
@@ -54,8 +59,9 @@ pub struct Plan {
     /// Start of the IP header.
     l3: usize,
     v4: bool,
-    /// Start of the TCP header.
+    /// Start of the TCP or UDP header.
     l4: usize,
+    udp: bool,
     /// Bytes of headers (Ethernet to the end of TCP's options).
     hdrs: usize,
     mss: usize,
@@ -73,9 +79,15 @@ fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
 }
 
-/// The plan for cutting TCP `frame` into segments of `mss` payload bytes,
-/// or `None` if it is not a TCP frame this module handles.
-pub fn plan(frame: &[u8], mss: u16) -> Option<Plan> {
+/// The plan for cutting `frame`, a super-frame of `gso_type`, into
+/// segments of `mss` payload bytes, or `None` if it is not one this module
+/// handles.
+pub fn plan(frame: &[u8], gso_type: u8, mss: u16) -> Option<Plan> {
+    let (proto, udp) = match gso_type {
+        GSO_TCPV4 | GSO_TCPV6 => (6, false),
+        GSO_UDP_L4 => (17, true),
+        _ => return None,
+    };
     let mss = usize::from(mss);
     if mss == 0 {
         return None;
@@ -93,26 +105,26 @@ pub fn plan(frame: &[u8], mss: u16) -> Option<Plan> {
         0x0800 => {
             let ihl = usize::from(*frame.get(l3)? & 0x0f) * 4;
             let frag = be16(frame, l3 + 6)? & 0x3fff;
-            if ihl < 20 || *frame.get(l3 + 9)? != 6 || frag != 0 {
+            if ihl < 20 || *frame.get(l3 + 9)? != proto || frag != 0 {
                 return None;
             }
             (true, l3 + ihl)
         }
         0x86dd => {
-            if *frame.get(l3 + 6)? != 6 {
+            if *frame.get(l3 + 6)? != proto {
                 return None;
             }
             (false, l3 + 40)
         }
         _ => return None,
     };
-    let doff = usize::from(*frame.get(l4 + 12)? >> 4) * 4;
-    let hdrs = l4 + doff;
-    if doff < 20 || hdrs > frame.len() {
+    let l4_len = if udp { 8 } else { usize::from(*frame.get(l4 + 12)? >> 4) * 4 };
+    let hdrs = l4 + l4_len;
+    if l4_len < 8 || hdrs > frame.len() {
         return None;
     }
     let payload = frame.len() - hdrs;
-    Some(Plan { l3, v4, l4, hdrs, mss, count: payload.div_ceil(mss).max(1) })
+    Some(Plan { l3, v4, l4, udp, hdrs, mss, count: payload.div_ceil(mss).max(1) })
 }
 
 /// Writes segment `i` of `frame` (cut by `p`) into `out`; its length, or
@@ -139,6 +151,11 @@ pub fn segment(frame: &[u8], p: &Plan, i: usize, out: &mut [u8]) -> Option<usize
     } else {
         let payload = (len - p.l4) as u16;
         out[p.l3 + 4..p.l3 + 6].copy_from_slice(&payload.to_be_bytes());
+    }
+    if p.udp {
+        let udp_len = (len - p.l4) as u16;
+        out[p.l4 + 4..p.l4 + 6].copy_from_slice(&udp_len.to_be_bytes());
+        return Some(len);
     }
     let seq = u32::from_be_bytes(out.get(p.l4 + 4..p.l4 + 8)?.try_into().ok()?);
     let seq = seq.wrapping_add((i * p.mss) as u32);
@@ -183,7 +200,7 @@ mod tests {
     fn cuts_ipv4_tcp_at_the_segment_size() {
         for vlan in [false, true] {
             let f = v4_frame(3000, vlan);
-            let p = plan(&f, 1448).expect("a TCP frame");
+            let p = plan(&f, GSO_TCPV4, 1448).expect("a TCP frame");
             assert_eq!(p.count, 3);
             let l3 = if vlan { 18 } else { 14 };
             let mut payload = Vec::new();
@@ -213,13 +230,37 @@ mod tests {
     }
 
     #[test]
+    fn cuts_udp_into_datagrams_with_their_length() {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+        f.extend_from_slice(&[0x45, 0, 0x0b, 0xd4, 0, 9, 0x40, 0, 64, 17, 0, 0]);
+        f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2, 0x13, 0x88, 0x00, 0x35, 0x0b, 0xc0, 0, 0]);
+        f.extend((0..3000).map(|i| (i % 251) as u8));
+        assert_eq!(plan(&f, GSO_TCPV4, 1200), None, "UDP is not TCP");
+        let p = plan(&f, GSO_UDP_L4, 1200).expect("UDP");
+        assert_eq!(p.count, 3);
+        let mut payload = Vec::new();
+        for i in 0..3 {
+            let mut out = [0u8; 2048];
+            let n = segment(&f, &p, i, &mut out).unwrap();
+            let chunk = if i < 2 { 1200 } else { 600 };
+            assert_eq!(n, 42 + chunk);
+            assert_eq!(be16(&out, 16), Some((28 + chunk) as u16), "IP total length");
+            assert_eq!(be16(&out, 18), Some(9 + i as u16), "identification");
+            assert_eq!(be16(&out, 38), Some((8 + chunk) as u16), "UDP length");
+            assert_eq!(&out[34..38], &f[34..38], "ports");
+            payload.extend_from_slice(&out[42..n]);
+        }
+        assert_eq!(payload, f[42..].to_vec());
+    }
+
+    #[test]
     fn ipv6_gets_its_payload_length() {
         let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd];
         f.extend_from_slice(&[0x60, 0, 0, 0, 0, 0, 6, 64]);
         f.extend_from_slice(&[0; 32]);
         f.extend_from_slice(&[0, 1, 0, 2, 0, 0, 0, 5, 0, 0, 0, 0, 0x50, 0x18, 1, 0, 0, 0, 0, 0]);
         f.extend_from_slice(&[9; 2500]);
-        let p = plan(&f, 1000).expect("TCP over IPv6");
+        let p = plan(&f, GSO_TCPV6, 1000).expect("TCP over IPv6");
         assert_eq!(p.count, 3);
         let mut out = [0u8; 2048];
         let n = segment(&f, &p, 2, &mut out).unwrap();
@@ -231,18 +272,18 @@ mod tests {
     #[test]
     fn refuses_what_it_does_not_handle() {
         let f = v4_frame(100, false);
-        assert_eq!(plan(&f, 0), None, "no segment size");
+        assert_eq!(plan(&f, GSO_TCPV4, 0), None, "no segment size");
         let mut udp = f.clone();
         udp[23] = 17;
-        assert_eq!(plan(&udp, 1448), None, "UDP");
+        assert_eq!(plan(&udp, GSO_TCPV4, 1448), None, "UDP");
         let mut frag = f.clone();
         frag[20] = 0x20;
-        assert_eq!(plan(&frag, 1448), None, "a fragment");
-        assert_eq!(plan(&f[..40], 1448), None, "truncated");
+        assert_eq!(plan(&frag, GSO_TCPV4, 1448), None, "a fragment");
+        assert_eq!(plan(&f[..40], GSO_TCPV4, 1448), None, "truncated");
         let mut arp = f;
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
-        assert_eq!(plan(&arp, 1448), None);
-        let p = plan(&v4_frame(0, false), 1448).unwrap();
+        assert_eq!(plan(&arp, GSO_TCPV4, 1448), None);
+        let p = plan(&v4_frame(0, false), GSO_TCPV4, 1448).unwrap();
         assert_eq!(p.count, 1, "a bare header is one segment");
         let hv = VnetHdr::parse(&[0, 0x81, 66, 0, 0xa8, 0x05, 0, 0, 0, 0]).unwrap();
         assert_eq!(hv, VnetHdr { gso_type: GSO_TCPV4, gso_size: 1448 });

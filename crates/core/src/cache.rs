@@ -157,6 +157,11 @@ pub struct CacheStats {
     /// the slow path with the results computed so far).
     pub guard_rechecks: u64,
     pub guard_changed: u64,
+    /// Guard results that differed from an entry's but matched its
+    /// alternate's (no slow path).
+    pub guard_alt_hits: u64,
+    /// Alternates recorded for megaflows.
+    pub guard_alts: u64,
 }
 
 /// One resolved lookup: the table and the entry's position in it
@@ -323,6 +328,11 @@ impl<P: ?Sized> Default for Programs<P> {
 pub struct Item<P: ?Sized> {
     pub prog: Option<Box<P>>,
     pub guards: Option<Box<Guarded>>,
+    /// What the same megaflow resolved to when its guards answered
+    /// otherwise (see [`Caches::install_megaflow`]): tried on a hit whose
+    /// guard results differ from this item's before the slow path. Its
+    /// item is held by this one.
+    pub alt: Option<Box<Resolved>>,
 }
 
 /// The guard results an entry's walk recorded, with the guards that gave
@@ -368,13 +378,20 @@ impl<P: ?Sized> Programs<P> {
         }
     }
 
-    /// Drop one holder; free the program when none is left.
+    /// Drop one holder; free the program when none is left (and drop
+    /// the hold it had on its alternate's).
     fn release(&mut self, id: u32) {
-        if let Some(s) = self.slots.get_mut(id as usize) {
-            s.holders = s.holders.saturating_sub(1);
-            if s.holders == 0 && s.item.take().is_some() {
-                s.hot = [0; HOT_ADDRS];
-                self.free.push(id);
+        let mut next = Some(id);
+        while let Some(id) = next.take() {
+            if let Some(s) = self.slots.get_mut(id as usize) {
+                s.holders = s.holders.saturating_sub(1);
+                if s.holders == 0 {
+                    if let Some(item) = s.item.take() {
+                        s.hot = [0; HOT_ADDRS];
+                        self.free.push(id);
+                        next = item.alt.map(|a| a.prog).filter(|&p| p != NO_PROG);
+                    }
+                }
             }
         }
     }
@@ -621,7 +638,7 @@ impl<P: ?Sized> Caches<P> {
     /// `hot`: addresses a hit on it touches first, for
     /// [`Caches::prefetch_program`] (0: none).
     pub fn add_program(&mut self, p: Box<P>, hot: [usize; HOT_ADDRS]) -> u32 {
-        self.progs.add(Item { prog: Some(p), guards: None }, hot)
+        self.progs.add(Item { prog: Some(p), guards: None, alt: None }, hot)
     }
 
     /// Keep a composed program (if any) and the guard results an entry's
@@ -690,6 +707,36 @@ impl<P: ?Sized> Caches<P> {
     #[inline]
     pub fn program(&self, id: u32) -> Option<&P> {
         self.progs.slots.get(id as usize)?.item.as_ref()?.prog.as_deref()
+    }
+
+    /// The alternate of item `id` (see [`Item::alt`]).
+    #[inline]
+    pub fn alt(&self, id: u32) -> Option<Resolved> {
+        self.progs.slots.get(id as usize)?.item.as_ref()?.alt.as_deref().copied()
+    }
+
+    fn has_guards(&self, id: u32) -> bool {
+        self.progs
+            .slots
+            .get(id as usize)
+            .and_then(|s| s.item.as_ref())
+            .is_some_and(|i| i.guards.is_some())
+    }
+
+    /// Makes `res` the alternate of item `a` (holding its item, letting go
+    /// of the one it replaces).
+    fn set_alt(&mut self, a: u32, res: Resolved) {
+        self.progs.retain(res.prog);
+        let old = match self.progs.slots.get_mut(a as usize).and_then(|s| s.item.as_mut()) {
+            Some(item) => item.alt.replace(Box::new(res)),
+            None => {
+                self.progs.release(res.prog);
+                return;
+            }
+        };
+        if let Some(o) = old.filter(|o| o.prog != NO_PROG) {
+            self.progs.release(o.prog);
+        }
     }
 
     /// The guard results entry item `id` must see again on a hit.
@@ -814,9 +861,26 @@ impl<P: ?Sized> Caches<P> {
         }
         let Some(st) = self.mega.get_mut(pos) else { return };
         let mk = st.masked(key);
+        // The same megaflow, this generation, its walk guarded and the new
+        // one too: the guards answered otherwise. Keep both, the new one as
+        // the entry's alternate, so packets of either answer hit.
+        let current = st
+            .map
+            .find(mk.hash, |e| holds(&st.words, e, &mk))
+            .filter(|e| e.gen == gen)
+            .map(|e| e.res.prog);
+        if let Some(a) = current {
+            let both = a != NO_PROG && res.prog != NO_PROG && a != res.prog;
+            if both && self.has_guards(a) && self.has_guards(res.prog) {
+                self.set_alt(a, res);
+                self.stats.guard_alts += 1;
+                return;
+            }
+        }
         if res.prog != NO_PROG {
             self.progs.retain(res.prog);
         }
+        let Some(st) = self.mega.get_mut(pos) else { return };
         let new = MegaEntry { hash: mk.hash, gen, res, key: mk.key };
         let (words, map) = (&st.words, &mut st.map);
         match map.entry(mk.hash, |e| holds(words, e, &mk), |e| e.hash) {
@@ -946,6 +1010,42 @@ mod tests {
         assert_eq!(id2, id, "freed id reused");
         c.drop_if_unused(id2);
         assert_eq!(c.progs.free, vec![id]);
+    }
+
+    /// A megaflow whose guards answered otherwise keeps the second walk
+    /// as its entry's alternate (holding it) instead of replacing the
+    /// entry; the alternate goes when the item holding it goes.
+    #[test]
+    fn guarded_megaflows_keep_an_alternate() {
+        let mut c = Caches::<[u8]>::default();
+        let mut wc = FlowMask::ZERO;
+        wc.words[0] = u64::MAX;
+        let k = FlowKey::ZERO;
+        let guarded = |c: &mut Caches<[u8]>, result| {
+            let mut chain = GuardChain::default();
+            chain.push((7, result));
+            let g = Guarded { chain, refs: Box::new([]) };
+            let item = Item {
+                prog: Some(Box::new([]) as Box<[u8]>),
+                guards: Some(Box::new(g)),
+                alt: None,
+            };
+            c.add_item(item, [0; HOT_ADDRS])
+        };
+        let a = guarded(&mut c, true);
+        let b = guarded(&mut c, false);
+        let ra = Resolved { chain: chain(&[(0, 1)]), prog: a };
+        let rb = Resolved { chain: chain(&[(0, 2)]), prog: b };
+        c.install_megaflow(&k, &wc, ra, 1);
+        c.install_megaflow(&k, &wc, rb, 1);
+        assert_eq!(c.lookup_megaflow(&k, 1).map(|r| r.prog), Some(a), "the entry stays");
+        assert_eq!(c.alt(a).map(|r| (r.prog, r.chain)), Some((b, rb.chain)));
+        assert_eq!((c.progs.slots[a as usize].holders, c.progs.slots[b as usize].holders), (1, 1));
+        assert_eq!(c.stats.guard_alts, 1);
+        // Another generation replaces the entry: both items are freed.
+        c.install_megaflow(&k, &wc, res(chain(&[(0, 3)])), 2);
+        assert!(c.program(a).is_none() && c.program(b).is_none());
+        assert_eq!(c.progs.free, vec![a, b]);
     }
 
     #[test]

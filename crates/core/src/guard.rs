@@ -156,7 +156,8 @@ impl Chain {
     pub fn overflowed(&self) -> bool {
         self.overflow
     }
-    fn push(&mut self, item: (u64, bool)) {
+    /// Appends a result (past [`MAX_CHAIN`] only marks the overflow).
+    pub fn push(&mut self, item: (u64, bool)) {
         match self.items.get_mut(usize::from(self.len)) {
             Some(slot) => {
                 *slot = item;

@@ -395,10 +395,23 @@ fn run_hit<F: Frontend>(
     r: &Resolved,
 ) {
     let at = GuardAt { now_ns: w.now_ns, worker: w.shard.index() };
+    let mut r = *r;
     if let Some(fresh) = recheck_guards(f, cache, r.prog, pkt, at) {
-        let primed = Some(Box::new(Answers::primed(fresh)));
-        record_walk(f, w, cache, pkt, tx, primed);
-        return;
+        // The entry's alternate may have been recorded with these answers.
+        match cache.alt(r.prog).map(|b| (b, recheck_alt(f, cache, b.prog, &fresh, pkt, at))) {
+            Some((b, None)) => {
+                cache.stats.guard_alt_hits += 1;
+                r = b;
+            }
+            Some((_, Some(more))) => {
+                record_walk(f, w, cache, pkt, tx, Some(Box::new(Answers::primed(more))));
+                return;
+            }
+            None => {
+                record_walk(f, w, cache, pkt, tx, Some(Box::new(Answers::primed(fresh))));
+                return;
+            }
+        }
     }
     match cache.program(r.prog) {
         Some(prog) => run_program(f, w, pkt, prog, tx),
@@ -446,6 +459,43 @@ fn recheck_recorded<F: Frontend>(
     fresh
 }
 
+/// Whether item `id`'s recorded guard results are the packet's, given
+/// `fresh`, the results already computed for it (a prefix of what its walk
+/// would record): `None` if they are, running only the guards `fresh`
+/// does not cover; otherwise `fresh` with what was computed added, up to
+/// the first difference, to prime the slow path.
+#[inline(never)]
+fn recheck_alt<F: Frontend>(
+    f: &F,
+    cache: &Caches<Program<F::Ctx>>,
+    id: u32,
+    fresh: &GuardChain,
+    pkt: &Pkt,
+    at: GuardAt,
+) -> Option<GuardChain> {
+    let Some(g) = cache.guarded(id) else { return Some(*fresh) };
+    let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
+    let want = g.chain.items();
+    let have = fresh.items();
+    if want.len() < have.len() || want[..have.len()] != *have {
+        return Some(*fresh);
+    }
+    let mut more = *fresh;
+    for (i, &(tag, result)) in want.iter().enumerate().skip(have.len()) {
+        let guard = if g.refs.len() == want.len() {
+            g.refs.get(i).map(|r| &**r)
+        } else {
+            find_guard(f, tag).map(|r| &**r)
+        };
+        let Some(got) = guard.map(|g| g.eval(&input)) else { return Some(more) };
+        more.push((tag, got));
+        if got != result {
+            return Some(more);
+        }
+    }
+    None
+}
+
 /// The guard a recorded tag names (see [`untag`]).
 fn find_guard<F: Frontend>(f: &F, tag: u64) -> Option<&Arc<dyn Guard>> {
     let (table, entry, index) = untag(tag);
@@ -487,7 +537,7 @@ fn record_walk<F: Frontend>(
                     chain.items().iter().map(|&(tag, _)| find_guard(f, tag).cloned()).collect();
                 Box::new(Guarded { chain, refs: refs.unwrap_or_default().into() })
             });
-            cache.add_item(Item { prog: p, guards }, hot)
+            cache.add_item(Item { prog: p, guards, alt: None }, hot)
         }
     };
     let res = Resolved { chain: rec.chain, prog };

@@ -308,13 +308,13 @@ fn configs() -> Vec<(&'static str, Config, bool)> {
     ]
 }
 
-fn check(ops: &[Op]) -> Result<(u64, u64), TestCaseError> {
+fn check(ops: &[Op]) -> Result<(u64, u64, u64), TestCaseError> {
     let (oracle, oracle_log, oracle_counts, _) = run(
         ops,
         Config { datapath: Datapath::Reference, cache: CacheMode::Off, ..Config::default() },
         false,
     );
-    let (mut rechecks, mut changed) = (0, 0);
+    let (mut rechecks, mut changed, mut alt_hits) = (0, 0, 0);
     for (name, cfg, burst) in configs() {
         let (seen, log, counts, r) = run(ops, cfg, burst);
         prop_assert_eq!(&seen, &oracle, "{} differs from the reference", name);
@@ -324,8 +324,9 @@ fn check(ops: &[Op]) -> Result<(u64, u64), TestCaseError> {
         prop_assert_eq!(cs.chain_mismatches, 0);
         rechecks += cs.guard_rechecks;
         changed += cs.guard_changed;
+        alt_hits += cs.guard_alt_hits;
     }
-    Ok((rechecks, changed))
+    Ok((rechecks, changed, alt_hits))
 }
 
 proptest! {
@@ -338,8 +339,10 @@ proptest! {
 }
 
 /// The random cases reach what they are meant to: cache hits that
-/// recheck recorded guard results, and some where a stateful guard then
-/// answers differently.
+/// recheck recorded guard results, some where a stateful guard then
+/// answers differently, and some of those answered by the megaflow's
+/// alternate (recorded the first time the answer changed) without the
+/// slow path.
 #[test]
 fn caches_recheck_guards_and_fall_back_when_they_change() {
     let spec = |table, priority, guards| FlowSpec {
@@ -360,8 +363,11 @@ fn caches_recheck_guards_and_fall_back_when_they_change() {
         packets.clone(),
         packets,
     ];
-    let (rechecks, changed) = check(&ops).unwrap();
-    assert!(rechecks > 0 && changed > 0, "rechecks {rechecks}, changed {changed}");
+    let (rechecks, changed, alt_hits) = check(&ops).unwrap();
+    assert!(
+        rechecks > 0 && changed > 0 && alt_hits > 0,
+        "rechecks {rechecks}, changed {changed}, alternate hits {alt_hits}"
+    );
 }
 
 /// The semantics on their own: a rule whose guard fails hands the packet

@@ -1,16 +1,18 @@
-//! TCP through `sluice run` as a host's stack sends it: a veth hands the
-//! switch's AF_PACKET port the sender's TCP super-frames (GSO, up to
+//! TCP and UDP through `sluice run` as a host's stack sends them: a veth
+//! hands the switch's AF_PACKET port the sender's super-frames (GSO, up to
 //! 64 KiB), which the port cuts into wire-sized segments
-//! (`sluice_ports::gso`). 8 MiB go from one host to the other through a
-//! plain forwarding rule and must arrive whole and in order; the rule's
-//! packet count shows they crossed as segments.
+//! (`sluice_ports::gso`). 8 MiB of TCP go from one host to the other
+//! through a plain forwarding rule and must arrive whole and in order; the
+//! rule's packet count shows they crossed as segments. A UDP socket with
+//! `UDP_SEGMENT` sends one 10 000-byte buffer, which must arrive as ten
+//! 1000-byte datagrams.
 //!
 //! Needs root and `ip`; namespaces and the switch are removed by guards.
 
 mod netlab;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::time::Duration;
 
 use netlab::{n_packets, ok, Lab, Scratch};
@@ -62,5 +64,49 @@ fn a_bulk_transfer_crosses_as_segments() {
     let flows = ok(&t, &["dump-flows"]).stdout;
     let n = n_packets(&flows, &["in_port=1"]);
     assert!(n as usize >= BYTES / 1500, "{n} frames for {BYTES} bytes:\n{flows}");
+    sw.assert_running();
+}
+
+/// The sender, in Python (std has no `UDP_SEGMENT`; 103 at level
+/// `SOL_UDP` 17, `<linux/udp.h>`): one `sendto` of the pattern's first
+/// 10 000 bytes, cut by the kernel into 1000-byte datagrams — or, on a
+/// veth, handed to the switch as one super-frame.
+const UDP_GSO_SENDER: &str = "import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(17, 103, 1000)
+data = bytes(((i * 7) ^ (i >> 9)) & 0xff for i in range(10000))
+assert s.sendto(data, (sys.argv[1], int(sys.argv[2]))) == 10000
+";
+
+#[test]
+fn a_udp_segment_send_arrives_as_datagrams() {
+    netlab::need_root_and(&["ip"]);
+    let dir = Scratch::new("udpgso");
+    let lab = Lab::new(2, 76);
+    let port = netlab::free_port();
+    let listen = format!("ptcp:{port}:127.0.0.1");
+    let mut sw = lab.start_switch(&dir, &["--listen", &listen, "--fail-mode", "secure"]);
+    sw.wait_listening(port);
+    let t = format!("tcp:127.0.0.1:{port}");
+    ok(&t, &["add-flow", "priority=1,in_port=1,actions=output:2"]);
+    ok(&t, &["add-flow", "priority=1,in_port=2,actions=output:1"]);
+    assert!(lab.ping_ok_within(0, 1, Duration::from_secs(10)), "no ping through the switch");
+
+    let to = SocketAddrV4::new(lab.ipv4(1), 5002);
+    let rx = lab.h[1].enter(|| UdpSocket::bind(to)).expect("bind");
+    rx.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let out = lab.h[0]
+        .exec(&["/usr/bin/python3", "-c", UDP_GSO_SENDER, &lab.ip(1), "5002"])
+        .expect("run python3");
+    assert!(out.status.success(), "sender: {}", String::from_utf8_lossy(&out.stderr));
+    let data: Vec<u8> = (0..10_000).map(pattern).collect();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    for i in 0..10 {
+        let n = rx.recv(&mut buf).unwrap_or_else(|e| panic!("datagram {i}: {e}"));
+        assert_eq!(n, 1000, "datagram {i}");
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(got == data, "the datagrams carry the buffer in order");
     sw.assert_running();
 }

@@ -281,73 +281,104 @@ enum Rx {
     Dropped,
 }
 
-/// Copies the packet at `off` of `block` into `buf`; returns what happened and the
-/// packet's `tp_next_offset`, or `None` if the header is out of bounds.
-fn rx_packet(block: &[u8], off: usize, buf: &mut RxBuf) -> Option<(Rx, u32)> {
+/// One packet of an RX block as its `tpacket3_hdr` describes it.
+struct RingPkt<'a> {
+    next: u32,
+    outgoing: bool,
+    /// `tp_snaplen < tp_len`: the ring holds only part of the frame.
+    truncated: bool,
+    csum_partial: bool,
+    /// Offset of the frame (`tp_mac`) in the block.
+    start: usize,
+    /// The frame's bytes; `None` if they lie outside the block.
+    data: Option<&'a [u8]>,
+    /// A VLAN tag the kernel moved into metadata (TPID then TCI), to put
+    /// back.
+    tag: Option<[u8; 4]>,
+}
+
+/// The packet at `off` of `block`, or `None` if its header is out of bounds.
+fn ring_pkt(block: &[u8], off: usize) -> Option<RingPkt<'_>> {
     let h = block.get(off..off.checked_add(hdr::SIZE + 20)?)?;
-    let next = rd32(h, hdr::NEXT_OFFSET)?;
     let snaplen = rd32(h, hdr::SNAPLEN)? as usize;
-    let wire_len = rd32(h, hdr::LEN)? as usize;
     let status = rd32(h, hdr::STATUS)?;
-    let mac = usize::from(rd16(h, hdr::MAC)?);
-    let pkttype = *h.get(hdr::SLL_PKTTYPE)?;
-    if pkttype == PACKET_OUTGOING {
-        return Some((Rx::Skipped, next));
-    }
-    let start = off.checked_add(mac)?;
-    let data = block.get(start..start.checked_add(snaplen)?)?;
-    if snaplen < wire_len {
-        return Some((Rx::Dropped, next));
-    }
-    let csum = status & TP_STATUS_CSUMNOTREADY != 0;
-    let spare = buf.spare_mut();
-    if status & TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 {
+    let start = off.checked_add(usize::from(rd16(h, hdr::MAC)?))?;
+    let data = start.checked_add(snaplen).and_then(|end| block.get(start..end));
+    let tag = if status & TP_STATUS_VLAN_VALID != 0 && data.is_some_and(|d| d.len() >= 12) {
         let tci = rd32(h, hdr::VLAN_TCI)? as u16;
         let tpid =
             if status & TP_STATUS_VLAN_TPID_VALID != 0 { rd16(h, hdr::VLAN_TPID)? } else { 0x8100 };
-        let total = data.len() + 4;
-        let Some(dst) = spare.get_mut(..total) else { return Some((Rx::Dropped, next)) };
-        dst[..12].copy_from_slice(&data[..12]);
-        dst[12..14].copy_from_slice(&tpid.to_be_bytes());
-        dst[14..16].copy_from_slice(&tci.to_be_bytes());
-        dst[16..].copy_from_slice(&data[12..]);
-        buf.commit(total, csum);
-        Some((Rx::Delivered(total), next))
+        let [a, b] = tpid.to_be_bytes();
+        let [c, d] = tci.to_be_bytes();
+        Some([a, b, c, d])
     } else {
-        let Some(dst) = spare.get_mut(..data.len()) else { return Some((Rx::Dropped, next)) };
-        dst.copy_from_slice(data);
-        buf.commit(data.len(), csum);
-        Some((Rx::Delivered(data.len()), next))
+        None
+    };
+    Some(RingPkt {
+        next: rd32(h, hdr::NEXT_OFFSET)?,
+        outgoing: *h.get(hdr::SLL_PKTTYPE)? == PACKET_OUTGOING,
+        truncated: snaplen < rd32(h, hdr::LEN)? as usize,
+        csum_partial: status & TP_STATUS_CSUMNOTREADY != 0,
+        start,
+        data,
+        tag,
+    })
+}
+
+/// Writes `data` with `tag` put back after the MAC addresses into the
+/// start of `dst`; the frame's length, or `None` if `dst` is too small.
+fn copy_frame(data: &[u8], tag: Option<[u8; 4]>, dst: &mut [u8]) -> Option<usize> {
+    match tag {
+        Some(tag) => {
+            let dst = dst.get_mut(..data.len() + 4)?;
+            dst[..12].copy_from_slice(&data[..12]);
+            dst[12..16].copy_from_slice(&tag);
+            dst[16..].copy_from_slice(&data[12..]);
+            Some(dst.len())
+        }
+        None => {
+            dst.get_mut(..data.len())?.copy_from_slice(data);
+            Some(data.len())
+        }
+    }
+}
+
+/// Copies the packet at `off` of `block` into `buf`; returns what happened and the
+/// packet's `tp_next_offset`, or `None` if the header is out of bounds.
+fn rx_packet(block: &[u8], off: usize, buf: &mut RxBuf) -> Option<(Rx, u32)> {
+    let p = ring_pkt(block, off)?;
+    if p.outgoing {
+        return Some((Rx::Skipped, p.next));
+    }
+    let data = p.data?;
+    if p.truncated {
+        return Some((Rx::Dropped, p.next));
+    }
+    match copy_frame(data, p.tag, buf.spare_mut()) {
+        Some(len) => {
+            buf.commit(len, p.csum_partial);
+            Some((Rx::Delivered(len), p.next))
+        }
+        None => Some((Rx::Dropped, p.next)),
     }
 }
 
 /// What the `virtio_net_hdr` in front of the packet at `off` says: `None`
-/// if out of bounds; `Some(None)` for a frame that is not a TCP or UDP
-/// super-frame; `Some(Some((gso_type, gso_size)))` for one, then copied
-/// (VLAN tag put back as [`rx_packet`] does) into `out`.
+/// if out of bounds; `Some(None)` for a frame that is not a whole TCP or
+/// UDP super-frame (outgoing and truncated ones included: the plain path
+/// skips or drops them); `Some(Some((gso_type, gso_size)))` for one, then
+/// copied into `out` as [`rx_packet`] copies a frame.
 fn rx_gso(block: &[u8], off: usize, out: &mut Vec<u8>) -> Option<Option<(u8, u16)>> {
-    let h = block.get(off..off.checked_add(hdr::SIZE + 20)?)?;
-    let mac = usize::from(rd16(h, hdr::MAC)?);
-    let start = off.checked_add(mac)?;
-    let v = VnetHdr::parse(block.get(start.checked_sub(VNET_HDR_LEN)?..start)?)?;
-    if !matches!(v.gso_type, gso::GSO_TCPV4 | gso::GSO_TCPV6 | gso::GSO_UDP_L4) || v.gso_size == 0 {
+    let p = ring_pkt(block, off)?;
+    let v = VnetHdr::parse(block.get(p.start.checked_sub(VNET_HDR_LEN)?..p.start)?)?;
+    let kind = matches!(v.gso_type, gso::GSO_TCPV4 | gso::GSO_TCPV6 | gso::GSO_UDP_L4);
+    if !kind || v.gso_size == 0 || p.outgoing || p.truncated {
         return Some(None);
     }
-    let snaplen = rd32(h, hdr::SNAPLEN)? as usize;
-    let status = rd32(h, hdr::STATUS)?;
-    let data = block.get(start..start.checked_add(snaplen)?)?;
-    out.clear();
-    if status & TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 {
-        let tci = rd32(h, hdr::VLAN_TCI)? as u16;
-        let tpid =
-            if status & TP_STATUS_VLAN_TPID_VALID != 0 { rd16(h, hdr::VLAN_TPID)? } else { 0x8100 };
-        out.extend_from_slice(&data[..12]);
-        out.extend_from_slice(&tpid.to_be_bytes());
-        out.extend_from_slice(&tci.to_be_bytes());
-        out.extend_from_slice(&data[12..]);
-    } else {
-        out.extend_from_slice(data);
-    }
+    let data = p.data?;
+    out.resize(data.len() + 4, 0);
+    let len = copy_frame(data, p.tag, out)?;
+    out.truncate(len);
     Some(Some((v.gso_type, v.gso_size)))
 }
 
@@ -460,10 +491,6 @@ impl AfPacket {
             return Cut::Corrupt;
         };
         if self.gso_next == 0 {
-            let pkttype = block.get(self.rx_off + hdr::SLL_PKTTYPE).copied();
-            if pkttype == Some(PACKET_OUTGOING) {
-                return Cut::NotGso;
-            }
             match rx_gso(block, self.rx_off, &mut self.gso_frame) {
                 None => return Cut::Corrupt,
                 Some(None) => return Cut::NotGso,
@@ -846,6 +873,10 @@ mod tests {
         blk[71] = gso::GSO_UDP_L4;
         assert_eq!(rx_gso(&blk, 0, &mut out), Some(Some((gso::GSO_UDP_L4, 1448))));
         blk[71] = 3; // UFO (fragmentation), not cut
+        assert_eq!(rx_gso(&blk, 0, &mut out), Some(None));
+        // A truncated capture is left to the plain path, which drops it.
+        blk[71] = gso::GSO_TCPV4;
+        blk[16..20].copy_from_slice(&4000u32.to_ne_bytes());
         assert_eq!(rx_gso(&blk, 0, &mut out), Some(None));
         assert_eq!(rx_gso(&blk[..40], 0, &mut out), None);
     }

@@ -71,7 +71,6 @@ impl std::fmt::Debug for Jitted {
     }
 }
 
-/// The helper trampoline called by native code.
 /// Bytes a helper argument copied into an inline buffer hold at most.
 const ARG_BUF: usize = 64;
 
@@ -91,6 +90,7 @@ impl Arg {
     }
 }
 
+/// The helper trampoline called by native code.
 extern "C" fn helper_trampoline(
     ctx: *const JitCtx,
     id: u64,

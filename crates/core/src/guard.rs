@@ -157,7 +157,7 @@ impl Chain {
         self.overflow
     }
     /// Appends a result (past [`MAX_CHAIN`] only marks the overflow).
-    pub fn push(&mut self, item: (u64, bool)) {
+    pub(crate) fn push(&mut self, item: (u64, bool)) {
         match self.items.get_mut(usize::from(self.len)) {
             Some(slot) => {
                 *slot = item;
@@ -249,14 +249,17 @@ impl Answers {
     /// the recorded one; otherwise the results computed (to prime the slow
     /// path): the recorded ones before the difference, then the new one.
     /// Guards are looked up by position and tag in `find` (one it cannot
-    /// resolve counts as a difference, with no result for it). The common
-    /// case writes nothing: the chain is built only when a result changed.
+    /// resolve counts as a difference, with no result for it). The first
+    /// `from` results are taken as known to hold (the caller computed them
+    /// for this packet) and not run again. The common case writes nothing:
+    /// the chain is built only when a result changed.
     pub fn recheck<'g>(
         recorded: &Chain,
+        from: usize,
         find: impl Fn(usize, u64) -> Option<&'g dyn Guard>,
         input: &GuardInput<'_>,
     ) -> Option<Chain> {
-        for (i, &(id, want)) in recorded.items().iter().enumerate() {
+        for (i, &(id, want)) in recorded.items().iter().enumerate().skip(from) {
             let got = find(i, id).map(|g| g.eval(input));
             if got != Some(want) {
                 let mut fresh = *recorded;
@@ -305,7 +308,7 @@ mod tests {
         assert_eq!(a.chain().items(), &[(7, true)]);
         // The recorded chain says true; the guard now says false.
         let fresh =
-            Answers::recheck(a.chain(), |_, id| (id == 7).then_some(&g as &dyn Guard), &input())
+            Answers::recheck(a.chain(), 0, |_, id| (id == 7).then_some(&g as &dyn Guard), &input())
                 .expect("a changed result");
         assert_eq!(fresh.items(), &[(7, false)]);
         assert_eq!(g.calls.load(Relaxed), 2);

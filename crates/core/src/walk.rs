@@ -448,12 +448,7 @@ fn recheck_recorded<F: Frontend>(
     at: GuardAt,
 ) -> Option<GuardChain> {
     let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
-    let g = cache.guarded(id)?;
-    let fresh = if g.refs.len() == g.chain.items().len() {
-        Answers::recheck(&g.chain, |i, _| g.refs.get(i).map(|r| &**r), &input)
-    } else {
-        Answers::recheck(&g.chain, |_, tag| find_guard(f, tag).map(|r| &**r), &input)
-    };
+    let fresh = recheck_item(f, cache.guarded(id)?, 0, &input);
     cache.stats.guard_rechecks += 1;
     cache.stats.guard_changed += u64::from(fresh.is_some());
     fresh
@@ -474,26 +469,28 @@ fn recheck_alt<F: Frontend>(
     at: GuardAt,
 ) -> Option<GuardChain> {
     let Some(g) = cache.guarded(id) else { return Some(*fresh) };
-    let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
-    let want = g.chain.items();
     let have = fresh.items();
-    if want.len() < have.len() || want[..have.len()] != *have {
+    if !g.chain.items().starts_with(have) {
         return Some(*fresh);
     }
-    let mut more = *fresh;
-    for (i, &(tag, result)) in want.iter().enumerate().skip(have.len()) {
-        let guard = if g.refs.len() == want.len() {
-            g.refs.get(i).map(|r| &**r)
-        } else {
-            find_guard(f, tag).map(|r| &**r)
-        };
-        let Some(got) = guard.map(|g| g.eval(&input)) else { return Some(more) };
-        more.push((tag, got));
-        if got != result {
-            return Some(more);
-        }
+    let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
+    recheck_item(f, g, have.len(), &input)
+}
+
+/// [`Answers::recheck`] of an item's recorded results from position
+/// `from`, through the guards it holds (or, if it could not resolve them
+/// all, found by tag).
+fn recheck_item<F: Frontend>(
+    f: &F,
+    g: &Guarded,
+    from: usize,
+    input: &GuardInput<'_>,
+) -> Option<GuardChain> {
+    if g.refs.len() == g.chain.items().len() {
+        Answers::recheck(&g.chain, from, |i, _| g.refs.get(i).map(|r| &**r), input)
+    } else {
+        Answers::recheck(&g.chain, from, |_, tag| find_guard(f, tag).map(|r| &**r), input)
     }
-    None
 }
 
 /// The guard a recorded tag names (see [`untag`]).

@@ -204,16 +204,6 @@ fn flow5(src: SocketAddrV4, dst: SocketAddrV4) -> String {
     hex(&k)
 }
 
-/// A switch on a two-host lab, secure fail mode, a passive listener for
-/// `sluice ctl`; returns the switch and the ctl target.
-fn switch(dir: &Scratch, lab: &Lab) -> (Proc, String) {
-    let port = netlab::free_port();
-    let listen = format!("ptcp:{port}:127.0.0.1");
-    let mut sw = lab.start_switch(dir, &["--listen", &listen, "--fail-mode", "secure"]);
-    sw.wait_listening(port);
-    (sw, format!("tcp:127.0.0.1:{port}"))
-}
-
 /// The TCP SYN test in the flows: SYN set, ACK clear.
 const SYN_ONLY: &str = r#"pcap_filter="tcp[13] & 0x12 = 2""#;
 
@@ -229,7 +219,7 @@ fn stateful_firewall_admits_only_replies() {
     let dir = Scratch::new("fw");
     let obj = clang_example(&dir, "tcp_firewall");
     let lab = Lab::new(2, 71);
-    let (mut sw, t) = switch(&dir, &lab);
+    let (mut sw, t) = lab.start_secure_switch(&dir);
     ok(&t, &["load-filter-prog", "1", &obj.display().to_string()]);
     for flow in [
         format!("priority=20,in_port=2,tcp,{SYN_ONLY},actions=drop"),
@@ -310,7 +300,7 @@ fn rate_limiter_cuts_a_burst_to_its_bucket() {
     let dir = Scratch::new("rl");
     let obj = clang_example(&dir, "rate_limiter");
     let lab = Lab::new(2, 72);
-    let (mut sw, t) = switch(&dir, &lab);
+    let (mut sw, t) = lab.start_secure_switch(&dir);
     ok(&t, &["load-filter-prog", "2", &obj.display().to_string()]);
     for flow in [
         "priority=10,in_port=2,udp,filter_prog=2,actions=output:1",
@@ -377,7 +367,7 @@ fn syn_signature_filter_drops_a_forged_flood() {
     let dir = Scratch::new("p0f");
     let obj = clang_example(&dir, "p0f_syn");
     let lab = Lab::new(2, 73);
-    let (mut sw, t) = switch(&dir, &lab);
+    let (mut sw, t) = lab.start_secure_switch(&dir);
     ok(&t, &["load-filter-prog", "3", &obj.display().to_string()]);
     for flow in [
         format!("priority=20,in_port=2,tcp,{SYN_ONLY},filter_prog=3,actions=output:1"),

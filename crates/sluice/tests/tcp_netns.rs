@@ -7,7 +7,7 @@
 //! `UDP_SEGMENT` sends one 10 000-byte buffer, which must arrive as ten
 //! 1000-byte datagrams.
 //!
-//! Needs root and `ip`; namespaces and the switch are removed by guards.
+//! Needs root, `ip` and `ping`; namespaces and the switch are removed by guards.
 
 mod netlab;
 
@@ -15,7 +15,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::time::Duration;
 
-use netlab::{n_packets, ok, Lab, Scratch};
+use netlab::{n_packets, ok, Lab, Proc, Scratch};
 
 const BYTES: usize = 8 << 20;
 
@@ -23,19 +23,23 @@ fn pattern(i: usize) -> u8 {
     (i.wrapping_mul(7) ^ (i >> 9)) as u8
 }
 
-#[test]
-fn a_bulk_transfer_crosses_as_segments() {
-    netlab::need_root_and(&["ip"]);
-    let dir = Scratch::new("tcp");
-    let lab = Lab::new(2, 75);
-    let port = netlab::free_port();
-    let listen = format!("ptcp:{port}:127.0.0.1");
-    let mut sw = lab.start_switch(&dir, &["--listen", &listen, "--fail-mode", "secure"]);
-    sw.wait_listening(port);
-    let t = format!("tcp:127.0.0.1:{port}");
+/// Two hosts (10.OCTET.0.1/2) and a secure switch forwarding port 1 to 2
+/// and back, pinging; the scratch dir (keep it), lab, switch and ctl
+/// target.
+fn forwarding(octet: u8) -> (Scratch, Lab, Proc, String) {
+    netlab::need_root_and(&["ip", "ping"]);
+    let dir = Scratch::new("fwd");
+    let lab = Lab::new(2, octet);
+    let (sw, t) = lab.start_secure_switch(&dir);
     ok(&t, &["add-flow", "priority=1,in_port=1,actions=output:2"]);
     ok(&t, &["add-flow", "priority=1,in_port=2,actions=output:1"]);
     assert!(lab.ping_ok_within(0, 1, Duration::from_secs(10)), "no ping through the switch");
+    (dir, lab, sw, t)
+}
+
+#[test]
+fn a_bulk_transfer_crosses_as_segments() {
+    let (_dir, lab, mut sw, t) = forwarding(75);
 
     let to = SocketAddrV4::new(lab.ipv4(1), 5001);
     let l = lab.h[1].enter(|| TcpListener::bind(to)).expect("listen");
@@ -80,17 +84,7 @@ assert s.sendto(data, (sys.argv[1], int(sys.argv[2]))) == 10000
 
 #[test]
 fn a_udp_segment_send_arrives_as_datagrams() {
-    netlab::need_root_and(&["ip"]);
-    let dir = Scratch::new("udpgso");
-    let lab = Lab::new(2, 76);
-    let port = netlab::free_port();
-    let listen = format!("ptcp:{port}:127.0.0.1");
-    let mut sw = lab.start_switch(&dir, &["--listen", &listen, "--fail-mode", "secure"]);
-    sw.wait_listening(port);
-    let t = format!("tcp:127.0.0.1:{port}");
-    ok(&t, &["add-flow", "priority=1,in_port=1,actions=output:2"]);
-    ok(&t, &["add-flow", "priority=1,in_port=2,actions=output:1"]);
-    assert!(lab.ping_ok_within(0, 1, Duration::from_secs(10)), "no ping through the switch");
+    let (_dir, lab, mut sw, _) = forwarding(76);
 
     let to = SocketAddrV4::new(lab.ipv4(1), 5002);
     let rx = lab.h[1].enter(|| UdpSocket::bind(to)).expect("bind");

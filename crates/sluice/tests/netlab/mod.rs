@@ -368,4 +368,15 @@ impl Lab {
             .env("NO_COLOR", "1");
         Proc::spawn("sluice run", &mut cmd, dir.path("sluice.log"))
     }
+
+    /// [`Lab::start_switch`] in fail mode secure with a passive listener
+    /// on a free local port, once it listens; the switch and the
+    /// `sluice ctl` target of the listener.
+    pub fn start_secure_switch(&self, dir: &Scratch) -> (Proc, String) {
+        let port = free_port();
+        let listen = format!("ptcp:{port}:127.0.0.1");
+        let mut sw = self.start_switch(dir, &["--listen", &listen, "--fail-mode", "secure"]);
+        sw.wait_listening(port);
+        (sw, format!("tcp:127.0.0.1:{port}"))
+    }
 }

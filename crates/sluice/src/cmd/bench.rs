@@ -266,6 +266,14 @@ impl Headers {
     }
 
     /// Ethernet + IPv4 (checksummed) + TCP or UDP, padded to 60 bytes.
+    /// [`Headers::frame`] of a TCP connection's opening SYN (flags SYN
+    /// only, where `frame` sets ACK).
+    fn syn_frame(&self) -> [u8; FRAME_LEN] {
+        let mut f = self.frame();
+        f[34 + 13] = 0x02;
+        f
+    }
+
     fn frame(&self) -> [u8; FRAME_LEN] {
         let mut f = [0u8; FRAME_LEN];
         f[0..6].copy_from_slice(&self.dl_dst);
@@ -498,9 +506,7 @@ fn firewall(conns: usize, prog: bool, packets: usize, rng: &mut Rng) -> Workload
     // Frames: per connection SYN, outbound, reply; then unsolicited.
     let mut frames = Vec::with_capacity(3 * conns + conns / 10 + 1);
     for &(l, r, lp, rp) in &tuples {
-        let mut syn = tcp(l, r, lp, rp).frame();
-        syn[34 + 13] = 0x02;
-        frames.push(syn);
+        frames.push(tcp(l, r, lp, rp).syn_frame());
         frames.push(tcp(l, r, lp, rp).frame());
         frames.push(tcp(r, l, rp, lp).frame());
     }
@@ -1284,16 +1290,11 @@ mod tests {
             tp_src: sp,
             tp_dst: dp,
         };
-        let syn = |h: Headers| {
-            let mut f = h.frame();
-            f[34 + 13] = 0x02;
-            f
-        };
         let (l, r) = (0x0a01_0203, 0x5001_0203);
         assert_eq!(run(&h(r, l, 80, 4000).frame()), 0, "reply before any SYN");
-        assert_eq!(run(&syn(h(r, l, 80, 4000))), 0, "outside SYN");
+        assert_eq!(run(&h(r, l, 80, 4000).syn_frame()), 0, "outside SYN");
         assert_eq!(run(&h(r, l, 80, 4000).frame()), 0, "an outside SYN opened nothing");
-        assert_eq!(run(&syn(h(l, r, 4000, 80))), 1, "inside SYN");
+        assert_eq!(run(&h(l, r, 4000, 80).syn_frame()), 1, "inside SYN");
         assert_eq!(run(&h(r, l, 80, 4000).frame()), 1, "reply");
         assert_eq!(run(&h(l, r, 4000, 80).frame()), 1, "outbound");
         assert_eq!(run(&h(r, l, 80, 4001).frame()), 0, "another port");

@@ -80,6 +80,12 @@ fn new_env(p: &Program) -> anyhow::Result<Env> {
     Ok(Env::new(maps))
 }
 
+/// The error for packet `i`'s run ending in fault `f` (`what`: which
+/// engine's, or just "fault").
+fn fault(i: usize, what: &str, f: interp::Fault) -> anyhow::Error {
+    anyhow!("packet {i}: {what} at insn {}: {}", f.pc, f.reason)
+}
+
 /// One untimed pass of the interpreter and the JIT side by side, each
 /// with its own maps and the same fixed clock per packet: an interpreter
 /// fault, a JIT fault, a different return value or different final map
@@ -91,10 +97,8 @@ fn agree(p: &Program, j: &jit::Jitted, packets: &[Vec<u8>]) -> anyhow::Result<()
         ei.clock = now;
         ej.clock = now;
         let ri = interp::run(&p.insns, p.prog_type, &mut ei, Input::packet(pkt))
-            .map_err(|f| anyhow!("packet {i}: interpreter fault at insn {}: {}", f.pc, f.reason))?;
-        let rj = j
-            .try_run(&mut ej, Input::packet(pkt))
-            .map_err(|f| anyhow!("packet {i}: JIT fault at insn {}: {}", f.pc, f.reason))?;
+            .map_err(|f| fault(i, "interpreter fault", f))?;
+        let rj = j.try_run(&mut ej, Input::packet(pkt)).map_err(|f| fault(i, "JIT fault", f))?;
         if ri != rj {
             anyhow::bail!("packet {i}: the interpreter returned {ri}, the JIT {rj}");
         }
@@ -178,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     Some(j) => j.try_run(&mut env, input),
                     None => interp::run(&p.insns, p.prog_type, &mut env, input),
                 }
-                .map_err(|f| anyhow!("packet {i}: fault at insn {}: {}", f.pc, f.reason))?;
+                .map_err(|f| fault(i, "fault", f))?;
                 println!("{i} {r}");
             }
             print_maps(&env);
@@ -198,16 +202,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let j = jit::compile(&p, &v).map_err(|e| anyhow!(e))?;
             agree(&p, &j, &packets)?;
             let total = packets.len() as f64 * rounds as f64;
-            let fault = |i: usize, f: interp::Fault| {
-                anyhow!("packet {i}: fault at insn {}: {}", f.pc, f.reason)
-            };
             let mut env = new_env(&p)?;
             let t = Instant::now();
             let mut sink = 0u64;
             for _ in 0..rounds {
                 for (i, pkt) in packets.iter().enumerate() {
                     let r = interp::run(&p.insns, p.prog_type, &mut env, Input::packet(pkt))
-                        .map_err(|f| fault(i, f))?;
+                        .map_err(|f| fault(i, "interpreter fault", f))?;
                     sink = sink.wrapping_add(r);
                 }
             }
@@ -216,7 +217,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let t = Instant::now();
             for _ in 0..rounds {
                 for (i, pkt) in packets.iter().enumerate() {
-                    let r = j.try_run(&mut env, Input::packet(pkt)).map_err(|f| fault(i, f))?;
+                    let r = j
+                        .try_run(&mut env, Input::packet(pkt))
+                        .map_err(|f| fault(i, "JIT fault", f))?;
                     sink = sink.wrapping_add(r);
                 }
             }

@@ -1306,9 +1306,11 @@ fn do_jmp(cx: &mut Ctx<'_>, st: &mut State, pc: usize, i: &Insn) -> VResult<Flow
             mark_null(val_st, id, false);
             (true, true)
         }
-        // A pointer that cannot be NULL compared with 0: the outcome is known.
+        // A pointer that cannot be NULL compared with 0: the outcome is known
+        // (in 64 bits only: the low half of a pointer may well be 0).
         (p, Reg::Scalar(z)) | (Reg::Scalar(z), p)
-            if p.is_ptr()
+            if wide
+                && p.is_ptr()
                 && !matches!(p, Reg::MapValueOrNull { .. })
                 && z.as_const() == Some(0)
                 && matches!(i.op(), jmp::JEQ | jmp::JNE) =>

@@ -7,14 +7,14 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use sluice_bpf::corpus;
+use sluice_bpf::corpus::{self, tcp_flags, Tcp};
 use sluice_bpf::helpers::{Clock, Env};
 use sluice_bpf::interp::{self, Input};
 use sluice_bpf::kernel::{self, Mode};
 use sluice_bpf::maps::Map;
 use sluice_bpf::{elf, jit, verifier, Program};
 
-pub const EXAMPLES: [&str; 4] = ["tcp_firewall", "p0f_syn", "rate_limiter", "dapper"];
+pub const EXAMPLES: [&str; 5] = ["tcp_firewall", "p0f_syn", "rate_limiter", "dapper", "port_knock"];
 
 fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/bpf")
@@ -127,6 +127,101 @@ fn examples_load_verify_and_agree_with_kernel() {
             assert_eq!(ke, se, "{name}: map {} kernel vs sluice", map.def.name);
         }
     }
+}
+
+/// An Ethernet/IPv4/UDP frame from `src` to port `dport` (checksums are
+/// not the program's business).
+fn udp_frame(src: [u8; 4], dport: u16) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    f.extend_from_slice(&[0x45, 0, 0, 32, 0, 0, 0x40, 0, 64, 17, 0, 0]);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[10, 0, 0, 2]);
+    f.extend_from_slice(&40000u16.to_be_bytes());
+    f.extend_from_slice(&dport.to_be_bytes());
+    f.extend_from_slice(&[0, 12, 0, 0, b'k', b'n', b'o', b'c']);
+    f
+}
+
+/// `port_knock.c`: the OpenState sequence, packet by packet, in the
+/// interpreter and the JIT with the clock under the test's control, and
+/// the same packets (all well inside the knock window) in the kernel.
+#[test]
+fn port_knock_opens_only_after_the_sequence() {
+    let obj = compile("port_knock");
+    let p = &elf::load(&obj).unwrap()[0];
+    let v = verifier::verify(p).unwrap();
+    let j = jit::compile(p, &v).unwrap();
+    let host = [10, 0, 0, 1];
+    let tcp = |dport: u16| Tcp::new(host, [10, 0, 0, 2], 40001, dport, tcp_flags::SYN).frame();
+    let (k1, k2, k3) = (udp_frame(host, 5001), udp_frame(host, 6002), udp_frame(host, 7003));
+    // (packet, verdict, state after it)
+    let steps: Vec<(&str, Vec<u8>, u64, u32)> = vec![
+        ("closed: the port is shut", tcp(2222), 0, u32::MAX),
+        ("knock 1", k1.clone(), 0, 1),
+        ("knock 2", k2.clone(), 0, 2),
+        ("knock 3 opens", k3.clone(), 0, 3),
+        ("open: passes", tcp(2222), 1, 3),
+        ("open: passes again", tcp(2222), 1, 3),
+        ("another port resets", tcp(80), 0, 0),
+        ("closed again", tcp(2222), 0, 0),
+        ("knock 1", k1.clone(), 0, 1),
+        ("knock 3 out of order resets", k3.clone(), 0, 0),
+        ("knock 2 without 1 stays closed", k2.clone(), 0, 0),
+    ];
+    let state = |e: &Env| -> u32 {
+        let m = e.maps[0].entries();
+        match m.as_slice() {
+            [] => u32::MAX,
+            [(k, v)] => {
+                assert_eq!(k, &host.to_vec());
+                u32::from_le_bytes(v[..4].try_into().unwrap())
+            }
+            more => panic!("one host, several entries: {more:?}"),
+        }
+    };
+    let (mut ei, mut ej) = (env_for(p), env_for(p));
+    for (what, pkt, verdict, after) in &steps {
+        let ri = interp::run(&p.insns, p.prog_type, &mut ei, Input::packet(pkt)).unwrap();
+        let rj = j.run(&mut ej, Input::packet(pkt));
+        assert_eq!((ri, rj), (*verdict, *verdict), "{what}");
+        assert_eq!((state(&ei), state(&ej)), (*after, *after), "{what}");
+    }
+    // Timing: knocks 2 s apart at most; open lasts 10 s of silence.
+    let at = |e: &mut Env, s: f64| e.clock = Clock::Fixed(1_000_000_000 + (s * 1e9) as u64);
+    let mut e = env_for(p);
+    let run = |e: &mut Env, pkt: &[u8]| {
+        interp::run(&p.insns, p.prog_type, e, Input::packet(pkt)).unwrap()
+    };
+    for (t, pkt) in [(0.0, &k1), (1.9, &k2), (3.8, &k3)] {
+        at(&mut e, t);
+        assert_eq!(run(&mut e, pkt), 0);
+    }
+    at(&mut e, 13.7);
+    assert_eq!(run(&mut e, &tcp(2222)), 1, "open within 10 s of the last knock");
+    at(&mut e, 23.8);
+    assert_eq!(run(&mut e, &tcp(2222)), 0, "10 s of silence closed it");
+    for (t, pkt) in [(30.0, &k1), (32.1, &k2), (32.2, &k3)] {
+        at(&mut e, t);
+        assert_eq!(run(&mut e, pkt), 0);
+    }
+    at(&mut e, 32.3);
+    assert_eq!(run(&mut e, &tcp(2222)), 0, "a knock 2.1 s late restarts nothing");
+    let resets = u32::from_le_bytes(e.maps[0].entries()[0].1[4..8].try_into().unwrap());
+    // The idle close and the late knock 2; the stray knock 3 met CLOSED,
+    // which has nothing to reset.
+    assert_eq!(resets, 2);
+
+    // The kernel on the untimed steps: verdicts and state (the deadline
+    // is the kernel's clock's, so only state and resets are compared).
+    need_kernel();
+    let kp = kernel::load(p, Mode::Root).unwrap_or_else(|e| panic!("kernel rejects:\n{e}"));
+    for (what, pkt, verdict, _) in &steps {
+        assert_eq!(kp.test_run(pkt).unwrap(), *verdict as u32, "kernel: {what}");
+    }
+    let ke = kp.map_entries(0).unwrap();
+    let se = ei.maps[0].entries();
+    assert_eq!(ke.len(), 1);
+    assert_eq!((&ke[0].0, &ke[0].1[..8]), (&se[0].0, &se[0].1[..8]), "kernel vs sluice state");
 }
 
 #[test]

@@ -291,6 +291,91 @@ fn stateful_firewall_admits_only_replies() {
     assert!(!log.contains("cranelift"), "{log}");
 }
 
+/// From host `ns`: one UDP datagram to each of `ports` on `to`, in order.
+fn knock(ns: &NetNs, to: Ipv4Addr, ports: &[u16]) {
+    let ports = ports.to_vec();
+    ns.enter(move || -> std::io::Result<()> {
+        let s = UdpSocket::bind("0.0.0.0:0")?;
+        for p in ports {
+            s.send_to(b"knock", SocketAddrV4::new(to, p))?;
+            // One worker serves a port's queue in order; the pause only
+            // keeps the knocks apart in a capture.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    })
+    .expect("send the knocks");
+}
+
+/// OpenState's port knocking as a filter program (`port_knock.c`): host
+/// 0's TCP to port 2222 on host 1 passes only after UDP knocks on 5001,
+/// 6002 and 7003 in that order, each within 2 s of the last; a wrong
+/// packet resets the sequence. The rules below the program's drop
+/// whatever it does not pass; ARP and ICMP go through untouched.
+#[test]
+fn port_knocking_opens_the_port_after_the_sequence() {
+    netlab::need_root_and(&["ip", "ping", "clang"]);
+    let dir = Scratch::new("pk");
+    let obj = clang_example(&dir, "port_knock");
+    let lab = Lab::new(2, 78);
+    let (mut sw, t) = lab.start_secure_switch(&dir);
+    ok(&t, &["load-filter-prog", "1", &obj.display().to_string()]);
+    for flow in [
+        "priority=10,in_port=1,tcp,filter_prog=1,actions=output:2",
+        "priority=10,in_port=1,udp,filter_prog=1,actions=output:2",
+        "priority=5,in_port=1,tcp,actions=drop",
+        "priority=5,in_port=1,udp,actions=drop",
+        "priority=1,in_port=1,actions=output:2",
+        "priority=1,in_port=2,actions=output:1",
+    ] {
+        ok(&t, &["add-flow", flow]);
+    }
+    assert!(lab.ping_ok_within(0, 1, Duration::from_secs(10)), "no ping through the switch");
+    let server = SocketAddrV4::new(lab.ipv4(1), 2222);
+    let _echo = Echo::start(&lab.h[1], server);
+    let shut = |why: &str| {
+        let err = exchange(&lab.h[0], server, b"x", Duration::from_secs(1))
+            .expect_err(&format!("port 2222 open {why}"));
+        assert!(matches!(err.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock), "{err}");
+    };
+    let state = || {
+        let dump = ok(&t, &["dump-map", "1", "knock"]).stdout;
+        map_value(&dump, &hex(&lab.ipv4(0).octets()))
+            .map(|v| le(&v, 0, 4))
+            .unwrap_or_else(|| panic!("no state for host 0:\n{dump}"))
+    };
+
+    shut("before any knock");
+    knock(&lab.h[0], lab.ipv4(1), &[5001, 6002, 7003]);
+    assert_eq!(state(), 3, "OPEN after the three knocks");
+    let msg = b"knock knock".repeat(50);
+    let (echo, _) = exchange(&lab.h[0], server, &msg, Duration::from_secs(5))
+        .expect("port 2222 after the knocks");
+    assert_eq!(echo, msg);
+
+    // A stray packet closes it; knocks out of order do not open it.
+    knock(&lab.h[0], lab.ipv4(1), &[9999]);
+    assert_eq!(state(), 0, "a wrong port resets");
+    knock(&lab.h[0], lab.ipv4(1), &[5001, 7003, 6002]);
+    assert_eq!(state(), 0, "out of order");
+    shut("after knocks out of order");
+
+    // A knock more than 2 s after the previous one is too late.
+    knock(&lab.h[0], lab.ipv4(1), &[5001, 6002]);
+    assert_eq!(state(), 2);
+    std::thread::sleep(Duration::from_millis(2300));
+    knock(&lab.h[0], lab.ipv4(1), &[7003]);
+    assert_eq!(state(), 0, "the window ran out before knock 3");
+    shut("after a late knock");
+
+    // The knocks themselves never reached host 1: the drop rules took
+    // them (with the failed connection attempts' SYNs).
+    let flows = ok(&t, &["dump-flows"]).stdout;
+    assert!(n_packets(&flows, &["priority=5,", "udp"]) >= 10, "{flows}");
+    assert!(n_packets(&flows, &["priority=10,", "tcp"]) >= 3, "{flows}");
+    sw.assert_running();
+}
+
 /// A burst of UDP from one source, well above 1000 packets/s, is cut to
 /// the program's token bucket (1000/s, depth 20); after a pause the bucket
 /// has refilled and a short burst passes whole.

@@ -35,6 +35,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Forwarding rate of the pipeline on one thread, packets from memory (no I/O).
     Bench(cmd::bench::Args),
+    /// P4-16 programs (v1model): check, run p4c STF tests, run an STF suite.
+    P4(cmd::p4::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,6 +51,7 @@ fn main() -> std::process::ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::P4(a) => cmd::p4::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -4,6 +4,7 @@ pub mod ctl;
 pub mod demo;
 pub mod filter;
 pub mod ofp_print;
+pub mod p4;
 pub mod replay;
 pub mod run;
 pub mod trace;

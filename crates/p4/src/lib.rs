@@ -1,0 +1,30 @@
+//! P4-16 for sluice: the front end for the v1model architecture and the
+//! program's reference interpreter.
+//!
+//! # Pipeline
+//!
+//! 1. [`lex`] turns each file into tokens; [`pre`] runs the
+//!    preprocessor over tokens (`#include` of the program's own files
+//!    and of sluice's built-in `core.p4`/`v1model.p4`, object- and
+//!    function-like `#define`, `#if`/`#ifdef` and friends), keeping every
+//!    token's place in its file.
+//! 2. [`parse`] builds the syntax tree ([`ast`]).
+//! 3. [`interp`] is the P4 reference: a straightforward interpreter of
+//!    the syntax tree with v1model's pipeline and externs, which every
+//!    faster engine is tested against.
+//! 4. [`stf`] runs p4c's STF tests against any [`target::Target`].
+//!
+//! Errors are [`diag::Diagnostic`]s rendered with `file:line:column`, the
+//! source line and a caret; what sluice does not support is refused by
+//! name, never miscompiled.
+
+pub mod ast;
+pub mod diag;
+pub mod interp;
+pub mod lex;
+pub mod parse;
+pub mod pre;
+pub mod stf;
+pub mod target;
+pub mod types;
+pub mod value;

@@ -1,0 +1,296 @@
+//! `sluice p4`: P4-16 programs (v1model) on sluice's reference
+//! interpreter (library: `sluice-p4`).
+//!
+//! - `sluice p4 check PROG.p4`: load (preprocess, parse, check) only;
+//!   prints `ok` or the diagnostic with `file:line:column` and a caret.
+//! - `sluice p4 test PROG.p4 PROG.stf`: load, run p4c's STF test, print
+//!   `PASS` or every failure (port, expected and received bytes, STF line).
+//! - `sluice p4 suite DIR [--jobs N]`: every `NAME.p4` in DIR that has a
+//!   `NAME.stf` (other `.p4` files are included skeletons), one line each
+//!   (`PASS name`, `FAIL name: reason`, `UNSUPPORTED name: reason`), then
+//!   `N passed, M failed, K unsupported`. Each program runs on its own
+//!   thread: a panic is a failure with its message, and a program that
+//!   runs longer than `--timeout` seconds has "timed out".
+//!
+//! Exit status of `check` and `test`: 0 ok/pass, 1 error or failure, 2
+//! what the program or the script uses is not supported. `suite`: 1 if
+//! anything failed, else 0.
+
+use anyhow::{bail, Context, Result};
+use sluice_p4::diag::Diagnostic;
+use sluice_p4::stf::{self, Outcome};
+use std::cell::RefCell;
+use std::io::Write;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// Prints to stdout, ignoring a closed pipe.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// Arguments of `sluice p4`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+/// `sluice p4` subcommands.
+#[derive(clap::Subcommand)]
+pub enum Cmd {
+    /// Load a program (preprocess, parse, check): prints `ok` or the error.
+    Check { program: PathBuf },
+    /// Run a p4c STF test on the reference interpreter: `PASS` or the failures.
+    Test { program: PathBuf, stf: PathBuf },
+    /// Run every NAME.p4 with a NAME.stf in a directory, one line each, then totals.
+    Suite {
+        dir: PathBuf,
+        /// Programs run at once (default: the number of CPUs).
+        #[arg(long, short)]
+        jobs: Option<usize>,
+        /// Seconds one program may take before it counts as failed.
+        #[arg(long, default_value_t = 20)]
+        timeout: u64,
+        /// Print the whole report of each program that does not pass.
+        #[arg(long, short)]
+        verbose: bool,
+    },
+}
+
+pub fn run(a: Args) -> Result<()> {
+    match a.cmd {
+        Cmd::Check { program } => check(&program),
+        Cmd::Test { program, stf } => test(&program, &stf),
+        Cmd::Suite { dir, jobs, timeout, verbose } => {
+            suite(&dir, jobs, Duration::from_secs(timeout), verbose)
+        }
+    }
+}
+
+/// The result of one program and its script.
+enum Verdict {
+    Pass,
+    /// One line, and everything there is to say.
+    Fail(String, String),
+    Unsupported(String, String),
+}
+
+impl Verdict {
+    fn exit_code(&self) -> i32 {
+        match self {
+            Verdict::Pass => 0,
+            Verdict::Fail(..) => 1,
+            Verdict::Unsupported(..) => 2,
+        }
+    }
+
+    /// A load error, by the kind of its message.
+    fn from_diagnostic(d: &Diagnostic, rendered: String) -> Self {
+        let first = rendered.lines().next().unwrap_or("").to_string();
+        if d.message.starts_with("not supported") {
+            Verdict::Unsupported(first, rendered)
+        } else {
+            Verdict::Fail(first, rendered)
+        }
+    }
+}
+
+fn exit(code: i32) -> ! {
+    let _ = std::io::stdout().flush();
+    std::process::exit(code)
+}
+
+fn load(program: &Path) -> Result<sluice_p4::interp::Interp, Verdict> {
+    let loaded = sluice_p4::parse::load_file(program)
+        .map_err(|e| Verdict::from_diagnostic(&e.diag, e.render()))?;
+    sluice_p4::interp::Interp::new(&loaded)
+        .map_err(|d| Verdict::from_diagnostic(&d, loaded.sources.render(&d)))
+}
+
+fn check(program: &Path) -> Result<()> {
+    match load(program) {
+        Ok(_) => {
+            say!("ok");
+            Ok(())
+        }
+        Err(v) => {
+            if let Verdict::Fail(_, all) | Verdict::Unsupported(_, all) = &v {
+                say!("{all}");
+            }
+            exit(v.exit_code())
+        }
+    }
+}
+
+fn run_one(program: &Path, script: &Path) -> Verdict {
+    let text = match std::fs::read_to_string(script) {
+        Ok(t) => t,
+        Err(e) => {
+            let m = format!("cannot read {}: {e}", script.display());
+            return Verdict::Fail(m.clone(), m);
+        }
+    };
+    let mut target = match load(program) {
+        Ok(t) => t,
+        Err(v) => return v,
+    };
+    let report = stf::run(&mut target, &text);
+    match report.outcome() {
+        Outcome::Pass => Verdict::Pass,
+        Outcome::Fail => Verdict::Fail(report.summary(), report.to_string()),
+        Outcome::Unsupported => Verdict::Unsupported(report.summary(), report.to_string()),
+    }
+}
+
+fn test(program: &Path, script: &Path) -> Result<()> {
+    let v = run_one(program, script);
+    match &v {
+        Verdict::Pass => say!("PASS"),
+        Verdict::Fail(_, all) | Verdict::Unsupported(_, all) => say!("{all}"),
+    }
+    exit(v.exit_code())
+}
+
+/// `NAME.p4` files of `dir` that have a `NAME.stf`, by name.
+fn programs(dir: &Path) -> Result<Vec<(String, PathBuf, PathBuf)>> {
+    if !dir.is_dir() {
+        bail!("{}: no such directory", dir.display());
+    }
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let p = e?.path();
+        if p.extension().is_none_or(|x| x != "p4") {
+            continue;
+        }
+        let s = p.with_extension("stf");
+        if s.is_file() {
+            let name = p.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            v.push((name, p, s));
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+thread_local! {
+    /// The last panic on this thread: message and place.
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".into()
+    }
+}
+
+/// Runs one program on its own thread: a panic or running out of time is
+/// a failure, and the suite goes on.
+fn run_isolated(program: PathBuf, script: PathBuf, limit: Duration) -> Verdict {
+    let (tx, rx) = mpsc::channel();
+    let spawned =
+        std::thread::Builder::new().name("p4-suite".into()).stack_size(64 << 20).spawn(move || {
+            let v = match panic::catch_unwind(AssertUnwindSafe(|| run_one(&program, &script))) {
+                Ok(v) => v,
+                Err(payload) => {
+                    let m = LAST_PANIC
+                        .with(|p| p.borrow_mut().take())
+                        .unwrap_or_else(|| panic_text(&*payload));
+                    let m = format!("panicked: {m}");
+                    Verdict::Fail(m.clone(), m)
+                }
+            };
+            let _ = tx.send(v);
+        });
+    if let Err(e) = spawned {
+        let m = format!("cannot start a thread: {e}");
+        return Verdict::Fail(m.clone(), m);
+    }
+    match rx.recv_timeout(limit) {
+        Ok(v) => v,
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            let m = format!("timed out after {} s", limit.as_secs_f64());
+            Verdict::Fail(m.clone(), m)
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            let m = "the program's thread died".to_string();
+            Verdict::Fail(m.clone(), m)
+        }
+    }
+}
+
+fn suite(dir: &Path, jobs: Option<usize>, limit: Duration, verbose: bool) -> Result<()> {
+    let progs = Arc::new(programs(dir)?);
+    if progs.is_empty() {
+        bail!("{}: no NAME.p4 with a NAME.stf", dir.display());
+    }
+    // Panics are reported in the summary lines, with their place.
+    panic::set_hook(Box::new(|info| {
+        let place =
+            info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let m = format!("{}{place}", panic_text(info.payload()));
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some(m));
+    }));
+    let jobs = jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, progs.len());
+    let next = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..jobs {
+        let (progs, next, tx) = (progs.clone(), next.clone(), tx.clone());
+        std::thread::spawn(move || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((_, p4, stf)) = progs.get(i) else {
+                break;
+            };
+            let v = run_isolated(p4.clone(), stf.clone(), limit);
+            if tx.send((i, v)).is_err() {
+                break;
+            }
+        });
+    }
+    drop(tx);
+    // Print in name order as results arrive.
+    let mut done: Vec<Option<Verdict>> = (0..progs.len()).map(|_| None).collect();
+    let mut printed = 0;
+    let (mut pass, mut fail, mut unsup) = (0, 0, 0);
+    for (i, v) in rx {
+        done[i] = Some(v);
+        while let Some(Some(v)) = done.get(printed) {
+            let name = &progs[printed].0;
+            match v {
+                Verdict::Pass => {
+                    pass += 1;
+                    say!("PASS {name}");
+                }
+                Verdict::Fail(line, all) => {
+                    fail += 1;
+                    say!("FAIL {name}: {line}");
+                    if verbose {
+                        say!("    {}", all.replace('\n', "\n    "));
+                    }
+                }
+                Verdict::Unsupported(line, all) => {
+                    unsup += 1;
+                    say!("UNSUPPORTED {name}: {line}");
+                    if verbose {
+                        say!("    {}", all.replace('\n', "\n    "));
+                    }
+                }
+            }
+            printed += 1;
+        }
+    }
+    say!("{pass} passed, {fail} failed, {unsup} unsupported");
+    // Threads of programs that timed out may still be running.
+    exit(if fail > 0 { 1 } else { 0 })
+}

@@ -53,6 +53,11 @@ fn l2switch_digests_unknown_sources() {
     let d = sw.take_digests();
     assert_eq!(d.len(), 1, "{d:?}");
     let shown = format!("{:?}", d[0]);
+    // A `learn_t` struct, with its field names.
+    assert!(
+        shown.contains("Struct") && shown.contains("\"mac\"") && shown.contains("\"port\""),
+        "{shown}"
+    );
     assert!(shown.contains("48w0x20000000107") && shown.contains("9w0x3"), "{shown}");
     let entry = sluice_p4::target::EntrySpec {
         table: "learned".into(),

@@ -13,7 +13,7 @@ use super::{set_field_u128, Digest, ExternInst, ExternState, Inst, DROP_PORT};
 use crate::ast::{Arg, Type};
 use crate::diag::{Diagnostic, Result, Span};
 use crate::types::Ty;
-use crate::value::{read_bits, Aggregate, BitWriter, Bits, Value};
+use crate::value::{coerce, read_bits, Aggregate, BitWriter, Bits, Value};
 
 fn fail<T>(m: impl Into<String>) -> R<T> {
     Err(Abort::Fail(m.into()))
@@ -305,7 +305,6 @@ pub(super) fn call_function(
     targs: &[Type],
     args: &[Arg],
 ) -> R<Value> {
-    let _ = targs;
     match name {
         "mark_to_drop" => {
             let Some(lv) = run.arg_lvalue(args, 0)? else {
@@ -391,7 +390,13 @@ pub(super) fn call_function(
         }
         "digest" => {
             let receiver = run.arg(args, 0)?.to_u64().unwrap_or(0);
-            let data = run.arg(args, 1)?;
+            let mut data = run.arg(args, 1)?;
+            // `digest<T>(r, { a, b })`: the list becomes a `T`, so the
+            // controller sees the struct's field names.
+            if let Some(t) = targs.first() {
+                let ty = run.resolve_type(t)?;
+                data = coerce(&data, &ty).map_err(Abort::Fail)?;
+            }
             run.d.digests.push(Digest { receiver, data });
             Ok(Value::Void)
         }

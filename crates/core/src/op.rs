@@ -30,7 +30,8 @@
 //!   (the op used the parse it was given; the bytes no longer match it).
 
 use sluice_packet::buf::PacketBuf;
-use sluice_packet::parse::{Meta, ParseInfo};
+use sluice_packet::key::{FlowKey, FIXED_LAYOUT};
+use sluice_packet::parse::{parse, Meta, ParseInfo};
 use sluice_packet::rewrite as rw;
 use sluice_packet::{Field, FieldValue};
 
@@ -79,10 +80,91 @@ pub enum Op {
     /// A protocol-oblivious window edit ([`crate::window`]). Boxed: a
     /// `WindowOp` is several times the size of every other op.
     Window(Box<WindowOp>),
+    /// Copy bits from one fixed-parser field to another, or load a
+    /// constant into some of a field's bits ([`FieldCopy`]). Boxed like
+    /// [`Op::Window`], to keep every op small.
+    CopyField(Box<FieldCopy>),
     /// An asynchronous report the rule asks for (OpenFlow: sluice's
     /// `send_maps`), handed to the front end's executor like a forwarding
     /// op; it changes nothing in the packet.
     Report(ReportOp),
+}
+
+/// Where a [`FieldCopy`]'s bits come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopySource {
+    /// Bits `ofs..ofs + n_bits` of a field (bit 0 its least significant).
+    Field { field: Field, ofs: u16 },
+    /// A constant (below `2^n_bits`).
+    Value(u128),
+}
+
+/// Bits `dst_ofs..dst_ofs + n_bits` of `dst` take the source's bits
+/// (OpenFlow: Nicira's `move`/`load`, OpenFlow 1.5's copy-field). Bit 0
+/// is a field's least significant bit, as in [`Field`]'s values.
+///
+/// Semantics (as Open vSwitch's): the op reads the packet as it is when
+/// the op runs; if the source field or the destination field is absent
+/// from the packet, nothing changes. Header destinations are written like
+/// [`Op::SetField`] (checksums fixed), `Metadata` and `TunnelId` go to the
+/// packet's metadata. A source and destination that overlap behave as if
+/// the source were read first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldCopy {
+    pub src: CopySource,
+    pub dst: Field,
+    pub dst_ofs: u16,
+    pub n_bits: u16,
+}
+
+impl FieldCopy {
+    /// Whether the bit ranges lie inside their fields and are not empty.
+    pub fn is_valid(&self) -> bool {
+        let fits = |f: Field, ofs: u16| u32::from(ofs) + u32::from(self.n_bits) <= f.bits();
+        self.n_bits > 0
+            && fits(self.dst, self.dst_ofs)
+            && match self.src {
+                CopySource::Field { field, ofs } => fits(field, ofs),
+                CopySource::Value(v) => self.n_bits >= 128 || v >> self.n_bits == 0,
+            }
+    }
+}
+
+/// Ones in the low `n` bits.
+fn low_ones(n: u16) -> u128 {
+    if n >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << n) - 1
+    }
+}
+
+/// Runs a [`FieldCopy`] (see its docs). Reads the fields from a parse of
+/// the bytes as they are (the caller's key may be stale after in-place
+/// edits).
+fn copy_field(c: &FieldCopy, buf: &mut PacketBuf, info: &ParseInfo, meta: &mut Meta) -> Edited {
+    if !c.is_valid() {
+        return Edited::Unchanged;
+    }
+    let mut key = FlowKey::ZERO;
+    let _ = parse(buf.data(), meta, &mut key);
+    let read =
+        |f: Field| FIXED_LAYOUT.present(&key, f).then(|| FIXED_LAYOUT.get(&key, f).to_u128());
+    let ones = low_ones(c.n_bits);
+    let bits = match c.src {
+        CopySource::Field { field, ofs } => match read(field) {
+            Some(v) => (v >> ofs) & ones,
+            None => return Edited::Unchanged,
+        },
+        CopySource::Value(v) => v & ones,
+    };
+    let Some(old) = read(c.dst) else { return Edited::Unchanged };
+    let new = (old & !(ones << c.dst_ofs)) | (bits << c.dst_ofs);
+    let be = new.to_be_bytes();
+    let Some(value) = be.get(16 - c.dst.len()..).and_then(FieldValue::from_be_slice) else {
+        return Edited::Unchanged;
+    };
+    edit(&Op::SetField { field: c.dst, value }, buf, info, meta)
 }
 
 /// What a [`Op::Report`] asks for: made by the front end when the rule is
@@ -150,6 +232,7 @@ pub fn edit(op: &Op, buf: &mut PacketBuf, info: &ParseInfo, meta: &mut Meta) -> 
         Op::CopyTtlIn => rw::copy_ttl_in(buf, info),
         Op::Nop => return Edited::Unchanged,
         Op::Window(w) => return window::apply(w, buf, info, meta),
+        Op::CopyField(c) => return copy_field(c, buf, info, meta),
         Op::Output { .. } | Op::Group(_) | Op::SetQueue(_) | Op::Report(_) => {
             return Edited::NotAnEdit
         }
@@ -372,6 +455,58 @@ mod tests {
         let past = WindowOp::Remove { at: Pos::new(Base::Payload, 0), len_bits: 8 * 40 };
         let (e, bytes, _, _) = run(&Op::Window(Box::new(past)), &udp_frame());
         assert_eq!((e, bytes), (Edited::Unchanged, udp_frame()));
+    }
+
+    #[test]
+    fn copy_field_copies_bits_and_keeps_checksums() {
+        let frame = udp_frame();
+        // ipv4_src -> ipv4_dst, whole.
+        let mv = FieldCopy {
+            src: CopySource::Field { field: Field::Ipv4Src, ofs: 0 },
+            dst: Field::Ipv4Dst,
+            dst_ofs: 0,
+            n_bits: 32,
+        };
+        let (e, bytes, _, key) = run(&Op::CopyField(Box::new(mv)), &frame);
+        assert_eq!(e, Edited::Changed);
+        assert_eq!(&bytes[30..34], &[10, 0, 0, 1]);
+        assert_eq!(FIXED_LAYOUT.get(&key, Field::Ipv4Dst).as_slice(), &[10, 0, 0, 1]);
+        let sum = sluice_packet::checksum::fold(sluice_packet::checksum::sum(&bytes[14..34]));
+        assert_eq!(sum, 0xffff, "IPv4 header checksum still verifies");
+        // A constant into bits 8..15 of eth_dst's low end, and one bit.
+        let ld =
+            FieldCopy { src: CopySource::Value(0xab), dst: Field::EthDst, dst_ofs: 8, n_bits: 8 };
+        let (_, bytes, _, _) = run(&Op::CopyField(Box::new(ld)), &frame);
+        assert_eq!(&bytes[..6], &[2, 0, 0, 0, 0xab, 1]);
+        // eth_src[0..15] -> eth_dst[32..47].
+        let part = FieldCopy {
+            src: CopySource::Field { field: Field::EthSrc, ofs: 0 },
+            dst: Field::EthDst,
+            dst_ofs: 32,
+            n_bits: 16,
+        };
+        let (_, bytes, _, _) = run(&Op::CopyField(Box::new(part)), &frame);
+        assert_eq!(&bytes[..6], &[0, 2, 0, 0, 0, 1]);
+        // The metadata as a destination.
+        let meta = FieldCopy {
+            src: CopySource::Field { field: Field::UdpDst, ofs: 0 },
+            dst: Field::Metadata,
+            dst_ofs: 16,
+            n_bits: 16,
+        };
+        let (e, _, m, _) = run(&Op::CopyField(Box::new(meta)), &frame);
+        assert_eq!((e, m.metadata), (Edited::Changed, 5353 << 16));
+        // An absent source or destination changes nothing; so does an
+        // invalid range.
+        let arp = FieldCopy {
+            src: CopySource::Field { field: Field::ArpSpa, ofs: 0 },
+            dst: Field::Ipv4Dst,
+            dst_ofs: 0,
+            n_bits: 32,
+        };
+        assert_eq!(run(&Op::CopyField(Box::new(arp)), &frame).0, Edited::Unchanged);
+        let bad = FieldCopy { src: CopySource::Value(1), dst: Field::IpEcn, dst_ofs: 2, n_bits: 1 };
+        assert_eq!(run(&Op::CopyField(Box::new(bad)), &frame).0, Edited::Unchanged);
     }
 
     /// `Op` was 20 bytes (alignment 4) before `Op::Window`. Any pointer in

@@ -24,6 +24,7 @@ pub mod action;
 pub mod consts;
 pub mod error;
 pub mod experimenter;
+pub mod fieldcopy;
 pub mod filterprog;
 pub mod group;
 pub mod instruction;

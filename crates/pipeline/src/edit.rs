@@ -15,6 +15,7 @@ use crate::meter;
 use sluice_core::op::{Edited, Op};
 use sluice_core::window;
 use sluice_ofp::action::Action;
+use sluice_ofp::fieldcopy::FieldAction;
 use sluice_ofp::oxm::{FieldId, Oxm};
 use sluice_ofp::pof::PofAction;
 use sluice_packet::rewrite::{self as rw, RewriteError};
@@ -37,6 +38,16 @@ pub fn apply(a: &Action, pkt: &mut Pkt) -> Outcome {
             pkt.reparse();
             return Outcome::Done;
         }
+    }
+    if let Some(Ok(f)) = FieldAction::from_action(a) {
+        // A move or load: the destination's new value, written as the
+        // set-field of that value would be (nothing if a field is absent).
+        return match crate::fieldcopy::reference_value(&f, pkt) {
+            Some((field, value)) => {
+                apply(&Action::SetField(Oxm::Basic { field, value, mask: None }), pkt)
+            }
+            None => Outcome::Done,
+        };
     }
     if let Some(Ok(p)) = PofAction::from_action(a) {
         // POF window edits: the core's bit-by-bit reference executor, not

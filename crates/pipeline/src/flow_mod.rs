@@ -39,6 +39,7 @@ use sluice_ofp::action::Action;
 use sluice_ofp::consts::{group_id, port_no, table_id, OFPVID_PRESENT};
 use sluice_ofp::error::{ErrorCode, Result};
 use sluice_ofp::experimenter::Payload;
+use sluice_ofp::fieldcopy::FieldAction;
 use sluice_ofp::filterprog::{Refusal, SendMaps};
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{flow_mod_command as cmd, flow_mod_flags as ff, FlowMod};
@@ -114,6 +115,12 @@ impl PacketFacts {
             m.oxms.push(Oxm::Basic { field, value: *value, mask: None });
         }
         m.check_prereqs().is_ok()
+    }
+
+    /// Whether reading or writing `field` is consistent with what is
+    /// known (its prerequisites follow from the facts).
+    pub fn allows_field(&self, field: FieldId) -> bool {
+        self.allows_set(field, &FieldBytes::from_u128(0, field.len()))
     }
 
     fn apply(&mut self, a: &Action) {
@@ -235,6 +242,14 @@ impl Pipeline {
                     _ => return Err(ErrorCode::BAC_BAD_SET_TYPE),
                 },
                 Action::Experimenter { .. } => {
+                    // Nicira's move/load and the ONF copy-field are the
+                    // front end's own (`fieldcopy.rs`): the decoder's
+                    // error, then the fields' prerequisites.
+                    if let Some(f) = FieldAction::from_action(a) {
+                        crate::fieldcopy::check_prereqs(&f?, facts)?;
+                        facts.apply(a);
+                        continue;
+                    }
                     // No extension for the id: `OFPBAC_BAD_EXPERIMENTER`.
                     if let Some(p) = Payload::action(a) {
                         self.cfg.extensions.check(&p)?;

@@ -21,6 +21,7 @@
 use crate::Pipeline;
 use sluice_ofp::action::Action;
 use sluice_ofp::consts::{port_no, OFP_NO_BUFFER};
+use sluice_ofp::fieldcopy::{FieldAction, FieldRef, MoveEncoding, Subfield};
 use sluice_ofp::group::{Bucket, GroupType};
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::message::{group_mod_command, FlowMod, GroupMod, Message, PacketOut};
@@ -79,7 +80,7 @@ fn field(b: &mut Bytes<'_>) -> FieldId {
 }
 
 fn action(b: &mut Bytes<'_>) -> Action {
-    match b.below(22) {
+    match b.below(24) {
         0 => Action::Output { port: port(b), max_len: u16::from(b.u8()) * 4 },
         1 => Action::PushVlan(if b.u8() & 1 == 0 { 0x8100 } else { 0x88a8 }),
         2 => Action::PopVlan,
@@ -96,11 +97,42 @@ fn action(b: &mut Bytes<'_>) -> Action {
         13 => Action::SetQueue(u32::from(b.below(3))),
         14 => Action::Group(u32::from(b.below(4))),
         15 | 16 => pof_action(b).to_action(),
+        17 | 18 => field_action(b).to_action(),
         _ => {
             let f = field(b);
             Action::SetField(Oxm::Basic { field: f, value: b.field_bytes(f), mask: None })
         }
     }
+}
+
+/// A bit range of a field: in range mostly, past its end one time in 8
+/// (validation must refuse those).
+fn subfield(b: &mut Bytes<'_>, f: FieldId, n_bits: Option<u16>) -> Subfield {
+    let bits = f.bits() as u16;
+    let n = n_bits.unwrap_or_else(|| u16::from(b.u8()) % bits + 1);
+    let room = bits.saturating_sub(n);
+    let ofs = if b.below(8) == 0 { u16::from(b.u8()) } else { u16::from(b.u8()) % (room + 1) };
+    Subfield { field: FieldRef::of(f), ofs, n_bits: n }
+}
+
+/// A Nicira move or load, or an ONF copy-field, between any two fields.
+fn field_action(b: &mut Bytes<'_>) -> FieldAction {
+    let dst_f = field(b);
+    if b.u8() & 1 == 0 {
+        let dst = subfield(b, dst_f, None);
+        let dst = Subfield { n_bits: dst.n_bits.min(64), ..dst };
+        let mut v = 0u64;
+        for _ in 0..8 {
+            v = (v << 8) | u64::from(b.u8());
+        }
+        let value = if dst.n_bits >= 64 { v } else { v & ((1 << dst.n_bits) - 1) };
+        return FieldAction::Load { dst, value };
+    }
+    let src_f = field(b);
+    let src = subfield(b, src_f, None);
+    let dst = subfield(b, dst_f, Some(src.n_bits));
+    let encoding = if b.u8() & 1 == 0 { MoveEncoding::Nicira } else { MoveEncoding::Onf };
+    FieldAction::Move { src, dst, encoding }
 }
 
 /// A POF position: any base, a bit offset within the first 128 bytes

@@ -78,6 +78,7 @@ pub mod control;
 mod edit;
 pub mod exec;
 pub mod extension;
+pub mod fieldcopy;
 pub mod filterprog;
 pub mod flow_mod;
 mod fuzz;

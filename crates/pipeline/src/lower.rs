@@ -17,6 +17,7 @@ use crate::oxm_field;
 use crate::reference::{set_rank, set_slot};
 use sluice_core::op::{Deferred, EntryOps, Op};
 use sluice_ofp::action::Action;
+use sluice_ofp::fieldcopy::FieldAction;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Oxm;
 use sluice_ofp::pof::PofAction;
@@ -24,7 +25,9 @@ use sluice_packet::FieldValue;
 
 /// The op that does what `a` does.
 ///
-/// sluice's POF actions lower to window edits ([`crate::pof::lower`]).
+/// sluice's POF actions lower to window edits ([`crate::pof::lower`]),
+/// Nicira's move and load and the ONF copy-field to field copies
+/// ([`crate::fieldcopy::lower`]).
 /// Other experimenter actions and experimenter set-fields lower to
 /// [`Op::Nop`], which is also what the direct interpretation does with
 /// them: flow-mod validation refuses them unless a registered extension
@@ -55,10 +58,15 @@ pub fn lower(a: &Action) -> Op {
         Action::SetField(_) => Op::Nop,
         Action::PushPbb(t) => Op::PushPbb(*t),
         Action::PopPbb => Op::PopPbb,
-        Action::Experimenter { .. } => match PofAction::from_action(a) {
-            Some(Ok(p)) => crate::pof::lower(&p).unwrap_or(Op::Nop),
-            _ => Op::Nop,
-        },
+        Action::Experimenter { .. } => {
+            if let Some(f) = FieldAction::from_action(a) {
+                return f.map_or(Op::Nop, |f| crate::fieldcopy::lower(&f));
+            }
+            match PofAction::from_action(a) {
+                Some(Ok(p)) => crate::pof::lower(&p).unwrap_or(Op::Nop),
+                _ => Op::Nop,
+            }
+        }
     }
 }
 

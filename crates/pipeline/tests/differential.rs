@@ -485,7 +485,49 @@ fn action() -> impl Strategy<Value = Action> {
         1 => Just(Action::DecNwTtl),
         1 => Just(Action::SetQueue(1)),
         3 => pof_action(),
+        3 => field_action(),
     ]
+}
+
+/// Nicira's move and load and the ONF copy-field, on the fields the test
+/// packets carry (whole fields, parts, one bit, into the metadata that
+/// later tables match); prerequisites are left to the pipeline's
+/// validation.
+fn field_action() -> impl Strategy<Value = Action> {
+    use sluice_ofp::fieldcopy::{FieldAction, FieldRef, MoveEncoding, Subfield};
+    let sub = |f: FieldId, ofs: u16, n_bits: u16| Subfield { field: FieldRef::of(f), ofs, n_bits };
+    let mv = |src: Subfield, dst: Subfield| FieldAction::Move {
+        src,
+        dst,
+        encoding: MoveEncoding::Nicira,
+    };
+    let whole = Subfield::whole;
+    let fixed = vec![
+        mv(whole(FieldId::EthSrc), whole(FieldId::EthDst)),
+        mv(sub(FieldId::EthSrc, 0, 16), sub(FieldId::EthDst, 32, 16)),
+        mv(whole(FieldId::Ipv4Src), whole(FieldId::Ipv4Dst)),
+        FieldAction::Move {
+            src: whole(FieldId::Ipv4Dst),
+            dst: whole(FieldId::Ipv4Src),
+            encoding: MoveEncoding::Onf,
+        },
+        mv(whole(FieldId::TcpSrc), whole(FieldId::TcpDst)),
+        mv(sub(FieldId::UdpSrc, 0, 8), sub(FieldId::UdpDst, 8, 8)),
+        mv(sub(FieldId::Ipv4Src, 0, 2), sub(FieldId::Metadata, 0, 2)),
+        mv(whole(FieldId::ArpSpa), whole(FieldId::ArpTpa)),
+        mv(whole(FieldId::EthSrc), whole(FieldId::ArpTha)),
+        mv(sub(FieldId::Ipv4Dst, 0, 6), whole(FieldId::IpDscp)),
+        FieldAction::Load { dst: whole(FieldId::ArpOp), value: 2 },
+        FieldAction::Load { dst: whole(FieldId::Icmpv4Type), value: 0 },
+        FieldAction::Load { dst: sub(FieldId::EthDst, 40, 1), value: 1 },
+        FieldAction::Load { dst: sub(FieldId::Metadata, 1, 1), value: 1 },
+    ];
+    prop_oneof![
+        4 => prop::sample::select(fixed),
+        1 => (0u16..32, prop::sample::select(vec![0u64, 1, 0x2a, 0xff]))
+            .prop_map(move |(ofs, value)| FieldAction::Load { dst: sub(FieldId::Ipv4Dst, ofs.min(24), 8), value }),
+    ]
+    .prop_map(|f| f.to_action())
 }
 
 fn actions() -> impl Strategy<Value = Vec<Action>> {

@@ -5,6 +5,7 @@ use super::lex::{parse_uint, split_items, Tok};
 use super::{TextError, TextResult};
 use crate::action::Action;
 use crate::consts::{port_no, OFPVID_PRESENT};
+use crate::fieldcopy::{self, FieldAction, FieldRef, MoveEncoding, Subfield};
 use crate::instruction::Instruction;
 use crate::oxm::{FieldBytes, FieldId, Oxm};
 
@@ -301,6 +302,8 @@ fn parse_action(item: Tok<'_>, ctx: ActionContext) -> TextResult<Action> {
             set(FieldId::MplsLabel, parse_uint(need(item, v)?, 0xf_ffff, "mpls label")?)
         }
         "set_mpls_tc" => set(FieldId::MplsTc, parse_uint(need(item, v)?, 7, "mpls tc")?),
+        "move" => parse_move(item, need(item, v)?)?.to_action(),
+        "load" => parse_load(item, need(item, v)?)?.to_action(),
         name if super::pof::is_action(name) => {
             super::pof::parse_action_item(item, name)?.to_action()
         }
@@ -315,6 +318,75 @@ fn parse_action(item: Tok<'_>, ctx: ActionContext) -> TextResult<Action> {
         }
     };
     Ok(a)
+}
+
+/// `NAME[]`, `NAME[BIT]` or `NAME[FIRST..LAST]` (NXM or OXM names, as
+/// ovs-ofctl spells them; bit 0 is the least significant).
+fn parse_subfield(t: Tok<'_>) -> TextResult<Subfield> {
+    let Some(open) = t.text.find('[') else {
+        return Err(t.err(format!("expected `FIELD[...]`, found `{}`", t.text)));
+    };
+    if !t.text.ends_with(']') {
+        return Err(t.err("a subfield ends with `]`"));
+    }
+    let name = t.slice(0, open);
+    let Some(f) = fieldcopy::field_by_name(name.text) else {
+        return Err(name.err(format!("unknown field `{}` (NXM_* or OXM_OF_* names)", name.text)));
+    };
+    let inner = t.slice(open + 1, t.text.len() - 1);
+    let bits = f.bits() as u128;
+    let (ofs, n_bits) = if inner.text.is_empty() {
+        (0, bits)
+    } else if let Some(dots) = inner.text.find("..") {
+        let a = parse_uint(inner.slice(0, dots), bits - 1, "bit")?;
+        let b = parse_uint(inner.slice(dots + 2, inner.text.len()), bits - 1, "bit")?;
+        if b < a {
+            return Err(inner.err("bit range goes backwards"));
+        }
+        (a, b - a + 1)
+    } else {
+        (parse_uint(inner, bits - 1, "bit")?, 1)
+    };
+    Ok(Subfield { field: FieldRef::of(f), ofs: ofs as u16, n_bits: n_bits as u16 })
+}
+
+/// `move:SRC[..]->DST[..]` (sent as Nicira's `NXAST_REG_MOVE`, as
+/// ovs-ofctl does).
+fn parse_move(item: Tok<'_>, v: Tok<'_>) -> TextResult<FieldAction> {
+    let Some(arrow) = v.text.find("->") else {
+        return Err(v.err("expected `move:SRC[...]->DST[...]`"));
+    };
+    let src = parse_subfield(v.slice(0, arrow))?;
+    let dst = parse_subfield(v.slice(arrow + 2, v.text.len()))?;
+    if src.n_bits != dst.n_bits {
+        return Err(item.err(format!(
+            "source is {} bits wide but destination is {} bits wide",
+            src.n_bits, dst.n_bits
+        )));
+    }
+    let a = FieldAction::Move { src, dst, encoding: MoveEncoding::Nicira };
+    check_field_action(item, &a)?;
+    Ok(a)
+}
+
+/// `load:VALUE->DST[..]` (Nicira's `NXAST_REG_LOAD`; at most 64 bits).
+fn parse_load(item: Tok<'_>, v: Tok<'_>) -> TextResult<FieldAction> {
+    let Some(arrow) = v.text.find("->") else {
+        return Err(v.err("expected `load:VALUE->DST[...]`"));
+    };
+    let dst = parse_subfield(v.slice(arrow + 2, v.text.len()))?;
+    if dst.n_bits > 64 {
+        return Err(item.err("load writes at most 64 bits at a time (use set_field)"));
+    }
+    let max = if dst.n_bits >= 64 { u64::MAX as u128 } else { (1u128 << dst.n_bits) - 1 };
+    let value = parse_uint(v.slice(0, arrow), max, "value")? as u64;
+    let a = FieldAction::Load { dst, value };
+    check_field_action(item, &a)?;
+    Ok(a)
+}
+
+fn check_field_action(item: Tok<'_>, a: &FieldAction) -> TextResult<()> {
+    a.validate().map_err(|e| item.err(format!("invalid `{}`: {e:?}", item.text)))
 }
 
 /// The name a set-field action is printed with (`set_field:V->NAME`).
@@ -377,5 +449,51 @@ mod tests {
         assert!(parse_actions("drop,output:1").is_err());
         assert!(parse_actions("goto_table:1").is_err());
         assert!(parse_actions("set_field:10.0.0.0/8->ip_dst").is_err());
+    }
+
+    #[test]
+    fn move_and_load() {
+        let a = parse_actions(
+            "move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],load:0x2->NXM_OF_ARP_OP[],\
+             move:NXM_OF_ETH_SRC[0..15]->NXM_OF_ETH_DST[32..47],load:1->OXM_OF_IPV4_DST[8],\
+             load:0xc0a80001->NXM_OF_ARP_SPA[]",
+        )
+        .unwrap();
+        let f = |a: &Action| FieldAction::from_action(a).unwrap().unwrap();
+        assert_eq!(
+            f(&a[0]),
+            FieldAction::Move {
+                src: Subfield::whole(FieldId::EthSrc),
+                dst: Subfield::whole(FieldId::EthDst),
+                encoding: MoveEncoding::Nicira
+            }
+        );
+        assert_eq!(f(&a[1]), FieldAction::Load { dst: Subfield::whole(FieldId::ArpOp), value: 2 });
+        let FieldAction::Move { src, dst, .. } = f(&a[2]) else { panic!() };
+        assert_eq!((src.ofs, src.n_bits, dst.ofs, dst.n_bits), (0, 16, 32, 16));
+        let FieldAction::Load { dst, value } = f(&a[3]) else { panic!() };
+        assert_eq!((dst.field_id(), dst.ofs, dst.n_bits, value), (Some(FieldId::Ipv4Dst), 8, 1, 1));
+        // The bytes ovs-ofctl sends for load:0xc0a80001->NXM_OF_ARP_SPA[].
+        let mut b = Vec::new();
+        a[4].emit(&mut b);
+        assert_eq!(
+            b,
+            [
+                0xff, 0xff, 0, 24, 0, 0, 0x23, 0x20, 0, 7, 0, 0x1f, 0, 0, 0x20, 4, 0, 0, 0, 0,
+                0xc0, 0xa8, 0, 1
+            ]
+        );
+        for bad in [
+            "move:NXM_OF_ETH_SRC[]->NXM_OF_IP_DST[]",
+            "move:NXM_NX_REG0[]->NXM_OF_IP_DST[]",
+            "move:NXM_OF_ETH_SRC[0..15]->NXM_OF_ETH_TYPE[]",
+            "load:0x100->NXM_OF_IP_DST[0..7]",
+            "load:1->NXM_OF_IP_DST[32]",
+            "load:1->NXM_NX_IPV6_SRC[]",
+            "load:1->NXM_OF_IP_DST",
+            "move:NXM_OF_ETH_SRC[]",
+        ] {
+            assert!(parse_actions(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -9,6 +9,7 @@
 use super::fields::{hex_bytes, non_basic, pof_hex, pof_pos, port, set_field_name, value};
 use crate::action::Action;
 use crate::consts::{group_id, port_no};
+use crate::fieldcopy::{FieldAction, Subfield};
 use crate::filterprog::SendMaps;
 use crate::group::{Bucket, GroupType};
 use crate::instruction::Instruction;
@@ -64,8 +65,36 @@ pub fn action(a: &Action) -> String {
             if let Some(Ok(s)) = SendMaps::from_action(a) {
                 return send_maps_action(&s);
             }
+            if let Some(Ok(f)) = FieldAction::from_action(a) {
+                return field_action(&f);
+            }
             format!("experimenter(experimenter=0x{experimenter:08x},data={})", hex_bytes(data))
         }
+    }
+}
+
+/// A move or load as ovs-ofctl prints it: `move:SRC[..]->DST[..]` (an ONF
+/// copy-field too), `load:VALUE->DST[..]` with the value in C's `%#x`
+/// (`0` for zero); fields by NXM name where they have one.
+pub fn field_action(a: &FieldAction) -> String {
+    match a {
+        FieldAction::Move { src, dst, .. } => format!("move:{}->{}", subfield(src), subfield(dst)),
+        FieldAction::Load { dst, value } => {
+            let v = if *value == 0 { "0".to_string() } else { format!("{value:#x}") };
+            format!("load:{v}->{}", subfield(dst))
+        }
+    }
+}
+
+/// `NAME[]` for a whole field, `NAME[BIT]` for one bit, else
+/// `NAME[FIRST..LAST]`.
+pub fn subfield(s: &Subfield) -> String {
+    let whole = s.ofs == 0 && s.field_id().is_some_and(|f| u32::from(s.n_bits) == f.bits());
+    let name = s.field.name();
+    match (whole, s.n_bits) {
+        (true, _) => format!("{name}[]"),
+        (false, 1) => format!("{name}[{}]", s.ofs),
+        _ => format!("{name}[{}..{}]", s.ofs, u32::from(s.ofs) + u32::from(s.n_bits) - 1),
     }
 }
 
@@ -330,6 +359,20 @@ mod tests {
             "set_field:10.1.1.1->ip_dst,set_field:4106->vlan_vid,output:2,IN_PORT,CONTROLLER:128,set_mpls_ttl(64),pop_mpls:0x0800"
         );
         assert_eq!(actions(&[]), "drop");
+    }
+
+    #[test]
+    fn moves_and_loads_print_like_ovs_ofctl() {
+        use crate::ofctl::actions::parse_actions;
+        // ovs-ofctl 3.1's own text for these (dump-flows of Open vSwitch).
+        let text = "move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],load:0x2->NXM_OF_ARP_OP[],\
+                    move:NXM_OF_ETH_SRC[0..15]->NXM_OF_ETH_DST[32..47],\
+                    load:0x1->NXM_OF_ETH_DST[40],load:0->NXM_OF_ICMP_TYPE[],\
+                    load:0x1->OXM_OF_METADATA[],IN_PORT";
+        assert_eq!(actions(&parse_actions(text).unwrap()), text);
+        // OXM names read back as the NXM names ovs-ofctl prints.
+        let a = parse_actions("move:OXM_OF_IPV4_SRC[]->OXM_OF_IPV4_DST[]").unwrap();
+        assert_eq!(actions(&a), "move:NXM_OF_IP_SRC[]->NXM_OF_IP_DST[]");
     }
 
     #[test]

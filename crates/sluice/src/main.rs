@@ -3,7 +3,7 @@
 //! Each subcommand lives in its own module under `cmd/` and owns its
 //! argument struct; this file only dispatches.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 mod flowfile;
@@ -37,6 +37,15 @@ enum Command {
     Bench(cmd::bench::Args),
     /// P4-16 programs (v1model): check, run p4c STF tests, run an STF suite.
     P4(cmd::p4::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// bash: `sluice completions bash > /etc/bash_completion.d/sluice`;
+    /// zsh: into a directory on `$fpath` as `_sluice`; fish:
+    /// `~/.config/fish/completions/sluice.fish`.
+    Completions {
+        /// The shell to write the script for.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -52,6 +61,12 @@ fn main() -> std::process::ExitCode {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::P4(a) => cmd::p4::run(a),
+        Command::Completions { shell } => {
+            // Generated from the argument definitions, so it can never
+            // disagree with what the binary accepts.
+            clap_complete::generate(shell, &mut Cli::command(), "sluice", &mut std::io::stdout());
+            Ok(())
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -17,13 +17,10 @@ const H_MAC: [u8; 6] = [2, 0, 0, 0, 0x4f, 1];
 const ARP_FLOW: &str = "priority=100,arp,arp_op=1,arp_tpa=10.79.0.254,actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],mod_dl_src:02:00:00:00:4f:fe,load:0x2->NXM_OF_ARP_OP[],move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],load:0x20000004ffe->NXM_NX_ARP_SHA[],load:0xa4f00fe->NXM_OF_ARP_SPA[],output:in_port";
 const ICMP_FLOW: &str = "priority=100,icmp,nw_dst=10.79.0.254,icmp_type=8,icmp_code=0,actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],mod_dl_src:02:00:00:00:4f:fe,move:NXM_OF_IP_SRC[]->NXM_OF_IP_DST[],mod_nw_src:10.79.0.254,load:0->NXM_OF_ICMP_TYPE[],output:in_port";
 
+/// The folded one's-complement sum of `b` (0xffff over a header whose
+/// checksum is right).
 fn csum(b: &[u8]) -> u16 {
-    let mut s: u32 =
-        b.chunks(2).map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0))).sum();
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u16
+    sluice_packet::checksum::fold(sluice_packet::checksum::sum(b))
 }
 
 fn arp_request() -> Vec<u8> {

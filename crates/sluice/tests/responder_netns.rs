@@ -230,13 +230,10 @@ fn real_tools_get_answers(lab: &Lab, who: &str) {
     assert!(out.contains("3 received"), "{who}: ping: {out}");
 }
 
+/// The folded one's-complement sum of `b` (0xffff over a header whose
+/// checksum is right).
 fn csum(b: &[u8]) -> u16 {
-    let mut s: u32 =
-        b.chunks(2).map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0))).sum();
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u16
+    sluice_packet::checksum::fold(sluice_packet::checksum::sum(b))
 }
 
 /// A 60-byte ARP who-has 10.79.0.254 from host 0.

@@ -1125,18 +1125,25 @@ impl Run<'_> {
         (finals, r)
     }
 
+    /// A variable declaration's first value: its initialiser converted to
+    /// the declared type, or the type's default.
+    fn var_init(&mut self, v: &crate::ast::VarDecl) -> R<Value> {
+        let ty = self.resolve_ty(&v.ty)?;
+        let val = match &v.init {
+            Some(e) => {
+                let x = self.eval(e)?;
+                conform(x, &ty).or_fail()?
+            }
+            None => ty.default_value(),
+        };
+        Ok(val)
+    }
+
     fn run_block_body(&mut self, decl: Option<&Decl>, locals: &[Local], ci: usize) -> R<()> {
         for l in locals {
             match l {
                 Local::Var(v) => {
-                    let ty = self.resolve_ty(&v.ty)?;
-                    let val = match &v.init {
-                        Some(e) => {
-                            let x = self.eval(e)?;
-                            conform(x, &ty).or_fail()?
-                        }
-                        None => ty.default_value(),
-                    };
+                    let val = self.var_init(v)?;
                     if let Some(c) = self.ctxs.get_mut(ci) {
                         c.vars.push((v.name.name.clone(), val));
                     }
@@ -1370,14 +1377,7 @@ impl Run<'_> {
                 Ok(Flow::Next)
             }
             Stmt::Var(v) => {
-                let ty = self.resolve_ty(&v.ty)?;
-                let val = match &v.init {
-                    Some(e) => {
-                        let x = self.eval(e)?;
-                        conform(x, &ty).or_fail()?
-                    }
-                    None => ty.default_value(),
-                };
+                let val = self.var_init(v)?;
                 self.declare(&v.name.name, val)?;
                 Ok(Flow::Next)
             }

@@ -23,7 +23,10 @@
 //! PORT_MOD, TABLE_MOD and TABLE_FEATURES multipart requests with a
 //! non-empty body are refused with `OFPBRC_IS_SLAVE` (the spec's list), and
 //! so is METER_MOD (meters are switch state exactly as groups are; Open
-//! vSwitch refuses it too). SET_ASYNC (a slave picks its own messages),
+//! vSwitch refuses it too), and so are the experimenter messages that
+//! change state: bundle control and bundle add (ONF extension 230, as Open
+//! vSwitch refuses them) and sluice's filter-program load, unload and map
+//! update (a map dump is a query). SET_ASYNC (a slave picks its own messages),
 //! SET_CONFIG (not in the spec's list), queries, statistics, echo and
 //! barriers stay allowed.
 //!
@@ -36,7 +39,10 @@
 
 use std::collections::BTreeMap;
 
+use sluice_ofp::bundle;
+use sluice_ofp::consts::SLUICE_EXPERIMENTER_ID;
 use sluice_ofp::error::ErrorCode;
+use sluice_ofp::filterprog::exp_type as fp;
 use sluice_ofp::message::{controller_role as role, AsyncConfig, Message, RoleMsg};
 use sluice_ofp::multipart::MultipartRequestBody;
 
@@ -80,6 +86,15 @@ pub fn slave_forbidden(msg: &Message) -> bool {
         Message::MultipartRequest(r) => {
             matches!(&r.body, MultipartRequestBody::TableFeatures(v) if !v.is_empty())
         }
+        Message::Experimenter(e) => match e.experimenter {
+            bundle::ONF_EXPERIMENTER_ID => {
+                matches!(e.exp_type, bundle::ONFT_BUNDLE_CONTROL | bundle::ONFT_BUNDLE_ADD_MESSAGE)
+            }
+            SLUICE_EXPERIMENTER_ID => {
+                matches!(e.exp_type, fp::LOAD_FILTER_PROG | fp::UNLOAD_FILTER_PROG | fp::UPDATE_MAP)
+            }
+            _ => false,
+        },
         _ => false,
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use sluice_agent::{Agent, AgentEvent, FailMode, RateLimit};
+use sluice_ofp::bundle::{ctrl_type, BundleCtrl};
 use sluice_ofp::error::ErrorCode;
 use sluice_ofp::message::{
     controller_role as role, AsyncConfig, ErrorMsg, FlowMod, Message, PortStatus, RoleMsg,
@@ -191,6 +192,7 @@ async fn roles_generation_ids_and_slave_rejection() {
         (9, Message::TableMod(Default::default())),
         (10, Message::PortMod(Default::default())),
         (11, Message::MeterMod(Default::default())),
+        (19, bundle_open()),
     ] {
         let r = a.call(xid, &m).await;
         assert_eq!(error_code(&r), Some(ErrorCode::BRC_IS_SLAVE), "{m:?}");
@@ -553,4 +555,15 @@ async fn datapath_thread_never_waits_for_a_stuck_controller() {
     assert_eq!(agent.connections().len(), 1, "packet-ins alone must not disconnect");
     drop(c);
     agent.shutdown().await;
+}
+
+/// An ONF-extension bundle OPEN_REQUEST (a slave may not open bundles).
+fn bundle_open() -> Message {
+    BundleCtrl {
+        bundle_id: 1,
+        ctrl_type: ctrl_type::OPEN_REQUEST,
+        flags: 0,
+        properties: Vec::new(),
+    }
+    .to_message()
 }

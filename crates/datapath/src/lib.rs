@@ -371,10 +371,17 @@ impl DatapathSwitch {
     /// without an agent, e.g. to install flows from a file.
     pub fn apply(&self, xid: u32, msg: &Message) -> Vec<Outgoing> {
         let raw = msg.encode(xid);
-        self.apply_raw(xid, msg, &raw, true)
+        self.apply_raw(0, xid, msg, &raw, true)
     }
 
-    fn apply_raw(&self, xid: u32, msg: &Message, raw: &[u8], publish: bool) -> Vec<Outgoing> {
+    fn apply_raw(
+        &self,
+        conn: ConnId,
+        xid: u32,
+        msg: &Message,
+        raw: &[u8],
+        publish: bool,
+    ) -> Vec<Outgoing> {
         let mut tx = PortTx { shared: &self.shared };
         let mut pb = lock(&self.shared.publisher);
         if matches!(msg, Message::BarrierRequest) {
@@ -382,7 +389,7 @@ impl DatapathSwitch {
         }
         let p = pb.master_mut();
         p.advance(self.shared.now_ns());
-        let out = p.handle(xid, msg, raw, &mut tx);
+        let out = p.handle_from(conn, xid, msg, raw, &mut tx);
         // A publication replays only the tables that changed (microseconds,
         // waiting only for a worker still in a burst on the copy being
         // reused); the agent batches them (`idle`).
@@ -434,11 +441,16 @@ fn barrier(pb: &mut Publisher) {
 }
 
 impl Switch for DatapathSwitch {
-    fn handle(&mut self, _conn: ConnId, xid: u32, msg: &Message, raw: &[u8]) -> Vec<Outgoing> {
+    fn handle(&mut self, conn: ConnId, xid: u32, msg: &Message, raw: &[u8]) -> Vec<Outgoing> {
         // Published when the agent has applied every message queued now
         // (`idle`), or before a BARRIER_REPLY: a burst of 100k flow-mods
         // costs a publication per batch, not per flow-mod.
-        self.apply_raw(xid, msg, raw, false)
+        self.apply_raw(conn, xid, msg, raw, false)
+    }
+
+    /// The connection's open bundles are discarded.
+    fn conn_closed(&mut self, conn: ConnId) {
+        lock(&self.shared.publisher).master_mut().conn_closed(conn);
     }
 
     fn idle(&mut self) {

@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 pub mod action;
+pub mod bundle;
 pub mod consts;
 pub mod error;
 pub mod experimenter;

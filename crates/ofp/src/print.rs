@@ -45,6 +45,7 @@
 //! multipart body prints something that shows all of its fields.
 
 pub mod actions;
+pub mod bundle;
 pub mod fields;
 pub mod filterprog;
 pub mod multipart;
@@ -277,6 +278,21 @@ fn role(r: u32) -> String {
     }
 }
 
+/// The request an error carries, on the lines after the error's name:
+/// printed as messages, or a hex dump when it was cut short.
+fn error_request(data: &[u8]) -> String {
+    if data.is_empty() {
+        return String::new();
+    }
+    let declared = data.get(2..4).map(|b| u16::from_be_bytes([b[0], b[1]]) as usize);
+    match declared {
+        Some(n) if n > data.len() && n >= 8 => {
+            format!("\n(***truncated to {} bytes from {n}***)\n{}", data.len(), hex_dump(data))
+        }
+        _ => format!("\n{}", print_hex_stream(data)),
+    }
+}
+
 fn error_body(e: &ErrorMsg) -> String {
     match e {
         ErrorMsg::Standard { code, data } => {
@@ -286,26 +302,14 @@ fn error_body(e: &ErrorMsg) -> String {
                 let _ = write!(s, "\n{}", String::from_utf8_lossy(data));
                 return s;
             }
-            if data.is_empty() {
-                return s;
-            }
-            s.push('\n');
-            let declared = data.get(2..4).map(|b| u16::from_be_bytes([b[0], b[1]]) as usize);
-            match declared {
-                Some(n) if n > data.len() && n >= 8 => {
-                    let _ = write!(
-                        s,
-                        "(***truncated to {} bytes from {n}***)\n{}",
-                        data.len(),
-                        hex_dump(data)
-                    );
-                }
-                _ => s.push_str(&print_hex_stream(data)),
-            }
+            s.push_str(&error_request(data));
             s
         }
         ErrorMsg::Experimenter { exp_type, experimenter, data } => {
             if let Some(s) = filterprog::error(*exp_type, *experimenter, data) {
+                return s;
+            }
+            if let Some(s) = bundle::error(*exp_type, *experimenter, data) {
                 return s;
             }
             let mut s = format!(
@@ -357,6 +361,9 @@ fn body(msg: &Message) -> String {
         }
         Message::Experimenter(e) => {
             if let Some(t) = filterprog::message(e) {
+                return t;
+            }
+            if let Some(t) = bundle::message(e) {
                 return t;
             }
             let _ = write!(s, " experimenter=0x{:08x} exp_type={}", e.experimenter, e.exp_type);
@@ -616,6 +623,7 @@ fn print_message_version(version: u8, xid: u32, msg: &Message) -> String {
     let name = match msg {
         Message::MultipartRequest(m) => format!("{} request", multipart::request_name(&m.body)),
         Message::MultipartReply(m) => format!("{} reply", multipart::reply_name(&m.body)),
+        Message::Experimenter(e) => bundle::name(e).unwrap_or("OFPT_EXPERIMENTER").to_string(),
         other => type_name(other.msg_type()).unwrap_or("OFPT_UNKNOWN").to_string(),
     };
     format!("{name} ({v}) (xid=0x{xid:x}):{}", body(msg))

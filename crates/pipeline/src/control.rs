@@ -40,6 +40,10 @@ impl Pipeline {
         raw: &[u8],
         tx: &mut dyn Tx,
     ) -> Vec<Outgoing> {
+        // Bundles (`bundle.rs`); `handle_from` names the connection.
+        if let Some(out) = self.bundle_message(0, xid, msg, raw) {
+            return out;
+        }
         let mut out = Vec::new();
         if let Err(r) = self.handle_inner(xid, msg, tx, &mut out) {
             let msg = match r {

@@ -396,8 +396,10 @@ impl Reporter for MapsReporter {
     }
 }
 
-/// The switch's loaded programs and compiled expressions.
-#[derive(Debug, Default)]
+/// The switch's loaded programs and compiled expressions. A clone shares
+/// the programs (and their maps) with the original: a bundle's scratch
+/// replica checks flows that name them against the same programs.
+#[derive(Clone, Debug, Default)]
 pub struct FilterProgs {
     progs: BTreeMap<u32, Arc<LoadedProg>>,
     pcaps: HashMap<String, Arc<PcapGuard>>,

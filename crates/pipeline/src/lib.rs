@@ -73,6 +73,7 @@
 //!
 //! [`FlowKey`]: sluice_packet::key::FlowKey
 
+pub mod bundle;
 pub mod codegen;
 pub mod control;
 mod edit;
@@ -128,6 +129,9 @@ pub struct Config {
     pub max_bands: u8,
     /// Longest group chain a packet may follow (loop and depth bound).
     pub max_group_depth: usize,
+    /// Bundle limits (`bundle.rs`): open bundles per connection, messages
+    /// per bundle, bytes of inner messages per connection.
+    pub bundle_limits: bundle::Limits,
     pub mfr_desc: String,
     pub hw_desc: String,
     pub sw_desc: String,
@@ -216,6 +220,7 @@ impl Default for Config {
             max_meters: 65_536,
             max_bands: 8,
             max_group_depth: 16,
+            bundle_limits: bundle::Limits::default(),
             mfr_desc: "sluice project".into(),
             hw_desc: "sluice reference pipeline".into(),
             sw_desc: env!("CARGO_PKG_VERSION").into(),
@@ -280,6 +285,9 @@ pub struct Pipeline {
     pub filters: filterprog::FilterProgs,
     /// Programs whose objects are arriving in fragments.
     assembly: sluice_ofp::filterprog::Assembly,
+    /// Open bundles, per controller connection (`bundle.rs`; the
+    /// controller's copy only).
+    bundles: bundle::Bundles,
 }
 
 impl Pipeline {
@@ -317,6 +325,7 @@ impl Pipeline {
             windows: Arc::default(),
             filters: filterprog::FilterProgs::default(),
             assembly: sluice_ofp::filterprog::Assembly::default(),
+            bundles: bundle::Bundles::default(),
             cfg,
         }
     }
@@ -364,6 +373,7 @@ impl Pipeline {
             windows: self.windows.clone(),
             filters: filterprog::FilterProgs::default(),
             assembly: sluice_ofp::filterprog::Assembly::default(),
+            bundles: bundle::Bundles::default(),
         }
     }
 

@@ -8,14 +8,20 @@
 //!   that does not exist: ovs-ofctl fails and prints the flow's error and
 //!   the commit's `OFPBFC_MSG_FAILED`; not one flow of the file arrived;
 //! - `--bundle replace-flows`: the table is exactly the new file's.
+//! - malformed bundle messages over a raw connection get the spec's
+//!   errors and leave the connection in step.
 //!
 //! The test FAILS (it does not skip) when `ovs-ofctl` is missing: install
 //! `openvswitch-common`. The switch is our child (`pcap_switch`), stopped
 //! by PID on drop; ovs-ofctl runs under `timeout`, so every wait is bounded.
 
+mod ofconn;
 mod pcap_switch;
 
+use ofconn::Conn;
 use pcap_switch::{which, PcapSwitch};
+use sluice_ofp::bundle::{err, BundleAdd, BundleCtrl, ONF_EXPERIMENTER_ID};
+use sluice_ofp::message::Message;
 use std::process::Command;
 
 struct Out {
@@ -112,4 +118,64 @@ fn ovs_ofctl_bundles_are_all_or_nothing() {
 
     // The switch is still fine: a plain request works.
     assert!(ofctl(&["show", &t]).ok);
+}
+
+/// The ONF bundle error code of an `OFPT_ERROR` (`OFPET_EXPERIMENTER`,
+/// experimenter ONF), or the standard `(type, code)` as `Err`.
+fn bundle_err(m: &[u8]) -> Result<u16, (u16, u16)> {
+    assert_eq!(m[1], 1, "an OFPT_ERROR: {m:02x?}");
+    let (ty, code) = (u16::from_be_bytes([m[8], m[9]]), u16::from_be_bytes([m[10], m[11]]));
+    if ty == 0xffff && m[12..16] == ONF_EXPERIMENTER_ID.to_be_bytes() {
+        Ok(code)
+    } else {
+        Err((ty, code))
+    }
+}
+
+#[test]
+fn malformed_bundle_messages_get_the_specs_errors() {
+    let sw = PcapSwitch::start("bundle-bad");
+    let mut c = Conn::open(sw.addr());
+    let ctrl = |id: u32, ty: u16, flags: u16| {
+        BundleCtrl { bundle_id: id, ctrl_type: ty, flags, properties: vec![] }.to_message()
+    };
+    let barrier = |xid: u32| Message::BarrierRequest.encode(xid);
+
+    // A control body too short for its fixed part: OFPBRC_BAD_LEN.
+    let mut short = ctrl(1, 0, 0).encode(0x10);
+    short.truncate(short.len() - 4);
+    let len = short.len() as u16;
+    short[2..4].copy_from_slice(&len.to_be_bytes());
+    c.send(&short);
+    assert_eq!(bundle_err(&c.reply_to(0x10)), Err((1, 6)));
+    // Unknown flags, unknown control type, unknown id.
+    c.send(&ctrl(1, 0, 0x80).encode(0x11));
+    assert_eq!(bundle_err(&c.reply_to(0x11)), Ok(err::BAD_FLAGS));
+    c.send(&ctrl(1, 9, 0).encode(0x12));
+    assert_eq!(bundle_err(&c.reply_to(0x12)), Ok(err::BAD_TYPE));
+    c.send(&ctrl(77, 4, 0).encode(0x13));
+    assert_eq!(bundle_err(&c.reply_to(0x13)), Ok(err::BAD_ID));
+    // An ADD whose inner message's length lies, whose xid differs from
+    // the ADD's, or whose type may not be bundled.
+    let add = |xid: u32, message: Vec<u8>| {
+        BundleAdd { bundle_id: 2, flags: 0, message, ..Default::default() }.to_message().encode(xid)
+    };
+    let mut lying = add(0x14, barrier(0x14));
+    let at = lying.len() - 8;
+    lying[at + 3] = 64;
+    c.send(&lying);
+    assert_eq!(bundle_err(&c.reply_to(0x14)), Ok(err::MSG_BAD_LEN));
+    c.send(&add(0x15, barrier(0x99)));
+    assert_eq!(bundle_err(&c.reply_to(0x15)), Ok(err::MSG_BAD_XID));
+    c.send(&add(0x16, barrier(0x16)));
+    assert_eq!(bundle_err(&c.reply_to(0x16)), Ok(err::MSG_UNSUP));
+    // A commit whose flags differ from the open's discards the bundle.
+    c.send(&ctrl(3, 0, 1).encode(0x17));
+    assert_eq!(c.reply_to(0x17)[1], 4, "OPEN_REPLY");
+    c.send(&ctrl(3, 4, 3).encode(0x18));
+    assert_eq!(bundle_err(&c.reply_to(0x18)), Ok(err::BAD_FLAGS));
+    c.send(&ctrl(3, 4, 1).encode(0x19));
+    assert_eq!(bundle_err(&c.reply_to(0x19)), Ok(err::BAD_ID));
+    // Still in step.
+    c.barrier(0x1a);
 }

@@ -7,14 +7,16 @@
 //! the agent's controller count to switch the fail mode — and returns a
 //! handle. [`run`] is `sluice run`: start, wait for SIGINT/SIGTERM
 //! ([`stop_on_signals`]), shut down cleanly (agent first, so controllers see
-//! the connection close, then the workers).
+//! the connection close, then the workers). A plain-TCP listener on every
+//! address (`ptcp:` without an IP, `0.0.0.0`, `[::]`) is logged as a
+//! warning: whoever reaches the port controls the switch.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_agent::{Agent, Target};
+use sluice_agent::{Agent, Target, Transport};
 use tracing::{info, warn};
 
 use crate::config::DaemonConfig;
@@ -59,6 +61,15 @@ impl Daemon {
         let listeners = agent.listeners().to_vec();
         for (t, a) in &listeners {
             info!(target = %t, addr = %a, "OpenFlow listener ready");
+            if t.transport == Transport::Tcp && a.ip().is_unspecified() {
+                warn!(
+                    target = %t,
+                    "OpenFlow listener on every address without TLS: anyone who reaches port {} \
+                     controls this switch (use pssl: with certificates, or bind ptcp: to \
+                     127.0.0.1)",
+                    a.port()
+                );
+            }
         }
         Ok(Daemon { agent: Some(agent), rt: Some(rt), dp, listeners })
     }

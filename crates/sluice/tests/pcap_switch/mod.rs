@@ -39,6 +39,9 @@ pub struct PcapSwitch {
     child: Option<Child>,
     pub dir: PathBuf,
     pub port: u16,
+    /// The address the listener binds (`127.0.0.1` unless started with
+    /// [`PcapSwitch::start_on`]).
+    listen_ip: &'static str,
 }
 
 impl Drop for PcapSwitch {
@@ -60,6 +63,12 @@ impl Drop for PcapSwitch {
 impl PcapSwitch {
     /// Starts the switch in a fresh scratch directory named after `name`.
     pub fn start(name: &str) -> PcapSwitch {
+        PcapSwitch::start_on(name, "127.0.0.1")
+    }
+
+    /// [`PcapSwitch::start`] with the listener bound to `listen_ip` (the
+    /// test still connects over loopback).
+    pub fn start_on(name: &str, listen_ip: &'static str) -> PcapSwitch {
         static INSTANCE: AtomicUsize = AtomicUsize::new(0);
         let n = INSTANCE.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("sluice-{name}-{}-{n}", std::process::id()));
@@ -68,7 +77,7 @@ impl PcapSwitch {
         for i in 1..=2 {
             write_empty_pcap(&dir.join(format!("in{i}.pcap")));
         }
-        let mut sw = PcapSwitch { child: None, dir, port: 0 };
+        let mut sw = PcapSwitch { child: None, dir, port: 0, listen_ip };
         // A free port can be taken by someone else before the switch binds
         // it: try a few.
         for _ in 0..5 {
@@ -104,7 +113,7 @@ impl PcapSwitch {
             (1..=2u32).map(|i| format!("pcap:in{i}.pcap,out=out{i}.pcap={i}")).collect();
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["run", "--dpid", "0x5a", "--fail-mode", "secure", "--workers", "1"])
-            .args(["--listen", &format!("ptcp:{}:127.0.0.1", self.port)])
+            .args(["--listen", &format!("ptcp:{}:{}", self.port, self.listen_ip)])
             .args(["--port", &ports[0], "--port", &ports[1]])
             .current_dir(&self.dir)
             .stdin(Stdio::null())

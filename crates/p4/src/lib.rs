@@ -19,6 +19,7 @@
 //! name, never miscompiled.
 
 pub mod ast;
+pub mod ctl;
 pub mod diag;
 pub mod interp;
 pub mod lex;

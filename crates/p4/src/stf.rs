@@ -797,7 +797,7 @@ pub fn run_commands(target: &mut dyn Target, cmds: &[Command], report: &mut Repo
                     args: action.args.clone(),
                     priority: *priority,
                 };
-                target.add_entry(&spec).map_err(|e| format!("add to `{table}`: {e}"))
+                target.add_entry(&spec).map(|_| ()).map_err(|e| format!("add to `{table}`: {e}"))
             }
             Op::SetDefault { table, action } => target
                 .set_default(table, &action.name, &action.args)

@@ -63,7 +63,8 @@ pub type CtlResult<T> = Result<T, String>;
 pub trait Target {
     /// Adds an entry; a duplicate key (same matches and priority)
     /// replaces nothing and is an error.
-    fn add_entry(&mut self, entry: &EntrySpec) -> CtlResult<()>;
+    /// Adds an entry; its handle (unique in its table, never reused).
+    fn add_entry(&mut self, entry: &EntrySpec) -> CtlResult<u64>;
     /// Sets a table's default action (refused if it is `const`).
     fn set_default(
         &mut self,
@@ -80,4 +81,94 @@ pub trait Target {
     /// Runs one packet through the program; returns what leaves, in the
     /// order the switch sends it.
     fn packet(&mut self, port: u32, data: &[u8]) -> CtlResult<Vec<Output>>;
+}
+
+/// How a key element matches, as declared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchKind {
+    Exact,
+    Lpm,
+    Ternary,
+    Range,
+    Optional,
+}
+
+impl MatchKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            MatchKind::Exact => "exact",
+            MatchKind::Lpm => "lpm",
+            MatchKind::Ternary => "ternary",
+            MatchKind::Range => "range",
+            MatchKind::Optional => "optional",
+        }
+    }
+}
+
+/// A key element of a table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyInfo {
+    pub name: String,
+    pub kind: MatchKind,
+    pub width: u32,
+}
+
+/// An action a table may run: its name and action-data parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActionInfo {
+    pub name: String,
+    pub params: Vec<(String, u32)>,
+}
+
+/// A table as its control plane sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableInfo {
+    /// The full control-plane name (`ingress.ipv4_lpm`).
+    pub name: String,
+    pub keys: Vec<KeyInfo>,
+    pub actions: Vec<ActionInfo>,
+    /// `const entries`: the control plane may not add or delete.
+    pub const_entries: bool,
+    /// A `const default_action`.
+    pub const_default: bool,
+}
+
+impl TableInfo {
+    /// Whether entries need a priority (a ternary, range or optional key).
+    pub fn needs_priority(&self) -> bool {
+        self.keys
+            .iter()
+            .any(|k| matches!(k.kind, MatchKind::Ternary | MatchKind::Range | MatchKind::Optional))
+    }
+}
+
+/// One installed entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryDump {
+    pub handle: u64,
+    /// Every key element, in declaration order.
+    pub keys: Vec<(String, KeyMatch)>,
+    pub action: String,
+    pub args: Vec<(String, BigValue)>,
+    /// As given (larger wins); `None` if the entry had none.
+    pub priority: Option<u64>,
+}
+
+/// The table-management part of a control plane beyond [`Target`]: what
+/// `sluice p4 ctl` (simple_switch_CLI's vocabulary) needs.
+pub trait Manage: Target {
+    /// Every table.
+    fn tables(&self) -> Vec<TableInfo>;
+    /// Removes the entry with this handle.
+    fn delete_entry(&mut self, table: &str, handle: u64) -> CtlResult<()>;
+    /// The entries of a table (const entries included, handles in the
+    /// order installed) and its default action with arguments.
+    #[allow(clippy::type_complexity)]
+    fn dump(&self, table: &str) -> CtlResult<(Vec<EntryDump>, (String, Vec<(String, BigValue)>))>;
+    /// A counter's `(packets, bytes)` cells; the full name.
+    fn counter_cells(&self, name: &str) -> CtlResult<(String, Vec<(u64, u64)>)>;
+    /// A register's cells and their width; the full name.
+    fn register_cells(&self, name: &str) -> CtlResult<(String, u32, Vec<BigValue>)>;
+    /// Writes one register cell.
+    fn register_write(&mut self, name: &str, index: usize, value: &BigValue) -> CtlResult<()>;
 }

@@ -23,11 +23,12 @@ fn small(v: &BigValue) -> u32 {
 }
 
 impl Target for Echo {
-    fn add_entry(&mut self, e: &EntrySpec) -> CtlResult<()> {
+    fn add_entry(&mut self, e: &EntrySpec) -> CtlResult<u64> {
         self.log.push(format!("add {} {:?}", e.table, e.priority));
         self.entries.push(e.clone());
+        let handle = self.entries.len() as u64 - 1;
         if e.table != "fwd" {
-            return Ok(());
+            return Ok(handle);
         }
         let [(k, KeyMatch::Exact(v))] = e.keys.as_slice() else {
             return Err("fwd has one exact key".into());
@@ -39,7 +40,7 @@ impl Target for Echo {
             return Err(format!("no action `{}` in fwd", e.action));
         }
         self.fwd.insert(small(v), small(&e.args[0].1));
-        Ok(())
+        Ok(handle)
     }
 
     fn set_default(

@@ -48,7 +48,9 @@ use std::sync::Arc;
 use crate::ast::{self, BigValue, Decl, Expr, ExprKind, Local, Program, Type, TypeKind};
 use crate::diag::{Diagnostic, Result, Span};
 use crate::parse::Loaded;
-use crate::target::{CtlResult, EntrySpec, Output, Target};
+use crate::target::{
+    ActionInfo, CtlResult, EntryDump, EntrySpec, KeyInfo, Manage, Output, TableInfo, Target,
+};
 use crate::types::{Ty, TypeEnv};
 use crate::value::{Bits, Value};
 
@@ -263,6 +265,13 @@ impl Interp {
         match self.d.externs.get(&id) {
             Some(ExternState::Counter(v)) => Ok(v.clone()),
             _ => Err(format!("`{name}` is not a counter")),
+        }
+    }
+
+    fn extern_path(&self, id: usize) -> String {
+        match self.s.insts.get(id) {
+            Some(Inst::Extern(x)) => x.path.clone(),
+            _ => String::new(),
         }
     }
 
@@ -786,7 +795,7 @@ fn visit_expr(e: &Expr, f: &mut dyn FnMut(&Expr), depth: u32) {
 }
 
 impl Target for Interp {
-    fn add_entry(&mut self, entry: &EntrySpec) -> CtlResult<()> {
+    fn add_entry(&mut self, entry: &EntrySpec) -> CtlResult<u64> {
         let tid = resolve_suffix(
             &entry.table,
             self.s.tables.iter().enumerate().map(|(i, t)| (t.name.as_str(), i)),
@@ -836,6 +845,117 @@ impl Target for Interp {
     fn packet(&mut self, port: u32, data: &[u8]) -> CtlResult<Vec<Output>> {
         let s = self.s.clone();
         exec::run_packet(&s, &mut self.d, port, data)
+    }
+}
+
+impl Interp {
+    fn table_id(&self, table: &str) -> CtlResult<usize> {
+        resolve_suffix(
+            table,
+            self.s.tables.iter().enumerate().map(|(i, t)| (t.name.as_str(), i)),
+            "table",
+        )
+    }
+}
+
+impl Manage for Interp {
+    fn tables(&self) -> Vec<TableInfo> {
+        self.s
+            .tables
+            .iter()
+            .map(|t| TableInfo {
+                name: t.name.clone(),
+                keys: t
+                    .keys
+                    .iter()
+                    .map(|k| KeyInfo { name: k.name.clone(), kind: k.kind, width: k.width })
+                    .collect(),
+                actions: t
+                    .actions
+                    .iter()
+                    .map(|a| ActionInfo {
+                        name: a.name.clone(),
+                        params: a
+                            .data
+                            .iter()
+                            .map(|(n, ty)| (n.clone(), ty.bit_width().unwrap_or(0)))
+                            .collect(),
+                    })
+                    .collect(),
+                const_entries: t.entries_const,
+                const_default: t.default_const,
+            })
+            .collect()
+    }
+
+    fn delete_entry(&mut self, table: &str, handle: u64) -> CtlResult<()> {
+        let tid = self.table_id(table)?;
+        let Some(td) = self.d.tables.get_mut(tid) else {
+            return Err("internal error: table state".into());
+        };
+        table::delete_entry(&self.s.tables[tid], td, handle)
+    }
+
+    fn dump(&self, table: &str) -> CtlResult<(Vec<EntryDump>, (String, Vec<(String, BigValue)>))> {
+        let tid = self.table_id(table)?;
+        let td = self.d.tables.get(tid).ok_or("internal error: table state")?;
+        Ok(table::dump(&self.s.tables[tid], td))
+    }
+
+    fn counter_cells(&self, name: &str) -> CtlResult<(String, Vec<(u64, u64)>)> {
+        let id = self.extern_by_name(name)?;
+        match self.d.externs.get(&id) {
+            Some(ExternState::Counter(v)) => Ok((self.extern_path(id), v.clone())),
+            _ => Err(format!("`{name}` is not a counter")),
+        }
+    }
+
+    fn register_cells(&self, name: &str) -> CtlResult<(String, u32, Vec<BigValue>)> {
+        let id = self.extern_by_name(name)?;
+        match self.d.externs.get(&id) {
+            Some(ExternState::Register(v)) => {
+                let width = v.first().map_or(0, |c| match c {
+                    Value::Bits(b) | Value::Signed(b) => b.width(),
+                    Value::Bool(_) => 1,
+                    _ => 0,
+                });
+                let cells = v
+                    .iter()
+                    .map(|c| match c {
+                        Value::Bits(b) | Value::Signed(b) => b.to_big(),
+                        Value::Bool(x) => BigValue::from_u128(u128::from(*x)),
+                        _ => BigValue::default(),
+                    })
+                    .collect();
+                Ok((self.extern_path(id), width, cells))
+            }
+            _ => Err(format!("`{name}` is not a register")),
+        }
+    }
+
+    fn register_write(&mut self, name: &str, index: usize, value: &BigValue) -> CtlResult<()> {
+        let id = self.extern_by_name(name)?;
+        let path = self.extern_path(id);
+        match self.d.externs.get_mut(&id) {
+            Some(ExternState::Register(v)) => {
+                let n = v.len();
+                let cell = v.get_mut(index).ok_or_else(|| {
+                    format!("index {index} is outside register `{path}` of {n} cells")
+                })?;
+                *cell = match cell {
+                    Value::Bits(b) => Value::Bits(table::big_bits(value, b.width(), "the value")?),
+                    Value::Signed(b) => {
+                        Value::Signed(table::big_bits(value, b.width(), "the value")?)
+                    }
+                    Value::Bool(_) => {
+                        Value::Bool(!table::big_bits(value, 1, "the value")?.is_zero())
+                    }
+                    _ => return Err(format!("register `{path}` holds values sluice cannot write")),
+                };
+                Ok(())
+            }
+            _ => Err(format!("`{name}` is not a register")),
+        }
     }
 }
 

@@ -13,18 +13,9 @@ use std::cmp::Ordering;
 use super::{name_annotation, Builder, ExternState, Inst, Obj};
 use crate::ast::{self, BigValue, Decl, Direction, Expr, ExprKind, Keyset, Local, TableProp};
 use crate::diag::{Diagnostic, Result};
-use crate::target::{CtlResult, EntrySpec, KeyMatch};
+use crate::target::{CtlResult, EntryDump, EntrySpec, KeyMatch, MatchKind};
 use crate::types::Ty;
 use crate::value::{Bits, Value};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum MatchKind {
-    Exact,
-    Lpm,
-    Ternary,
-    Range,
-    Optional,
-}
 
 #[derive(Clone, Debug)]
 pub(super) struct KeySpec {
@@ -89,13 +80,20 @@ pub(super) struct Entry {
     pub action: usize,
     pub args: Vec<Value>,
     pub prio: i128,
+    /// Whether the priority was given (by the program or the control
+    /// plane) rather than implied by the order of adding.
+    pub explicit_prio: bool,
     pub seq: u64,
+    /// The control plane's name for it.
+    pub handle: u64,
 }
 
 #[derive(Clone, Debug)]
 pub(super) struct TableDyn {
     pub entries: Vec<Entry>,
     pub default: (usize, Vec<Value>),
+    /// The handle the next added entry gets.
+    pub next_handle: u64,
 }
 
 /// Builds a table of the control instance `block` (declaration `decl`).
@@ -247,7 +245,7 @@ pub(super) fn build(
             }
         },
     };
-    let mut dynm = TableDyn { entries: Vec::new(), default };
+    let mut dynm = TableDyn { entries: Vec::new(), default, next_handle: 0 };
     if let Some((entries, is_const)) = entries_prop {
         ts.entries_const = is_const;
         let n = entries.len() as i128;
@@ -274,7 +272,18 @@ pub(super) fn build(
                 },
             };
             last_prio = e.priority.as_ref().map(|_| prio).or(last_prio);
-            dynm.entries.push(Entry { keys, action, args, prio, seq: i as u64 });
+            let explicit_prio = e.priority.is_some();
+            let handle = i as u64;
+            dynm.entries.push(Entry {
+                keys,
+                action,
+                args,
+                prio,
+                explicit_prio,
+                seq: i as u64,
+                handle,
+            });
+            dynm.next_handle = handle + 1;
         }
     }
     Ok((ts, dynm))
@@ -485,7 +494,7 @@ pub(super) fn key_bits(v: &Value, width: u32, errors: &[String]) -> CtlResult<Bi
     }
 }
 
-fn big_bits(v: &BigValue, width: u32, what: &str) -> CtlResult<Bits> {
+pub(super) fn big_bits(v: &BigValue, width: u32, what: &str) -> CtlResult<Bits> {
     if !Bits::big_fits(width, v) {
         return Err(format!("value for {what} does not fit in {width} bits"));
     }
@@ -498,7 +507,7 @@ pub(super) fn add_entry(
     td: &mut TableDyn,
     e: &EntrySpec,
     seq: u64,
-) -> CtlResult<()> {
+) -> CtlResult<u64> {
     if ts.entries_const {
         return Err(format!("table `{}` has `const entries`", ts.name));
     }
@@ -541,8 +550,83 @@ pub(super) fn add_entry(
     if td.entries.iter().any(|x| x.keys == keys && x.prio == prio) {
         return Err(format!("table `{}` already has an entry with this key", ts.name));
     }
-    td.entries.push(Entry { keys, action, args, prio, seq: seq + (1 << 32) });
+    let handle = td.next_handle;
+    td.next_handle += 1;
+    let explicit_prio = e.priority.is_some();
+    td.entries.push(Entry {
+        keys,
+        action,
+        args,
+        prio,
+        explicit_prio,
+        seq: seq + (1 << 32),
+        handle,
+    });
+    Ok(handle)
+}
+
+/// Removes the entry with `handle`.
+pub(super) fn delete_entry(ts: &TableStatic, td: &mut TableDyn, handle: u64) -> CtlResult<()> {
+    if ts.entries_const {
+        return Err(format!("table `{}` has `const entries`", ts.name));
+    }
+    let i = td
+        .entries
+        .iter()
+        .position(|e| e.handle == handle)
+        .ok_or_else(|| format!("table `{}` has no entry with handle {handle}", ts.name))?;
+    td.entries.remove(i);
     Ok(())
+}
+
+fn value_big(v: &Value) -> BigValue {
+    match v {
+        Value::Bits(b) | Value::Signed(b) => b.to_big(),
+        Value::Bool(x) => BigValue::from_u128(u128::from(*x)),
+        _ => BigValue::default(),
+    }
+}
+
+fn args_big(spec: &ActionSpec, args: &[Value]) -> Vec<(String, BigValue)> {
+    spec.data.iter().zip(args).map(|((n, _), v)| (n.clone(), value_big(v))).collect()
+}
+
+/// The entries (in handle order) and the default action of a table.
+#[allow(clippy::type_complexity)]
+pub(super) fn dump(
+    ts: &TableStatic,
+    td: &TableDyn,
+) -> (Vec<EntryDump>, (String, Vec<(String, BigValue)>)) {
+    let mut entries: Vec<EntryDump> = td
+        .entries
+        .iter()
+        .map(|e| EntryDump {
+            handle: e.handle,
+            keys: ts
+                .keys
+                .iter()
+                .zip(&e.keys)
+                .map(|(k, p)| {
+                    let m = match p {
+                        Pat::Exact(v) => KeyMatch::Exact(v.to_big()),
+                        Pat::Ternary(v, m) => {
+                            KeyMatch::Ternary { value: v.to_big(), mask: m.to_big() }
+                        }
+                        Pat::Lpm(v, l) => KeyMatch::Lpm { value: v.to_big(), prefix_len: *l },
+                        Pat::Range(lo, hi) => KeyMatch::Range { lo: lo.to_big(), hi: hi.to_big() },
+                        Pat::Any => KeyMatch::Any,
+                    };
+                    (k.name.clone(), m)
+                })
+                .collect(),
+            action: ts.actions[e.action].name.clone(),
+            args: args_big(&ts.actions[e.action], &e.args),
+            priority: e.explicit_prio.then(|| u64::try_from(e.prio).unwrap_or(0)),
+        })
+        .collect();
+    entries.sort_by_key(|e| e.handle);
+    let (a, args) = &td.default;
+    (entries, (ts.actions[*a].name.clone(), args_big(&ts.actions[*a], args)))
 }
 
 fn resolve_action(ts: &TableStatic, name: &str) -> CtlResult<usize> {

@@ -85,6 +85,7 @@ mod control;
 pub mod csum;
 pub mod daemon;
 pub mod learn;
+pub mod p4switch;
 mod shared;
 mod sys;
 pub mod worker;

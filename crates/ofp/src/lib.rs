@@ -34,6 +34,7 @@ pub mod meter;
 pub mod multipart;
 pub mod ofctl;
 pub mod oxm;
+pub mod p4ctl;
 pub mod pof;
 pub mod port;
 pub mod print;

@@ -45,7 +45,7 @@
 //! `--timeout` ends `monitor` successfully (it is its bound), while for
 //! every other command it is a deadline whose expiry is an error.
 
-mod conn;
+pub(crate) mod conn;
 mod filterprog;
 mod input;
 

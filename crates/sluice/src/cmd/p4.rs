@@ -12,6 +12,14 @@
 //!   thread: a panic is a failure with its message, and a program that
 //!   runs longer than `--timeout` seconds has "timed out".
 //!
+//! - `sluice p4 run PROG.p4 --port SPEC... [--listen ptcp:PORT:IP]
+//!   [--netns NS]`: the program on real ports (the reference interpreter;
+//!   `sluice_datapath::p4switch`), its tables managed with `p4 ctl`.
+//! - `sluice p4 ctl TARGET [COMMAND...]`: one simple_switch_CLI command
+//!   (`table_add ...`, `table_dump T`, `counter_read C I`, `digests`, ...)
+//!   sent to a running `p4 run`; without a command, one per line from
+//!   stdin. Answers go to stdout, refusals to stderr (exit status 1).
+//!
 //! Exit status of `check` and `test`: 0 ok/pass, 1 error or failure, 2
 //! what the program or the script uses is not supported. `suite`: 1 if
 //! anything failed, else 0.
@@ -61,10 +69,133 @@ pub enum Cmd {
         #[arg(long, short)]
         verbose: bool,
     },
+    /// Run a program on ports (reference interpreter); manage it with `p4 ctl`.
+    Run(RunArgs),
+    /// Send simple_switch_CLI commands to a running `sluice p4 run`.
+    Ctl {
+        /// The switch's listener: `tcp:IP:PORT` or `unix:PATH`.
+        target: String,
+        /// One command (`table_add T ACTION KEY... => PARAM... [PRIO]`,
+        /// `table_dump T`, `digests`, ...); none: one per line from stdin.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+        /// Seconds to wait for the switch.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+    },
+}
+
+/// Arguments of `sluice p4 run`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    program: PathBuf,
+    /// A port, e.g. `afpacket:veth1=1` (repeatable; `=N` is the port
+    /// number the program sees, otherwise the lowest free one from 1).
+    #[arg(long = "port", value_name = "SPEC", required = true)]
+    ports: Vec<String>,
+    /// Passive listener for `sluice p4 ctl`, e.g. `ptcp:9559:127.0.0.1` (repeatable).
+    #[arg(long, value_name = "TARGET")]
+    listen: Vec<String>,
+    /// Open the ports in this network namespace (`ip netns` name).
+    #[arg(long, value_name = "NAME")]
+    netns: Option<String>,
+    /// Datapath id reported to FEATURES_REQUEST, decimal or 0x hex.
+    #[arg(long, value_name = "ID", default_value = "1")]
+    dpid: String,
+}
+
+fn run_switch(a: RunArgs) -> Result<()> {
+    use sluice_datapath::p4switch;
+    let interp = match load(&a.program) {
+        Ok(i) => i,
+        Err(Verdict::Fail(_, all) | Verdict::Unsupported(_, all)) => bail!("{all}"),
+        Err(Verdict::Pass) => bail!("internal error: a load error that passed"),
+    };
+    let mut ports: Vec<(u32, sluice_datapath::ports::PortSpec)> = Vec::new();
+    for s in &a.ports {
+        let spec = sluice_datapath::ports::PortSpec::parse(s)
+            .map_err(|e| anyhow::anyhow!("--port {s}: {e}"))?;
+        let n = match spec.port_no {
+            Some(n) => n,
+            None => (1..).find(|n| !ports.iter().any(|(m, _)| m == n)).unwrap_or(1),
+        };
+        if ports.iter().any(|(m, _)| *m == n) {
+            bail!("--port {s}: port number {n} is taken twice");
+        }
+        ports.push((n, spec));
+    }
+    let mut agent = sluice_datapath::agent::AgentConfig::default();
+    for t in &a.listen {
+        let target: sluice_datapath::agent::Target =
+            t.parse().map_err(|e| anyhow::anyhow!("--listen: {e}"))?;
+        if !target.passive {
+            bail!("--listen {t}: a listener is ptcp:PORT[:IP]");
+        }
+        agent.targets.push(target);
+    }
+    let dpid = parse_dpid(&a.dpid)?;
+    sluice_datapath::daemon::init_logging();
+    let stop = sluice_datapath::daemon::stop_on_signals().context("installing signal handlers")?;
+    let cfg = p4switch::P4RunConfig { ports, netns: a.netns, agent, datapath_id: dpid };
+    p4switch::run(interp, cfg, &stop)
+}
+
+fn parse_dpid(s: &str) -> Result<u64> {
+    let r = match s.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| anyhow::anyhow!("--dpid `{s}` is not a number"))
+}
+
+fn ctl(target: &str, command: &[String], timeout: u64) -> Result<()> {
+    use super::ctl::conn::{Conn, Target};
+    use sluice_ofp::message::Message;
+    use sluice_ofp::p4ctl::{self, CtlReply};
+    let t = Target::parse(target).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(timeout);
+    let mut conn = Conn::connect(&t, Some(deadline))?;
+    let lines: Vec<String> = if command.is_empty() {
+        std::io::stdin()
+            .lines()
+            .collect::<std::io::Result<Vec<String>>>()
+            .context("reading commands from stdin")?
+    } else {
+        vec![command.join(" ")]
+    };
+    let mut failed = false;
+    for line in lines {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let r = conn.transact(&p4ctl::request(line), "the command")?;
+        let reply = match &r.msg {
+            Ok(Message::Experimenter(e)) => CtlReply::parse(e),
+            _ => None,
+        };
+        match reply {
+            Some(Ok(CtlReply { ok: true, text })) => {
+                let _ = write!(std::io::stdout().lock(), "{text}");
+            }
+            Some(Ok(CtlReply { ok: false, text })) => {
+                eprintln!("sluice p4 ctl: {text}");
+                failed = true;
+            }
+            Some(Err(e)) => bail!("{target}: {e}"),
+            None => bail!("{target} answered `{}`: is it a `sluice p4 run`?", r.print()),
+        }
+    }
+    if failed {
+        exit(1);
+    }
+    Ok(())
 }
 
 pub fn run(a: Args) -> Result<()> {
     match a.cmd {
+        Cmd::Run(r) => run_switch(r),
+        Cmd::Ctl { target, command, timeout } => ctl(&target, &command, timeout),
         Cmd::Check { program } => check(&program),
         Cmd::Test { program, stf } => test(&program, &stf),
         Cmd::Suite { dir, jobs, timeout, verbose } => {

@@ -1,0 +1,280 @@
+//! `sluice p4 run`: a P4 program on real ports, managed over the OpenFlow
+//! channel with `sluice p4 ctl`.
+//!
+//! The engine is the P4 reference interpreter (`sluice_p4::interp`, bmv2
+//! simple_switch semantics) until P4 programs are compiled into the core
+//! (ARCHITECTURE.md, "P4 in the core"): correct, not fast. One forwarding
+//! thread owns the ports (opened in `netns` if given): it waits in
+//! `poll(2)` on the ports that have a descriptor (1 ms rounds when a
+//! pcap port has none), takes bursts of up to 32 frames per port, runs
+//! each through the program with the port number as `ingress_port`, and
+//! sends what comes out on the ports the program chose (an output to a
+//! port the switch does not have is counted and dropped). Transport
+//! checksums a local stack left to the device are completed first, as
+//! the OpenFlow workers do (`csum.rs`).
+//!
+//! The agent answers each `P4_CTL_REQUEST` (`sluice_ofp::p4ctl`) with the
+//! result of the command line (`sluice_p4::ctl`'s vocabulary, plus
+//! `digests`: the digests queued since the last call, one per line,
+//! oldest first), FEATURES_REQUEST and BARRIER_REQUEST as any switch
+//! does, and everything else with `OFPBRC_BAD_TYPE` (an experimenter
+//! message of another kind: `OFPBRC_BAD_EXPERIMENTER` or
+//! `OFPBRC_BAD_EXP_TYPE`). Commands and packets take turns on one lock:
+//! a command sees the tables between two packets, never during one.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use sluice_agent::{Agent, AgentConfig, Switch};
+use sluice_ofp::consts::SLUICE_EXPERIMENTER_ID;
+use sluice_ofp::error::ErrorCode;
+use sluice_ofp::message::{error_reply, FeaturesReply, Message, Outgoing};
+use sluice_ofp::p4ctl::{self, CtlReply};
+use sluice_p4::interp::{Digest, Interp};
+use sluice_p4::target::Target as _;
+use sluice_p4::value::Value;
+use sluice_ports::{Port, PortSpec, RxBuf};
+use tracing::{info, warn};
+
+use crate::sys::{self, PollEntry};
+
+/// Frames taken from one port per round.
+const BURST: usize = 32;
+
+/// What `sluice p4 run` was asked to run.
+pub struct P4RunConfig {
+    /// `(port number, spec)`: the number is the program's
+    /// `ingress_port`/`egress_spec` for that port.
+    pub ports: Vec<(u32, PortSpec)>,
+    /// Open the ports in this network namespace.
+    pub netns: Option<String>,
+    /// Listeners and controllers for `sluice p4 ctl`.
+    pub agent: AgentConfig,
+    pub datapath_id: u64,
+}
+
+/// Counters of the forwarding thread.
+#[derive(Debug, Default)]
+pub struct P4Stats {
+    pub rx: AtomicU64,
+    pub tx: AtomicU64,
+    /// Frames the program's run refused (an error the interpreter
+    /// reports, e.g. a bound reached).
+    pub errors: AtomicU64,
+    /// Outputs to a port the switch does not have, or that the port would
+    /// not take.
+    pub tx_dropped: AtomicU64,
+}
+
+fn lock(m: &Mutex<Interp>) -> MutexGuard<'_, Interp> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `interp` on the configured ports until `stop` is set.
+pub fn run(interp: Interp, cfg: P4RunConfig, stop: &AtomicBool) -> anyhow::Result<()> {
+    let interp = Arc::new(Mutex::new(interp));
+    let ports = open_ports(&cfg)?;
+    for (n, p) in &ports {
+        info!(port = n, name = p.name(), "P4 port open");
+    }
+    let stats = Arc::new(P4Stats::default());
+    let halt = Arc::new(AtomicBool::new(false));
+    let fwd = {
+        let (interp, stats, halt) = (interp.clone(), stats.clone(), halt.clone());
+        std::thread::Builder::new()
+            .name("sluice-p4-fwd".into())
+            .spawn(move || forward(&interp, ports, &stats, &halt))?
+    };
+    let agent = if cfg.agent.targets.is_empty() {
+        info!("no listener or controller configured: the tables stay as the program sets them");
+        None
+    } else {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("sluice-agent")
+            .enable_all()
+            .build()?;
+        let sw = P4Switch { interp: interp.clone(), datapath_id: cfg.datapath_id };
+        let agent = rt.block_on(Agent::start(cfg.agent, sw))?;
+        for (t, a) in agent.listeners() {
+            info!(target = %t, addr = %a, "OpenFlow listener ready (sluice p4 ctl)");
+        }
+        Some((rt, agent))
+    };
+    info!("P4 switch running; SIGINT or SIGTERM stops it");
+    while !stop.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    info!("shutting down");
+    if let Some((rt, agent)) = agent {
+        rt.block_on(agent.shutdown());
+    }
+    halt.store(true, Ordering::Release);
+    if fwd.join().is_err() {
+        warn!("the forwarding thread panicked");
+    }
+    let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    info!(
+        rx = l(&stats.rx),
+        tx = l(&stats.tx),
+        errors = l(&stats.errors),
+        tx_dropped = l(&stats.tx_dropped),
+        "stopped"
+    );
+    Ok(())
+}
+
+fn open_ports(cfg: &P4RunConfig) -> anyhow::Result<Vec<(u32, Box<dyn Port>)>> {
+    // Opened on a thread that joins the namespace, as the daemon does: the
+    // ports keep using it, the agent's sockets stay in ours.
+    let specs = cfg.ports.clone();
+    let netns = cfg.netns.clone();
+    let opened = std::thread::spawn(move || -> io::Result<Vec<(u32, Box<dyn Port>)>> {
+        if let Some(ns) = &netns {
+            sys::enter_netns(ns)
+                .map_err(|e| io::Error::new(e.kind(), format!("netns {ns}: {e}")))?;
+        }
+        specs
+            .iter()
+            .map(|(n, s)| {
+                sluice_ports::open(s)
+                    .map(|p| (*n, p))
+                    .map_err(|e| io::Error::new(e.kind(), format!("port {n} ({}): {e}", s.name)))
+            })
+            .collect()
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("opening the ports panicked"))??;
+    Ok(opened)
+}
+
+fn forward(
+    interp: &Mutex<Interp>,
+    mut ports: Vec<(u32, Box<dyn Port>)>,
+    stats: &P4Stats,
+    halt: &AtomicBool,
+) {
+    let mut bufs = RxBuf::burst(BURST);
+    let all_pollable = ports.iter().all(|(_, p)| p.raw_fd().is_some());
+    while !halt.load(Ordering::Acquire) {
+        let mut set: Vec<PollEntry> =
+            ports.iter().filter_map(|(_, p)| p.raw_fd()).map(PollEntry::readable).collect();
+        if let Err(e) = sys::poll(&mut set, if all_pollable { 50 } else { 1 }) {
+            warn!(error = %e, "poll failed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for i in 0..ports.len() {
+            let in_port = ports[i].0;
+            let n = match ports[i].1.rx_burst(&mut bufs) {
+                Ok(n) => n,
+                Err(e) => {
+                    warn!(port = in_port, error = %e, "receive failed");
+                    0
+                }
+            };
+            for b in &mut bufs[..n] {
+                stats.rx.fetch_add(1, Ordering::Relaxed);
+                // A local stack's TCP/UDP checksum left to "hardware"
+                // (veths): completed before the program sees the frame.
+                if b.csum_partial() {
+                    crate::csum::complete_l4_checksum(b.frame_mut());
+                }
+                let outs = match lock(interp).packet(in_port, b.frame()) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        stats.errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::debug!(port = in_port, error = %e, "the program refused a frame");
+                        continue;
+                    }
+                };
+                for o in outs {
+                    let sent = ports
+                        .iter_mut()
+                        .find(|(n, _)| *n == o.port)
+                        .is_some_and(|(_, p)| matches!(p.tx_burst(&[&o.data]), Ok(1)));
+                    let c = if sent { &stats.tx } else { &stats.tx_dropped };
+                    c.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// Digests as text: `receiver=N field=0xV ...` per digest.
+pub fn render_digests(ds: &[Digest]) -> String {
+    let mut s = String::new();
+    for d in ds {
+        s.push_str(&format!("receiver={} {}\n", d.receiver, render_value(&d.data)));
+    }
+    s
+}
+
+fn render_value(v: &Value) -> String {
+    match v {
+        Value::Bits(b) | Value::Signed(b) => format!("0x{}", b.to_hex()),
+        Value::Bool(x) => x.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Struct(a) | Value::Header(a) => {
+            a.ty.fields
+                .iter()
+                .zip(&a.fields)
+                .map(|((n, _), f)| format!("{n}={}", render_value(f)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+/// The agent's view of the P4 switch.
+struct P4Switch {
+    interp: Arc<Mutex<Interp>>,
+    datapath_id: u64,
+}
+
+impl P4Switch {
+    fn command(&self, line: &str) -> CtlReply {
+        let mut i = lock(&self.interp);
+        if line.trim() == "digests" {
+            return CtlReply { ok: true, text: render_digests(&i.take_digests()) };
+        }
+        match sluice_p4::ctl::execute(&mut *i, line) {
+            Ok(text) => CtlReply { ok: true, text },
+            Err(text) => CtlReply { ok: false, text },
+        }
+    }
+}
+
+impl Switch for P4Switch {
+    fn handle(
+        &mut self,
+        _conn: sluice_agent::ConnId,
+        xid: u32,
+        msg: &Message,
+        raw: &[u8],
+    ) -> Vec<Outgoing> {
+        let reply = match msg {
+            Message::Experimenter(e) => match p4ctl::parse_request(e) {
+                Some(Ok(line)) => self.command(&line).to_message(),
+                Some(Err(why)) => CtlReply { ok: false, text: why }.to_message(),
+                None if e.experimenter == SLUICE_EXPERIMENTER_ID => {
+                    error_reply(ErrorCode::BRC_BAD_EXP_TYPE, raw)
+                }
+                None => error_reply(ErrorCode::BRC_BAD_EXPERIMENTER, raw),
+            },
+            Message::FeaturesRequest => Message::FeaturesReply(FeaturesReply {
+                datapath_id: self.datapath_id,
+                ..FeaturesReply::default()
+            }),
+            Message::BarrierRequest => Message::BarrierReply,
+            _ => error_reply(ErrorCode::BRC_BAD_TYPE, raw),
+        };
+        vec![Outgoing { xid, msg: reply }]
+    }
+
+    fn take_async(&mut self) -> Vec<Message> {
+        Vec::new()
+    }
+}

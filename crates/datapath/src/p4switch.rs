@@ -96,7 +96,11 @@ pub fn run(interp: Interp, cfg: P4RunConfig, stop: &AtomicBool) -> anyhow::Resul
             .thread_name("sluice-agent")
             .enable_all()
             .build()?;
-        let sw = P4Switch { interp: interp.clone(), datapath_id: cfg.datapath_id };
+        let sw = P4Switch {
+            interp: interp.clone(),
+            session: sluice_p4::ctl::Session::default(),
+            datapath_id: cfg.datapath_id,
+        };
         let agent = rt.block_on(Agent::start(cfg.agent, sw))?;
         for (t, a) in agent.listeners() {
             info!(target = %t, addr = %a, "OpenFlow listener ready (sluice p4 ctl)");
@@ -231,16 +235,18 @@ fn render_value(v: &Value) -> String {
 /// The agent's view of the P4 switch.
 struct P4Switch {
     interp: Arc<Mutex<Interp>>,
+    /// Multicast nodes and groups made by `mc_*` commands.
+    session: sluice_p4::ctl::Session,
     datapath_id: u64,
 }
 
 impl P4Switch {
-    fn command(&self, line: &str) -> CtlReply {
+    fn command(&mut self, line: &str) -> CtlReply {
         let mut i = lock(&self.interp);
         if line.trim() == "digests" {
             return CtlReply { ok: true, text: render_digests(&i.take_digests()) };
         }
-        match sluice_p4::ctl::execute(&mut *i, line) {
+        match self.session.execute(&mut *i, line) {
             Ok(text) => CtlReply { ok: true, text },
             Err(text) => CtlReply { ok: false, text },
         }

@@ -12,6 +12,10 @@
 //! counter_read C INDEX
 //! register_read R [INDEX]
 //! register_write R INDEX VALUE
+//! mc_mgrp_create G
+//! mc_node_create RID PORT...
+//! mc_node_update NODE PORT...
+//! mc_node_associate G NODE
 //! ```
 //!
 //! - Keys are positional, one per key element in declaration order:
@@ -26,6 +30,9 @@
 //!   PRIORITY` and shown back as given).
 //! - Names resolve by suffix (`ipv4_lpm` finds `ingress.ipv4_lpm`).
 //!
+//! - Multicast nodes get handles 0, 1, 2... in creation order; a
+//!   [`Session`] holds them (one per switch).
+//!
 //! Every answer is text; every refusal names the command and the token
 //! or name that was wrong.
 
@@ -33,6 +40,7 @@ use std::fmt::Write;
 
 use crate::ast::BigValue;
 use crate::interp::resolve_suffix;
+use crate::mcast::Multicast;
 use crate::target::{CtlResult, EntrySpec, KeyMatch, Manage, MatchKind, TableInfo};
 
 /// The commands, for help texts.
@@ -46,9 +54,63 @@ pub const COMMANDS: &[&str] = &[
     "counter_read C INDEX",
     "register_read R [INDEX]",
     "register_write R INDEX VALUE",
+    "mc_mgrp_create G",
+    "mc_node_create RID PORT...",
+    "mc_node_update NODE PORT...",
+    "mc_node_associate G NODE",
 ];
 
-/// Runs one command line; the text to print.
+/// What outlives one command: the multicast nodes and groups.
+#[derive(Debug, Default)]
+pub struct Session {
+    mc: Multicast,
+}
+
+fn numbers(args: &[&str], min: usize, usage: &str) -> CtlResult<Vec<u32>> {
+    if args.len() < min {
+        return Err(format!("expected {usage}"));
+    }
+    args.iter().map(|a| a.parse::<u32>().map_err(|_| format!("`{a}` is not a number"))).collect()
+}
+
+impl Session {
+    /// Runs one command line; the text to print.
+    pub fn execute(&mut self, t: &mut dyn Manage, line: &str) -> CtlResult<String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let r = match words.split_first() {
+            Some((&"mc_mgrp_create", a)) => numbers(a, 1, "mc_mgrp_create G").and_then(|n| {
+                if n.len() != 1 {
+                    return Err("expected mc_mgrp_create G".into());
+                }
+                self.mc.create_group(n[0])?;
+                Ok(format!("Creating multicast group {}\n", n[0]))
+            }),
+            Some((&"mc_node_create", a)) => numbers(a, 1, "mc_node_create RID PORT...").map(|n| {
+                let h = self.mc.create_node(n[0], &n[1..]);
+                format!("node was created with handle {h}\n")
+            }),
+            Some((&"mc_node_update", a)) => numbers(a, 1, "mc_node_update NODE PORT...")
+                .and_then(|n| self.mc.update_node(t, n[0], &n[1..]).map(|_| String::new())),
+            Some((&"mc_node_associate", a)) => {
+                numbers(a, 2, "mc_node_associate G NODE").and_then(|n| {
+                    if n.len() != 2 {
+                        return Err("expected mc_node_associate G NODE".into());
+                    }
+                    self.mc.associate(t, n[0], n[1])?;
+                    Ok(format!("Associating node {} to multicast group {}\n", n[1], n[0]))
+                })
+            }
+            _ => return execute(t, line),
+        };
+        r.map_err(|e| match words.first() {
+            Some(cmd) if !e.starts_with(cmd) => format!("{cmd}: {e}"),
+            _ => e,
+        })
+    }
+}
+
+/// Runs one command line that needs no [`Session`] (every command but
+/// the multicast ones); the text to print.
 pub fn execute(t: &mut dyn Manage, line: &str) -> CtlResult<String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let Some((&cmd, args)) = words.split_first() else {
@@ -68,6 +130,9 @@ pub fn execute(t: &mut dyn Manage, line: &str) -> CtlResult<String> {
         "counter_read" => counter_read(t, args),
         "register_read" => register_read(t, args),
         "register_write" => register_write(t, args),
+        c if c.starts_with("mc_") && COMMANDS.iter().any(|u| u.split(' ').next() == Some(c)) => {
+            Err("multicast commands need a `ctl::Session`".into())
+        }
         other => {
             return Err(format!(
                 "unknown command `{other}`; the commands are:\n  {}",

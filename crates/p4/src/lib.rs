@@ -23,6 +23,7 @@ pub mod ctl;
 pub mod diag;
 pub mod interp;
 pub mod lex;
+mod mcast;
 pub mod parse;
 pub mod pre;
 pub mod stf;

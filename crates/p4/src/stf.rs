@@ -54,6 +54,7 @@
 //!   the script there (p4c's runner throws).
 
 use crate::ast::BigValue;
+use crate::mcast::Multicast;
 use crate::target::{EntrySpec, KeyMatch, Output, Target};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -835,7 +836,7 @@ pub fn run_commands(target: &mut dyn Target, cmds: &[Command], report: &mut Repo
             Op::NoPacket | Op::Wait | Op::Ignored { .. } => Ok(()),
             Op::McMgrpCreate { group } => mc.create_group(*group),
             Op::McNodeCreate { rid, ports } => {
-                mc.nodes.push((*rid, ports.clone()));
+                mc.create_node(*rid, ports);
                 Ok(())
             }
             Op::McNodeUpdate { node, ports } => mc.update_node(target, *node, ports),
@@ -975,63 +976,6 @@ fn show_pattern(p: &Pattern) -> String {
         return "(anything)".into();
     }
     s.join(" ")
-}
-
-/// bmv2's multicast state as simple_switch_CLI builds it: groups of
-/// nodes, a node being a replication id and ports.
-#[derive(Default)]
-struct Multicast {
-    nodes: Vec<(u32, Vec<u32>)>,
-    groups: BTreeMap<u32, Vec<u32>>,
-}
-
-impl Multicast {
-    fn create_group(&mut self, g: u32) -> Result<(), String> {
-        if self.groups.insert(g, Vec::new()).is_some() {
-            return Err(format!("mc_mgrp_create: group {g} exists already"));
-        }
-        Ok(())
-    }
-
-    fn copies(&self, g: u32) -> Vec<(u32, u32)> {
-        let mut v = Vec::new();
-        for &n in &self.groups[&g] {
-            let (rid, ports) = &self.nodes[n as usize];
-            v.extend(ports.iter().map(|&p| (*rid, p)));
-        }
-        v
-    }
-
-    fn associate(&mut self, t: &mut dyn Target, g: u32, node: u32) -> Result<(), String> {
-        if node as usize >= self.nodes.len() {
-            return Err(format!(
-                "mc_node_associate: no node {node} ({} created)",
-                self.nodes.len()
-            ));
-        }
-        let Some(members) = self.groups.get_mut(&g) else {
-            return Err(format!("mc_node_associate: no group {g} (mc_mgrp_create it first)"));
-        };
-        if members.contains(&node) {
-            return Err(format!("mc_node_associate: node {node} is in group {g} already"));
-        }
-        members.push(node);
-        t.set_multicast_group(g, &self.copies(g)).map_err(|e| format!("multicast group {g}: {e}"))
-    }
-
-    fn update_node(&mut self, t: &mut dyn Target, node: u32, ports: &[u32]) -> Result<(), String> {
-        let Some(n) = self.nodes.get_mut(node as usize) else {
-            return Err(format!("mc_node_update: no node {node}"));
-        };
-        n.1 = ports.to_vec();
-        let groups: Vec<u32> =
-            self.groups.iter().filter(|(_, m)| m.contains(&node)).map(|(g, _)| *g).collect();
-        for g in groups {
-            t.set_multicast_group(g, &self.copies(g))
-                .map_err(|e| format!("multicast group {g}: {e}"))?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

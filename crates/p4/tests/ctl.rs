@@ -129,3 +129,16 @@ fn commands_change_forwarding_and_mistakes_are_named() {
     refused(&mut sw, "register_write last 0 0x1_0000_0000", &["does not fit in 32 bits"]);
     refused(&mut sw, "frobnicate", &["unknown command `frobnicate`", "table_add"]);
 }
+
+/// An exact table holds one entry per key, however it was added.
+#[test]
+fn a_key_is_added_once() {
+    let loaded = parse::load_str("ctl.p4", PROG).unwrap_or_else(|e| panic!("{}", e.render()));
+    let mut sw = Interp::new(&loaded).unwrap_or_else(|d| panic!("{}", loaded.sources.render(&d)));
+    ok(&mut sw, "table_add by_dst fwd 00:00:00:00:00:02 => 2");
+    refused(&mut sw, "table_add by_dst fwd 00:00:00:00:00:02 => 3", &["already has an entry"]);
+    ok(&mut sw, "table_add by_type fwd 0x88b5&&&0xffff * => 3 10");
+    ok(&mut sw, "table_add by_type fwd 0x88b5&&&0xffff * => 3 11");
+    refused(&mut sw, "table_add by_type drop 0x88b5&&&0xffff * => 10", &["already has an entry"]);
+    assert_eq!(sw.dump("by_dst").unwrap().0.len(), 1);
+}

@@ -14,6 +14,13 @@
 //! - a refused command names its bad token and exits 1; `table_dump`
 //!   shows the routes; deleting one route stops its pings.
 //!
+//! And the learning L2 switch (`examples/p4/l2switch.p4`, `Lab::new(3,
+//! 82)` as addressed) with multicast group 1 made by `mc_*` commands and
+//! the example controller `examples/p4/l2-learn` turning digests into
+//! entries: ping works between every pair, every host's MAC is learned,
+//! and a unicast ping between two learned hosts no longer reaches the
+//! third (no flooding).
+//!
 //! Needs root and `ping`; a missing tool fails the test. Namespaces, the
 //! switch (killed by PID) and scratch files are removed by guards, also
 //! on failure; every wait is bounded.
@@ -26,7 +33,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use netlab::{free_port, need_root_and, Lab, Proc, Scratch};
+use netlab::{free_port, need_root_and, Lab, Proc, RawSocket, Scratch};
 
 const OCTET: u8 = 81;
 const BYTES: usize = 256 * 1024;
@@ -177,4 +184,89 @@ fn router_program_forwards_ping_and_tcp_between_three_namespaces() {
     assert!(!ping(&lab, 0, 1), "ping crossed a deleted route");
     assert!(ping_within(&lab, 0, 2, Duration::from_secs(5)));
     sw.assert_running();
+}
+
+fn start_p4(lab: &Lab, dir: &Scratch, program: &str) -> (Proc, String) {
+    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4").join(program);
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.args(["p4", "run"])
+        .arg(&program)
+        .args(["--netns", lab.sw.name()])
+        .args(["--listen", &format!("ptcp:{port}:127.0.0.1")])
+        .args(lab.port_args())
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1");
+    let mut sw = Proc::spawn("sluice p4 run", &mut cmd, dir.path("p4run.log"));
+    sw.wait_listening(port);
+    (sw, format!("tcp:127.0.0.1:{port}"))
+}
+
+#[test]
+fn l2_switch_learns_through_digests_and_stops_flooding() {
+    need_root_and(&["ip", "ping", "timeout"]);
+    let dir = Scratch::new("p4-l2");
+    let lab = Lab::new(3, 82);
+    let (mut sw, t) = start_p4(&lab, &dir, "l2switch.p4");
+    assert_eq!(ok(&t, &["mc_mgrp_create", "1"]), "Creating multicast group 1\n");
+    assert_eq!(ok(&t, &["mc_node_create", "0", "1", "2", "3"]), "node was created with handle 0\n");
+    ok(&t, &["mc_node_associate", "1", "0"]);
+
+    let learner = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4/l2-learn");
+    let mut cmd = Command::new(learner);
+    cmd.arg(&t).env("SLUICE", env!("CARGO_BIN_EXE_sluice"));
+    let mut learn = Proc::spawn("l2-learn", &mut cmd, dir.path("learn.log"));
+
+    for (a, b) in [(0, 1), (1, 2), (2, 0)] {
+        assert!(
+            lab.ping_ok_within(a, b, Duration::from_secs(10)),
+            "ping {a} -> {b}:\n{}\n{}",
+            sw.log(),
+            learn.log()
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let dump = ok(&t, &["table_dump", "forwarding"]);
+        if dump.contains(": 3 entries") {
+            for i in 0..3 {
+                let mac = u64::from_be_bytes([0, 0, 2, 0, 0, 0, 82, i as u8 + 1]);
+                let port = format!("port=0x{:x})", i + 1);
+                assert!(
+                    dump.lines().any(|l| l.contains(&format!("=0x{mac:x} ")) && l.ends_with(&port)),
+                    "host {i} learned on its port:\n{dump}"
+                );
+            }
+            break;
+        }
+        learn.assert_running();
+        assert!(Instant::now() < deadline, "not every host learned:\n{dump}\n{}", learn.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Learned: host 0 -> host 1 is unicast, host 2 sees none of it.
+    let h1_mac = lab.mac_bytes(1);
+    let seen_by_2 = std::thread::scope(|s| {
+        let counter = s.spawn(|| {
+            lab.h[2].enter(|| {
+                let sock = RawSocket::open(&lab.host_if[2]).expect("capture on host 2");
+                let (mut n, mut buf) = (0, [0u8; 2048]);
+                let deadline = Instant::now() + Duration::from_secs(3);
+                while Instant::now() < deadline {
+                    if let Ok(Some(len)) = sock.recv(&mut buf, Duration::from_millis(100)) {
+                        if len >= 6 && buf[..6] == h1_mac {
+                            n += 1;
+                        }
+                    }
+                }
+                n
+            })
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(lab.ping(0, 1, 3).status.success(), "ping 0 -> 1 after learning");
+        counter.join().expect("capture thread")
+    });
+    assert_eq!(seen_by_2, 0, "frames to host 1 were flooded to host 2 after learning");
+    sw.assert_running();
+    learn.assert_running();
 }

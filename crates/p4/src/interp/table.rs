@@ -547,7 +547,11 @@ pub(super) fn add_entry(
         Some(p) => p as i128,
         None => td.entries.iter().map(|x| x.prio).min().map_or(0, |m| m - 1),
     };
-    if td.entries.iter().any(|x| x.keys == keys && x.prio == prio) {
+    // A key is one entry: in exact and LPM tables whatever the priority
+    // (the order of adding gives none its meaning), with priorities at
+    // the same priority.
+    let same_slot = |x: &Entry| x.keys == keys && (ts.lookup != Lookup::Priority || x.prio == prio);
+    if td.entries.iter().any(same_slot) {
         return Err(format!("table `{}` already has an entry with this key", ts.name));
     }
     let handle = td.next_handle;

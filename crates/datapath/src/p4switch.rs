@@ -16,7 +16,8 @@
 //! The agent answers each `P4_CTL_REQUEST` (`sluice_ofp::p4ctl`) with the
 //! result of the command line (`sluice_p4::ctl`'s vocabulary, plus
 //! `digests`: the digests queued since the last call, one per line,
-//! oldest first), FEATURES_REQUEST and BARRIER_REQUEST as any switch
+//! oldest first; at most `sluice_p4::interp::MAX_DIGESTS` wait, later
+//! ones are dropped and the count is reported as a `#` line), FEATURES_REQUEST and BARRIER_REQUEST as any switch
 //! does, and everything else with `OFPBRC_BAD_TYPE` (an experimenter
 //! message of another kind: `OFPBRC_BAD_EXPERIMENTER` or
 //! `OFPBRC_BAD_EXP_TYPE`). Commands and packets take turns on one lock:
@@ -244,7 +245,12 @@ impl P4Switch {
     fn command(&mut self, line: &str) -> CtlReply {
         let mut i = lock(&self.interp);
         if line.trim() == "digests" {
-            return CtlReply { ok: true, text: render_digests(&i.take_digests()) };
+            let mut text = render_digests(&i.take_digests());
+            let dropped = i.digests_dropped();
+            if dropped > 0 {
+                text.push_str(&format!("# {dropped} digests dropped so far (queue full)\n"));
+            }
+            return CtlReply { ok: true, text };
         }
         match self.session.execute(&mut *i, line) {
             Ok(text) => CtlReply { ok: true, text },

@@ -397,7 +397,12 @@ pub(super) fn call_function(
                 let ty = run.resolve_type(t)?;
                 data = coerce(&data, &ty).map_err(Abort::Fail)?;
             }
-            run.d.digests.push(Digest { receiver, data });
+            // Bounded: a queue nobody reads must not grow without end.
+            if run.d.digests.len() < super::MAX_DIGESTS {
+                run.d.digests.push(Digest { receiver, data });
+            } else {
+                run.d.digests_dropped += 1;
+            }
             Ok(Value::Void)
         }
         "random" => {

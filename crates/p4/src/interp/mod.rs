@@ -64,6 +64,10 @@ pub struct Digest {
     pub data: Value,
 }
 
+/// Most digests queued until [`Interp::take_digests`]; later ones are
+/// dropped and counted ([`Interp::digests_dropped`]).
+pub const MAX_DIGESTS: usize = 65_536;
+
 /// What a `standard_metadata.egress_spec` of this value does: drop.
 pub const DROP_PORT: u32 = 511;
 const INSTANCE_TYPE_REPLICATION: u128 = 5;
@@ -141,6 +145,8 @@ struct Dyn {
     externs: HashMap<usize, ExternState>,
     mcast: BTreeMap<u32, Vec<(u32, u32)>>,
     digests: Vec<Digest>,
+    /// Digests not queued because [`MAX_DIGESTS`] were waiting.
+    digests_dropped: u64,
     /// Next implicit priority for control-plane entries without one.
     seq: u64,
 }
@@ -237,6 +243,11 @@ impl Interp {
         };
         let d = Dyn { tables: table_dyn.clone(), externs, ..Dyn::default() };
         Ok(Interp { s: Arc::new(s), d, initial_tables: table_dyn })
+    }
+
+    /// Digests dropped so far because [`MAX_DIGESTS`] were waiting.
+    pub fn digests_dropped(&self) -> u64 {
+        self.d.digests_dropped
     }
 
     /// Takes the digests queued so far.

@@ -166,3 +166,42 @@ fn run_rejects_bad_datapath_and_cache() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("datapath: Compiled"), "{stdout}");
 }
+
+/// The P4 cases run the example programs with their entries on the
+/// interpreter; every output is checked against the bench's model (a
+/// misforwarded packet fails the run).
+#[test]
+fn p4_cases_forward_every_packet_where_the_model_says() {
+    let out = sluice(&[
+        "bench",
+        "--packets",
+        "2000",
+        "--cases",
+        "p4-",
+        "--rules",
+        "10,100",
+        "--max-seconds",
+        "5",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
+    let cases: Vec<(&str, &str)> = stdout
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?, w.next()?))
+        })
+        .collect();
+    assert_eq!(
+        cases,
+        [
+            ("p4-ipv4/interp", "10"),
+            ("p4-ipv4/interp", "100"),
+            ("p4-mac/interp", "10"),
+            ("p4-mac/interp", "100")
+        ],
+        "{stdout}"
+    );
+}

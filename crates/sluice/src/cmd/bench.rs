@@ -57,6 +57,15 @@
 //!   return 1) on every ACL rule: Oko's realistic scenario, compared line
 //!   by line with `twotable` (same trace).
 //!
+//! - `p4-ipv4`, `p4-mac` (issue 15): `examples/p4/router.p4` with the
+//!   `route` family's routes as `routes` entries (LPM, MAC rewrite, TTL,
+//!   checksum verified and recomputed) and `examples/p4/l2switch.p4`
+//!   with the `l2` family's MACs as `forwarding` entries (the source
+//!   learned), same sizes, frames and packet order as their OpenFlow
+//!   twins, run by the engine that runs P4 programs today: the reference
+//!   interpreter (`NAME/interp`; no cache modes). Its tables are linear
+//!   scans, so large sizes stop at `--max-seconds`.
+//!
 //! Method: every frame (60 bytes, 64 on the wire) and the packet order are
 //! built before timing. Each case installs its flows into a fresh pipeline,
 //! runs a warm-up pass (one cycle over the distinct frames, or a quarter of
@@ -974,6 +983,116 @@ struct Measured {
     elapsed: Duration,
 }
 
+/// The P4 router with `route`'s routes: `Workload::flows` are
+/// `sluice p4 ctl` command lines.
+fn p4_ipv4(n: usize, packets: usize, rng: &mut Rng) -> Workload {
+    let mut w = route(n, packets, rng);
+    w.family = "p4-ipv4";
+    let net = |i: usize| 0x1000_0000u32 + ((i as u32) << 8);
+    w.flows = (0..n)
+        .map(|i| {
+            format!(
+                "table_add routes forward {}/24 => 02:00:00:00:01:01 02:00:00:00:00:fe {}",
+                ip_text(net(i)),
+                port_of(i)
+            )
+        })
+        .collect();
+    w
+}
+
+/// The P4 L2 switch with `l2`'s MACs; the frames' source is learned.
+fn p4_mac(n: usize, packets: usize, rng: &mut Rng) -> Workload {
+    let mut w = l2(n, packets, rng);
+    w.family = "p4-mac";
+    let mac = |i: usize| {
+        let b = (i as u32 + 1).to_be_bytes();
+        [0x02, 0x00, b[0], b[1], b[2], b[3]]
+    };
+    w.flows = vec![format!("table_add learned known {} =>", mac_text(&HOST_MAC))];
+    w.flows.extend(
+        (0..n).map(|i| {
+            format!("table_add forwarding forward {} => {}", mac_text(&mac(i)), port_of(i))
+        }),
+    );
+    w
+}
+
+/// A P4 case on the reference interpreter: entries installed with
+/// `sluice_p4::ctl`, every output checked against the workload's model.
+fn run_p4_case(name: &str, w: &Workload, limit: Duration) -> Result<(Measured, Vec<String>)> {
+    use sluice_p4::target::Target as _;
+    let (file, text) = match w.family {
+        "p4-ipv4" => ("router.p4", include_str!("../../../../examples/p4/router.p4")),
+        "p4-mac" => ("l2switch.p4", include_str!("../../../../examples/p4/l2switch.p4")),
+        other => bail!("internal error: no P4 program for `{other}`"),
+    };
+    let loaded =
+        sluice_p4::parse::load_str(file, text).map_err(|e| anyhow::anyhow!("{}", e.render()))?;
+    let mut interp = sluice_p4::interp::Interp::new(&loaded)
+        .map_err(|d| anyhow::anyhow!("{}", loaded.sources.render(&d)))?;
+    let t_install = Instant::now();
+    for line in &w.flows {
+        sluice_p4::ctl::execute(&mut interp, line).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    }
+    let install = t_install.elapsed();
+    let (warm_seq, timed_seq) = w.seq.split_at(w.warm.min(w.seq.len()));
+    let mut notes = Vec::new();
+    let mut drive_p4 = |seq: &[(u32, u32)], what: &str| -> Result<Pass> {
+        let mut pass = Pass::default();
+        let start = Instant::now();
+        for chunk in seq.chunks(CHUNK) {
+            for &(i, want) in chunk {
+                let outs = interp
+                    .packet(IN_PORT, &w.frames[i as usize])
+                    .map_err(|e| anyhow::anyhow!("{name}: {what}: {e}"))?;
+                let got: Vec<u32> = outs.iter().map(|o| o.port).collect();
+                let ok = if want == 0 { got.is_empty() } else { got == [want] };
+                if !ok {
+                    bail!("{name}: {what}: frame {i} went to {got:?}, not port {want}");
+                }
+                std::hint::black_box(&outs);
+            }
+            pass.packets += chunk.len() as u64;
+            if start.elapsed() >= limit {
+                pass.cut_short = true;
+                break;
+            }
+        }
+        pass.elapsed = start.elapsed();
+        Ok(pass)
+    };
+    let warm = drive_p4(warm_seq, "warm-up")?;
+    let timed =
+        if warm.cut_short { Pass::default() } else { drive_p4(timed_seq, "the timed run")? };
+    if install >= Duration::from_secs(1) {
+        notes.push(format!(
+            "{name}: installing {} entries took {:.1}s",
+            w.flows.len(),
+            install.as_secs_f64()
+        ));
+    }
+    if warm.cut_short {
+        notes.push(format!(
+            "{name}: warm-up stopped at the {}s limit after {} of {} packets; the rate is the \
+             warm-up's",
+            limit.as_secs_f64(),
+            warm.packets,
+            warm_seq.len()
+        ));
+    }
+    if timed.cut_short {
+        notes.push(format!(
+            "{name}: stopped at the {}s limit after {} of {} packets",
+            limit.as_secs_f64(),
+            timed.packets,
+            timed_seq.len()
+        ));
+    }
+    let m = if warm.cut_short { &warm } else { &timed };
+    Ok((Measured { packets: m.packets, elapsed: m.elapsed }, notes))
+}
+
 fn run_case(
     name: &str,
     w: &Workload,
@@ -1069,6 +1188,8 @@ fn families(rules: &[usize]) -> Vec<(&'static str, usize)> {
         v.extend(sizes.iter().map(|&n| (fam, n)));
     }
     v.extend(route.iter().map(|&n| ("route", n)));
+    v.extend(route.iter().map(|&n| ("p4-ipv4", n)));
+    v.extend(sizes.iter().map(|&n| ("p4-mac", n)));
     v.push(("twotable", 0));
     v.push(("twotableprog", 0));
     let fw: Vec<usize> = if rules.is_empty() {
@@ -1122,6 +1243,11 @@ pub fn run(a: Args) -> Result<()> {
     let plan: Vec<((&str, usize), Vec<CacheMode>)> = families(&a.rules)
         .into_iter()
         .map(|f| {
+            // P4 cases run once, on the interpreter (no cache modes yet).
+            if f.0.starts_with("p4-") {
+                let on = selected(&format!("{}/interp", f.0));
+                return (f, if on { vec![CacheMode::Off] } else { Vec::new() });
+            }
             let modes = caches
                 .iter()
                 .copied()
@@ -1134,7 +1260,7 @@ pub fn run(a: Args) -> Result<()> {
     if plan.is_empty() {
         bail!(
             "no case matches --cases `{}` (cases: 1rule, l2, l3, pofmac, pofnet, route, twotable, \
-             twotableprog, oko, okoprog, fwprog, fwof, \
+             twotableprog, oko, okoprog, fwprog, fwof, p4-ipv4, p4-mac, \
              each as NAME/on, \
              NAME/megaflow, NAME/off)",
             a.cases.as_deref().unwrap_or_default()
@@ -1161,6 +1287,8 @@ pub fn run(a: Args) -> Result<()> {
             "pofnet" => "l3",
             "twotableprog" => "twotable",
             "fwof" => "fwprog",
+            "p4-ipv4" => "route",
+            "p4-mac" => "l2",
             f => f,
         };
         let mut rng = Rng(a.seed ^ (size as u64).rotate_left(32) ^ stream.len() as u64);
@@ -1177,6 +1305,8 @@ pub fn run(a: Args) -> Result<()> {
             "twotableprog" => twotable(packets, &mut rng, true),
             "fwprog" => firewall(size, true, packets, &mut rng),
             "fwof" => firewall(size, false, packets, &mut rng),
+            "p4-ipv4" => p4_ipv4(size, packets, &mut rng),
+            "p4-mac" => p4_mac(size, packets, &mut rng),
             other => bail!("internal error: no workload `{other}`"),
         };
         check_indices(&w)?;
@@ -1184,8 +1314,18 @@ pub fn run(a: Args) -> Result<()> {
             println!("# {n}");
         }
         for cache in modes {
-            let name = format!("{}/{}", w.family, cache_name(cache));
-            match run_case(&name, &w, datapath, cache, limit, burst) {
+            let p4 = w.family.starts_with("p4-");
+            let name = if p4 {
+                format!("{}/interp", w.family)
+            } else {
+                format!("{}/{}", w.family, cache_name(cache))
+            };
+            let r = if p4 {
+                run_p4_case(&name, &w, limit)
+            } else {
+                run_case(&name, &w, datapath, cache, limit, burst)
+            };
+            match r {
                 Ok((m, notes)) => {
                     let secs = m.elapsed.as_secs_f64().max(1e-9);
                     let mpps = m.packets as f64 / secs / 1e6;

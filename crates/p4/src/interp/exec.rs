@@ -387,6 +387,23 @@ impl Run<'_> {
         Some(Slot::Ctx(c, vi))
     }
 
+    /// The value `e` denotes, by reference, when `e` is a variable or a
+    /// chain of fields of one (`hdr.ip.dst`); `None` for anything else
+    /// (stacks' `next`/`last`, constants, calls...), which [`Run::eval`]
+    /// computes.
+    fn field_ref(&self, e: &Expr) -> Option<&Value> {
+        match &e.kind {
+            ExprKind::Name { id, dot_prefix: false } => {
+                self.lookup_var(&id.name).and_then(|s| self.slot(s).ok())
+            }
+            ExprKind::Member(base, m) => match self.field_ref(base)? {
+                Value::Header(a) | Value::Struct(a) | Value::Union(a) => a.get(&m.name),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     fn slot(&self, s: Slot) -> R<&Value> {
         let v = match s {
             Slot::Frame(f, sc, i) => {
@@ -585,6 +602,11 @@ impl Run<'_> {
                 }
             }
             ExprKind::Member(base, m) => {
+                // A field of a variable (`hdr.ip.dst`): copy the field, not
+                // the header or struct it is part of.
+                if let Some(v) = self.field_ref(e) {
+                    return Ok(v.clone());
+                }
                 let is_var = matches!(&base.kind, ExprKind::Name { id, .. } if self.lookup_var(&id.name).is_some());
                 if !is_var {
                     if let Some(v) = self.s.env.type_member(base, &m.name) {

@@ -31,13 +31,12 @@
 
 mod netlab;
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use netlab::{free_port, need_root_and, Lab, Proc, RawSocket, Scratch};
+use netlab::{free_port, need_root_and, tcp_transfer, Lab, Proc, RawSocket, Scratch};
 
 const OCTET: u8 = 81;
 const BYTES: usize = 256 * 1024;
@@ -117,19 +116,7 @@ fn router_program_forwards_ping_and_tcp_between_three_namespaces() {
         ])
         .expect("gateway neighbour");
     }
-    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4/router.p4");
-    let port = free_port();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
-    cmd.args(["p4", "run"])
-        .arg(&program)
-        .args(["--netns", lab.sw.name()])
-        .args(["--listen", &format!("ptcp:{port}:127.0.0.1")])
-        .args(lab.port_args())
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1");
-    let mut sw = Proc::spawn("sluice p4 run", &mut cmd, dir.path("p4run.log"));
-    sw.wait_listening(port);
-    let t = format!("tcp:127.0.0.1:{port}");
+    let (mut sw, t) = start_p4(&lab, &dir, "router.p4");
 
     // Nothing routed yet: the default action drops.
     assert!(!ping(&lab, 0, 1), "ping crossed a router without routes");
@@ -158,25 +145,8 @@ fn router_program_forwards_ping_and_tcp_between_three_namespaces() {
     }
 
     // TCP from host 0 to host 2.
-    let to = SocketAddrV4::new(host_ip(2), 5001);
-    let l = lab.h[2].enter(|| TcpListener::bind(to)).expect("listen");
-    let receiver = std::thread::spawn(move || -> std::io::Result<Vec<u8>> {
-        let (mut s, _) = l.accept()?;
-        s.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let mut got = Vec::with_capacity(BYTES);
-        s.read_to_end(&mut got)?;
-        Ok(got)
-    });
     let data: Vec<u8> = (0..BYTES).map(|i| ((i * 7) ^ (i >> 9)) as u8).collect();
-    lab.h[0]
-        .enter(|| -> std::io::Result<()> {
-            let mut s = TcpStream::connect_timeout(&SocketAddr::V4(to), Duration::from_secs(10))?;
-            s.set_write_timeout(Some(Duration::from_secs(30)))?;
-            s.write_all(&data)?;
-            s.shutdown(std::net::Shutdown::Write)
-        })
-        .expect("send over TCP");
-    let got = receiver.join().expect("receiver thread").expect("receive");
+    let got = tcp_transfer(&lab.h[0], &lab.h[2], SocketAddrV4::new(host_ip(2), 5001), &data);
     assert!(got == data, "{} of {BYTES} bytes, in order: {}", got.len(), got == data);
 
     // A refusal names the bad token; the switch goes on.

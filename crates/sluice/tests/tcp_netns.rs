@@ -11,11 +11,10 @@
 
 mod netlab;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
+use std::net::{SocketAddrV4, UdpSocket};
 use std::time::Duration;
 
-use netlab::{n_packets, ok, Lab, Proc, Scratch};
+use netlab::{n_packets, ok, tcp_transfer, Lab, Proc, Scratch};
 
 const BYTES: usize = 8 << 20;
 
@@ -41,25 +40,8 @@ fn forwarding(octet: u8) -> (Scratch, Lab, Proc, String) {
 fn a_bulk_transfer_crosses_as_segments() {
     let (_dir, lab, mut sw, t) = forwarding(75);
 
-    let to = SocketAddrV4::new(lab.ipv4(1), 5001);
-    let l = lab.h[1].enter(|| TcpListener::bind(to)).expect("listen");
-    let receiver = std::thread::spawn(move || -> std::io::Result<Vec<u8>> {
-        let (mut s, _) = l.accept()?;
-        s.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let mut got = Vec::with_capacity(BYTES);
-        s.read_to_end(&mut got)?;
-        Ok(got)
-    });
     let data: Vec<u8> = (0..BYTES).map(pattern).collect();
-    lab.h[0]
-        .enter(|| -> std::io::Result<()> {
-            let mut s = TcpStream::connect_timeout(&SocketAddr::V4(to), Duration::from_secs(5))?;
-            s.set_write_timeout(Some(Duration::from_secs(30)))?;
-            s.write_all(&data)?;
-            s.shutdown(std::net::Shutdown::Write)
-        })
-        .expect("send 8 MiB");
-    let got = receiver.join().expect("receiver thread").expect("receive");
+    let got = tcp_transfer(&lab.h[0], &lab.h[1], SocketAddrV4::new(lab.ipv4(1), 5001), &data);
     assert_eq!(got.len(), BYTES, "every byte arrived");
     assert!(got == data, "in order and unchanged");
 

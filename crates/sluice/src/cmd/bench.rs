@@ -1072,22 +1072,9 @@ fn run_p4_case(name: &str, w: &Workload, limit: Duration) -> Result<(Measured, V
             install.as_secs_f64()
         ));
     }
+    cut_short_notes(&mut notes, name, limit, (&warm, warm_seq.len()), (&timed, timed_seq.len()));
     if warm.cut_short {
-        notes.push(format!(
-            "{name}: warm-up stopped at the {}s limit after {} of {} packets; the rate is the \
-             warm-up's",
-            limit.as_secs_f64(),
-            warm.packets,
-            warm_seq.len()
-        ));
-    }
-    if timed.cut_short {
-        notes.push(format!(
-            "{name}: stopped at the {}s limit after {} of {} packets",
-            limit.as_secs_f64(),
-            timed.packets,
-            timed_seq.len()
-        ));
+        notes.push(format!("{name}: the rate is the warm-up's"));
     }
     let m = if warm.cut_short { &warm } else { &timed };
     Ok((Measured { packets: m.packets, elapsed: m.elapsed }, notes))
@@ -1155,23 +1142,28 @@ fn run_case(
             install.as_secs_f64()
         ));
     }
-    if warm.cut_short {
-        notes.push(format!(
-            "{name}: warm-up stopped at the {}s limit after {} of {} packets",
-            limit.as_secs_f64(),
-            warm.packets,
-            warm_seq.len()
-        ));
-    }
-    if timed.cut_short {
-        notes.push(format!(
-            "{name}: stopped at the {}s limit after {} of {} packets",
-            limit.as_secs_f64(),
-            timed.packets,
-            timed_seq.len()
-        ));
-    }
+    cut_short_notes(&mut notes, name, limit, (&warm, warm_seq.len()), (&timed, timed_seq.len()));
     Ok((Measured { packets: timed.packets, elapsed: timed.elapsed }, notes))
+}
+
+/// The `#` lines for a warm-up or timed run stopped at `--max-seconds`
+/// (each run with the length it was meant to have).
+fn cut_short_notes(
+    notes: &mut Vec<String>,
+    name: &str,
+    limit: Duration,
+    warm: (&Pass, usize),
+    timed: (&Pass, usize),
+) {
+    for (what, (p, len)) in [("warm-up stopped", warm), ("stopped", timed)] {
+        if p.cut_short {
+            notes.push(format!(
+                "{name}: {what} at the {}s limit after {} of {len} packets",
+                limit.as_secs_f64(),
+                p.packets
+            ));
+        }
+    }
 }
 
 /// The family/size list, in output order.

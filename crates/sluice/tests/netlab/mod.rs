@@ -380,3 +380,32 @@ impl Lab {
         (sw, format!("tcp:127.0.0.1:{port}"))
     }
 }
+
+/// Sends `data` over TCP from namespace `from` to `to` (a listener bound
+/// in namespace `into`) and returns what the receiver read until the
+/// sender closed; every step bounded (10 s to connect, 30 s per read or
+/// write).
+pub fn tcp_transfer(
+    from: &NetNs,
+    into: &NetNs,
+    to: std::net::SocketAddrV4,
+    data: &[u8],
+) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let l = into.enter(|| std::net::TcpListener::bind(to)).expect("listen");
+    let receiver = std::thread::spawn(move || -> std::io::Result<Vec<u8>> {
+        let (mut s, _) = l.accept()?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut got = Vec::new();
+        s.read_to_end(&mut got)?;
+        Ok(got)
+    });
+    from.enter(|| -> std::io::Result<()> {
+        let mut s = TcpStream::connect_timeout(&SocketAddr::V4(to), Duration::from_secs(10))?;
+        s.set_write_timeout(Some(Duration::from_secs(30)))?;
+        s.write_all(data)?;
+        s.shutdown(std::net::Shutdown::Write)
+    })
+    .expect("send over TCP");
+    receiver.join().expect("receiver thread").expect("receive")
+}

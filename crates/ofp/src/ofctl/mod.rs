@@ -20,7 +20,9 @@
 //!     `tp_src`/`tp_dst` map to TCP, UDP or SCTP by the flow's `ip_proto`,
 //!     and `icmp_type`/`icmp_code` to ICMPv6 in an IPv6 flow (as ovs-ofctl);
 //!     `dl_vlan=N` means "tagged with VID N", `vlan_vid` takes the raw OXM
-//!     value including `OFPVID_PRESENT` (0x1000), `vlan_tci` is not accepted.
+//!     value including `OFPVID_PRESENT` (0x1000), `vlan_tci=TCI[/MASK]`
+//!     (as ovs-ofctl prints it) becomes `vlan_vid` and `vlan_pcp` (the
+//!     PCP bits all masked or none).
 //! - **Actions** (see [`actions`]): `output:N` (or a bare port number or
 //!   reserved name), `controller[:max_len]`, `drop`, `group:N`,
 //!   `set_queue:N`, `push_vlan:ETH`, `pop_vlan`/`strip_vlan`,

@@ -266,6 +266,31 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
                 };
                 mb.push(item, FieldId::VlanVid, FieldBytes::from_u128(oxm as u128, 2), None)?;
             }
+            // ovs-ofctl's 802.1Q TCI, as it prints VLAN matches it cannot
+            // write as dl_vlan/dl_vlan_pcp: the VID and CFI (=
+            // OFPVID_PRESENT) bits become vlan_vid, an exact PCP vlan_pcp.
+            "vlan_tci" => {
+                let (vt, mt) = v.split_kv(&['/']);
+                let tci = parse_uint(vt, 0xffff, "vlan_tci")? as u16;
+                let mask = match mt {
+                    Some(mt) => parse_uint(mt, 0xffff, "vlan_tci mask")? as u16,
+                    None => 0xffff,
+                };
+                let (vid_mask, pcp_mask) = (mask & 0x1fff, mask & 0xe000);
+                if pcp_mask != 0 && pcp_mask != 0xe000 {
+                    return Err(v.err("vlan_tci: OpenFlow 1.3 matches the PCP bits all or none"));
+                }
+                if vid_mask != 0 {
+                    let m = (vid_mask != 0x1fff).then(|| FieldBytes::from_u128(vid_mask.into(), 2));
+                    let val = FieldBytes::from_u128((tci & vid_mask).into(), 2);
+                    mb.push(item, FieldId::VlanVid, val, m)?;
+                }
+                // A PCP without a tag cannot match (Open vSwitch drops it too).
+                if pcp_mask != 0 && !(tci & OFPVID_PRESENT == 0 && vid_mask & OFPVID_PRESENT != 0) {
+                    let pcp = FieldBytes::from_u128((tci >> 13).into(), 1);
+                    mb.push(item, FieldId::VlanPcp, pcp, None)?;
+                }
+            }
             "nw_tos" => {
                 let tos = parse_uint(v, 255, "nw_tos")? as u8;
                 if tos & 3 != 0 {

@@ -40,7 +40,9 @@
 //! `burst` meter, runs of equal tables as "ditto".
 //!
 //! Deliberate differences from ovs-ofctl: some defaults are still printed
-//! (`config=` of a table-mod); packet data is summarised
+//! (`config=` of a table-mod); table features list every table and field
+//! (ovs-ofctl condenses them: `tun_{id,src}`, "(same features)"); packet
+//! data is summarised
 //! ([`packet`]: Ethernet, VLAN, ARP, IPv4, IPv6, L4 ports) and also shown
 //! as a hex dump; Nicira extensions are not decoded (sluice's codec keeps
 //! them as experimenter payloads) except the move, load and output-trunc

@@ -372,9 +372,20 @@ pub fn instruction_type_name(t: u16) -> Option<&'static str> {
     })
 }
 
-/// Names of the set bits of an `OFPAT_*` bitmap (unknown bits as numbers).
+/// The `OFPAT_*` numbers in the order ovs-ofctl lists them (Open vSwitch's
+/// own action order: output, group, set_field, strip_vlan, push_vlan,
+/// mod_nw_ttl, dec_ttl, set_mpls_ttl, dec_mpls_ttl, push_mpls, pop_mpls,
+/// set_queue), then those Open vSwitch does not implement, then the rest.
+const ACTION_BITMAP_ORDER: [u16; 16] =
+    [0, 22, 25, 18, 17, 23, 24, 15, 16, 19, 20, 21, 11, 12, 26, 27];
+
+/// Names of the set bits of an `OFPAT_*` bitmap in ovs-ofctl's order
+/// ([`ACTION_BITMAP_ORDER`]; unknown bits as numbers, last).
 pub fn action_bitmap(bits: u32) -> String {
-    (0..32)
+    let known = ACTION_BITMAP_ORDER.iter().map(|&t| u32::from(t));
+    let unknown = (0..32).filter(|b| !ACTION_BITMAP_ORDER.contains(&(*b as u16)));
+    known
+        .chain(unknown)
         .filter(|b| bits & (1 << b) != 0)
         .map(|b| {
             action_type_name(b as u16).map(str::to_string).unwrap_or_else(|| format!("action{b}"))
@@ -466,6 +477,22 @@ mod tests {
         };
         assert_eq!(action(&trunc([0, 1])), "output(port=1,max_len=100)");
         assert_eq!(action(&trunc([0xff, 0xfe])), "output(port=LOCAL,max_len=100)");
+    }
+
+    #[test]
+    fn action_bitmaps_in_ovs_order() {
+        // Open vSwitch 3.1's group features, as ovs-ofctl prints them.
+        let ovs = (1 << 0) | (1 << 22) | (1 << 25) | (1 << 18) | (1 << 17) | (1 << 23);
+        let ovs = ovs | (1 << 24) | (1 << 15) | (1 << 16) | (1 << 19) | (1 << 20) | (1 << 21);
+        assert_eq!(
+            action_bitmap(ovs),
+            "output group set_field strip_vlan push_vlan mod_nw_ttl dec_ttl set_mpls_ttl \
+             dec_mpls_ttl push_mpls pop_mpls set_queue"
+        );
+        assert_eq!(
+            action_bitmap((1 << 27) | (1 << 11) | (1 << 30) | 1),
+            "output copy_ttl_out pop_pbb action30"
+        );
     }
 
     #[test]

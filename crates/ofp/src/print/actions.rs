@@ -415,6 +415,8 @@ mod tests {
             "set_field:10.1.1.1->ip_dst,set_field:4106->vlan_vid,output:2,IN_PORT,CONTROLLER:128,set_mpls_ttl(64),pop_mpls:0x0800"
         );
         assert_eq!(actions(&[]), "drop");
+        // What is printed reads back.
+        assert_eq!(crate::ofctl::actions::parse_actions(&actions(&list)), Ok(list));
     }
 
     #[test]

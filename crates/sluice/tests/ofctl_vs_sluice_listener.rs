@@ -12,8 +12,7 @@
 //!   tools; the two printouts are compared after normalisation (xids and
 //!   durations dropped, lines sorted where order is not meaningful, the
 //!   blank separator lines ovs-ofctl puts between meters dropped, the
-//!   `tables A...B: ditto` shorthand of ovs-ofctl expanded, and sluice's
-//!   documented choice of always printing `priority=` undone);
+//!   `tables A...B: ditto` shorthand expanded);
 //! - ovs-ofctl reports no error for any command (exit 0, empty stderr);
 //! - counters move as they must: packet-outs through a flow bump its
 //!   `n_packets`, the table's lookup/matched counts, the output port's tx
@@ -354,15 +353,10 @@ fn sorted_body(dump: &str, head: &str) -> Vec<String> {
     v
 }
 
-/// A flow dump's lines, normalised and sorted; `priority=32768` (which
-/// ovs-ofctl leaves out and sluice's printer always prints) removed.
+/// A flow dump's lines, normalised and sorted.
 fn flows(dump: &str) -> Vec<String> {
-    let mut v: Vec<String> = lines(dump, "OFPST_FLOW reply (OF1.3)")
-        .into_iter()
-        .map(|l| {
-            l.replace("priority=32768,", "").replace(" priority=32768 ", " ").trim().to_string()
-        })
-        .collect();
+    let mut v: Vec<String> =
+        lines(dump, "OFPST_FLOW reply (OF1.3)").into_iter().map(|l| l.trim().to_string()).collect();
     v.sort();
     v
 }
@@ -375,7 +369,9 @@ fn tables(dump: &str) -> BTreeMap<u32, String> {
     let mut last = String::new();
     for l in lines(dump, "OFPST_TABLE reply (OF1.3)") {
         let t = l.trim();
-        if let Some(range) = t.strip_prefix("tables ").and_then(|r| r.strip_suffix(": ditto")) {
+        let run = t.strip_prefix("tables ").and_then(|r| r.strip_suffix(": ditto"));
+        let one = t.strip_prefix("table ").and_then(|r| r.strip_suffix(": ditto"));
+        if let Some(range) = run.map(str::to_string).or(one.map(|n| format!("{n}...{n}"))) {
             let (a, b) = range.split_once("...").expect("tables A...B");
             let (a, b): (u32, u32) = (a.parse().expect("A"), b.parse().expect("B"));
             for n in a..=b {

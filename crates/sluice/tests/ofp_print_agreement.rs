@@ -21,12 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 /// (fixture, key, reason): values of `key` in `fixture` are not compared.
-const KEY_DIFFERENCES: &[(&str, &str, &str)] = &[(
-    "dump-meters",
-    "burst_size",
-    "ovs-ofctl hides a band's burst_size unless the meter has the burst flag; sluice prints every \
-     non-zero burst_size on the wire (OVS reports an unset burst size as the rate)",
-)];
+const KEY_DIFFERENCES: &[(&str, &str, &str)] = &[];
 
 /// (fixture, message type, reason): ovs-ofctl reports a decode error, sluice
 /// decodes. The type is that of the message itself, or of the request an

@@ -14,6 +14,11 @@ use crate::oxm::{FieldBytes, FieldId, Oxm};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ActionContext {
     pub ip_proto: Option<u8>,
+    /// For a flow's actions: whether its match requires a VLAN tag. Then
+    /// `mod_vlan_vid`/`mod_vlan_pcp` on an untagged packet push a tag
+    /// first, as ovs-ofctl does (Open vSwitch refuses a bare VLAN
+    /// set-field there with OFPBAC_MATCH_INCONSISTENT). `None` elsewhere.
+    pub vlan_tagged: Option<bool>,
 }
 
 /// Parse an action list (no instructions), e.g. for packet-out or buckets.
@@ -33,6 +38,7 @@ pub(crate) fn parse_instructions_at(
 ) -> TextResult<Vec<Instruction>> {
     let mut meter = None;
     let mut apply = Vec::new();
+    let mut tagged = ctx.vlan_tagged;
     let mut clear = false;
     let mut write = None;
     let mut metadata = None;
@@ -81,7 +87,7 @@ pub(crate) fn parse_instructions_at(
                 no_arg(item, v)?;
                 seen_drop = true;
             }
-            _ => apply.push(parse_action(item, ctx)?),
+            _ => push_action(&mut apply, &mut tagged, item, parse_action(item, ctx)?),
         }
     }
     if seen_drop && !apply.is_empty() {
@@ -113,6 +119,7 @@ pub(crate) fn parse_action_list(t: Tok<'_>, ctx: ActionContext) -> TextResult<Ve
     let mut out = Vec::new();
     let items = split_items(t)?;
     let n = items.len();
+    let mut tagged = ctx.vlan_tagged;
     for item in items {
         if item.text == "drop" {
             if n != 1 {
@@ -120,9 +127,26 @@ pub(crate) fn parse_action_list(t: Tok<'_>, ctx: ActionContext) -> TextResult<Ve
             }
             continue;
         }
-        out.push(parse_action(item, ctx)?);
+        push_action(&mut out, &mut tagged, item, parse_action(item, ctx)?);
     }
     Ok(out)
+}
+
+/// Appends `a` (parsed from `item`) to `out`, preceded by a `push_vlan`
+/// where ovs-ofctl adds one ([`ActionContext::vlan_tagged`]); `tagged`
+/// follows the actions so far.
+fn push_action(out: &mut Vec<Action>, tagged: &mut Option<bool>, item: Tok<'_>, a: Action) {
+    let mod_vlan = item.text.starts_with("mod_vlan_vid") || item.text.starts_with("mod_vlan_pcp");
+    if mod_vlan && *tagged == Some(false) {
+        out.push(Action::PushVlan(0x8100));
+    }
+    *tagged = match a {
+        Action::PushVlan(_) => tagged.map(|_| true),
+        Action::PopVlan => tagged.map(|_| false),
+        _ if mod_vlan => tagged.map(|_| true),
+        _ => *tagged,
+    };
+    out.push(a);
 }
 
 fn need<'a>(item: Tok<'a>, v: Option<Tok<'a>>) -> TextResult<Tok<'a>> {
@@ -197,8 +221,11 @@ fn parse_action(item: Tok<'_>, ctx: ActionContext) -> TextResult<Action> {
     let (k, v) = item.split_kv(&[':', '=', '(']);
     let a = match k.text {
         "output" => {
-            let v = need(item, v)?;
-            Action::Output { port: parse_port(v)?, max_len: 0 }
+            let port = parse_port(need(item, v)?)?;
+            // As ovs-ofctl: `output:CONTROLLER` sends whole packets.
+            let max_len =
+                if port == port_no::CONTROLLER { crate::consts::OFPCML_NO_BUFFER } else { 0 };
+            Action::Output { port, max_len }
         }
         "in_port" | "IN_PORT" | "all" | "ALL" | "flood" | "FLOOD" | "local" | "LOCAL"
         | "normal" | "NORMAL" | "table" | "TABLE" => {
@@ -239,7 +266,15 @@ fn parse_action(item: Tok<'_>, ctx: ActionContext) -> TextResult<Action> {
             no_arg(item, v)?;
             Action::PopPbb
         }
-        "set_mpls_ttl" => Action::SetMplsTtl(u8_arg(item, v, "ttl")?),
+        // `set_mpls_ttl(N)` is how ovs-ofctl (and sluice) print it.
+        "set_mpls_ttl" => {
+            let v = if item.text[k.text.len()..].starts_with('(') {
+                Some(parenthesised(item, k)?)
+            } else {
+                v
+            };
+            Action::SetMplsTtl(u8_arg(item, v, "ttl")?)
+        }
         "dec_mpls_ttl" => {
             no_arg(item, v)?;
             Action::DecMplsTtl
@@ -432,6 +467,14 @@ mod tests {
         assert_eq!(a[3], Action::PushMpls(0x8847));
         assert_eq!(a[4], Action::DecNwTtl);
         assert_eq!(a[5], Action::Output { port: 7, max_len: 0 });
+        // `output:CONTROLLER` is `CONTROLLER:65535`, as in ovs-ofctl.
+        assert_eq!(
+            parse_actions("output:CONTROLLER").unwrap(),
+            [Action::Output {
+                port: port_no::CONTROLLER,
+                max_len: crate::consts::OFPCML_NO_BUFFER
+            }]
+        );
         assert_eq!(a[6], Action::Output { port: port_no::LOCAL, max_len: 0 });
         assert_eq!(parse_actions("drop").unwrap(), vec![]);
         assert_eq!(parse_instructions("drop").unwrap(), vec![]);

@@ -229,15 +229,21 @@ mod tests {
                 Action::Output { port: 2, max_len: 0 }
             ])]
         );
-        // Printed back in the same syntax, and read back again.
+        // Printed back in the same syntax (standard fields first, in
+        // ovs-ofctl's order), and read back again.
         let printed = match_str(&f.r#match);
         assert_eq!(
             printed,
-            r#"tcp,pcap_filter="tcp[13] & 2 != 0 and (port 80, or port 443)",filter_prog=7,in_port=1"#
+            r#"tcp,in_port=1,pcap_filter="tcp[13] & 2 != 0 and (port 80, or port 443)",filter_prog=7"#
         );
         assert_eq!(instructions(&f.instructions), "send_maps:7:conns:stats.v4,output:2");
         let again = format!("priority=9,{printed},actions={}", instructions(&f.instructions));
-        assert_eq!(parse_flow(&again, Usage::Add), Ok(f));
+        // The same fields come back, in the printed order.
+        let back = parse_flow(&again, Usage::Add).unwrap();
+        assert_eq!(match_str(&back.r#match), printed);
+        assert_eq!(back.r#match.oxms.len(), f.r#match.oxms.len());
+        assert!(f.r#match.oxms.iter().all(|o| back.r#match.oxms.contains(o)));
+        assert_eq!(back.instructions, f.instructions);
         // `actions=` inside the quotes is part of the expression.
         let f = parse_flow(r#"pcap_filter="x actions=drop",actions=drop"#, Usage::Add).unwrap();
         assert_eq!(f.r#match.oxms, vec![pcap_filter_oxm("x actions=drop")]);

@@ -20,16 +20,20 @@
 //!     `tp_src`/`tp_dst` map to TCP, UDP or SCTP by the flow's `ip_proto`,
 //!     and `icmp_type`/`icmp_code` to ICMPv6 in an IPv6 flow (as ovs-ofctl);
 //!     `dl_vlan=N` means "tagged with VID N", `vlan_vid` takes the raw OXM
-//!     value including `OFPVID_PRESENT` (0x1000), `vlan_tci` is not accepted.
+//!     value including `OFPVID_PRESENT` (0x1000), `vlan_tci=TCI[/MASK]`
+//!     (as ovs-ofctl prints it) becomes `vlan_vid` and `vlan_pcp` (the
+//!     PCP bits all masked or none).
 //! - **Actions** (see [`actions`]): `output:N` (or a bare port number or
 //!   reserved name), `controller[:max_len]`, `drop`, `group:N`,
 //!   `set_queue:N`, `push_vlan:ETH`, `pop_vlan`/`strip_vlan`,
 //!   `push_mpls:ETH`, `pop_mpls:ETH`, `push_pbb:ETH`, `pop_pbb`,
-//!   `set_mpls_ttl:N`, `dec_mpls_ttl`, `mod_nw_ttl:N`/`set_nw_ttl:N`,
+//!   `set_mpls_ttl:N` (or `(N)`), `dec_mpls_ttl`, `mod_nw_ttl:N`/`set_nw_ttl:N`,
 //!   `dec_ttl`, `copy_ttl_in`, `copy_ttl_out`, `set_field:VALUE->FIELD`,
 //!   and the `mod_*` shorthands (`mod_dl_src`, `mod_dl_dst`, `mod_nw_src`,
 //!   `mod_nw_dst`, `mod_nw_tos`, `mod_nw_ecn`, `mod_tp_src`, `mod_tp_dst`,
-//!   `mod_vlan_vid`, `mod_vlan_pcp`, `set_mpls_label`, `set_mpls_tc`).
+//!   `mod_vlan_vid`, `mod_vlan_pcp`, `set_mpls_label`, `set_mpls_tc`;
+//!   in a flow whose match does not require a VLAN tag, `mod_vlan_*` push
+//!   one first, as ovs-ofctl does).
 //!   Instructions appear in the action list as in ovs-ofctl: `meter:N`,
 //!   `write_actions(...)`, `clear_actions`, `write_metadata:V[/M]`,
 //!   `goto_table:N`; everything else forms the apply-actions instruction.

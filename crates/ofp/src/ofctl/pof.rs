@@ -496,10 +496,11 @@ mod tests {
                 Instruction::GotoTable(1),
             ]
         );
-        // The printer writes it back in the same syntax.
+        // The printer writes it back in the same syntax (standard fields
+        // first, in ovs-ofctl's order).
         assert_eq!(
             match_str(&f.r#match),
-            "ip,pof(l3+72,8)=0x06,pof(l4+16,16)=0x0050/0xffff,in_port=1"
+            "ip,in_port=1,pof(l3+72,8)=0x06,pof(l4+16,16)=0x0050/0xffff"
         );
         assert_eq!(
             instructions(&f.instructions),

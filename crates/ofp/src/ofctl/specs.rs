@@ -8,7 +8,7 @@ use crate::consts::{group_id, port_no, OFPVID_NONE, OFPVID_PRESENT};
 use crate::group::{Bucket, GroupType};
 use crate::instruction::Instruction;
 use crate::meter::{flags as meter_flags, MeterBand};
-use crate::oxm::{FieldBytes, FieldId, Match, Oxm};
+use crate::oxm::{FieldBytes, FieldId, Match, Oxm, Prereq};
 use crate::pof::PofMatch;
 
 /// What a flow specification is for; it decides which keys are allowed.
@@ -53,6 +53,33 @@ pub struct FlowSpec {
 impl FlowSpec {
     /// ovs-ofctl's default priority.
     pub const DEFAULT_PRIORITY: u16 = 0x8000;
+}
+
+/// Moves each field after the fields its prerequisites name, keeping the
+/// written order otherwise: Open vSwitch checks prerequisites field by
+/// field as it reads a match (OFPBMC_BAD_PREREQ for `nd_target` before
+/// `icmpv6_type`), and `icmp_type`/`tp_src` are resolved last here.
+fn prereqs_first(oxms: &mut Vec<Oxm>) {
+    let needs = |o: &Oxm| -> Vec<FieldId> {
+        let Oxm::Basic { field, .. } = o else { return Vec::new() };
+        field
+            .prereqs()
+            .iter()
+            .map(|p| match p {
+                Prereq::Exact(g, _) | Prereq::Present(g) => *g,
+                Prereq::VlanTagged => FieldId::VlanVid,
+            })
+            .collect()
+    };
+    // A stable topological sort: take the first field whose prerequisite
+    // fields are all taken (or absent); the graph is acyclic.
+    let mut rest = std::mem::take(oxms);
+    while !rest.is_empty() {
+        let ready =
+            |o: &Oxm| needs(o).iter().all(|g| !rest.iter().any(|r| r.field_id() == Some(*g)));
+        let i = rest.iter().position(ready).unwrap_or(0);
+        oxms.push(rest.remove(i));
+    }
 }
 
 /// Shorthand keywords: (name, eth_type, ip_proto).
@@ -176,7 +203,9 @@ impl<'a> MatchBuilder<'a> {
             let (value, mask) = parse_value(field, v)?;
             self.push(at, field, value, mask)?;
         }
-        Ok(Match { oxms: self.oxms.into_iter().map(|(o, _)| o).collect() })
+        let mut oxms: Vec<Oxm> = self.oxms.into_iter().map(|(o, _)| o).collect();
+        prereqs_first(&mut oxms);
+        Ok(Match { oxms })
     }
 }
 
@@ -266,6 +295,31 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
                 };
                 mb.push(item, FieldId::VlanVid, FieldBytes::from_u128(oxm as u128, 2), None)?;
             }
+            // ovs-ofctl's 802.1Q TCI, as it prints VLAN matches it cannot
+            // write as dl_vlan/dl_vlan_pcp: the VID and CFI (=
+            // OFPVID_PRESENT) bits become vlan_vid, an exact PCP vlan_pcp.
+            "vlan_tci" => {
+                let (vt, mt) = v.split_kv(&['/']);
+                let tci = parse_uint(vt, 0xffff, "vlan_tci")? as u16;
+                let mask = match mt {
+                    Some(mt) => parse_uint(mt, 0xffff, "vlan_tci mask")? as u16,
+                    None => 0xffff,
+                };
+                let (vid_mask, pcp_mask) = (mask & 0x1fff, mask & 0xe000);
+                if pcp_mask != 0 && pcp_mask != 0xe000 {
+                    return Err(v.err("vlan_tci: OpenFlow 1.3 matches the PCP bits all or none"));
+                }
+                if vid_mask != 0 {
+                    let m = (vid_mask != 0x1fff).then(|| FieldBytes::from_u128(vid_mask.into(), 2));
+                    let val = FieldBytes::from_u128((tci & vid_mask).into(), 2);
+                    mb.push(item, FieldId::VlanVid, val, m)?;
+                }
+                // A PCP without a tag cannot match (Open vSwitch drops it too).
+                if pcp_mask != 0 && !(tci & OFPVID_PRESENT == 0 && vid_mask & OFPVID_PRESENT != 0) {
+                    let pcp = FieldBytes::from_u128((tci >> 13).into(), 1);
+                    mb.push(item, FieldId::VlanPcp, pcp, None)?;
+                }
+            }
             "nw_tos" => {
                 let tos = parse_uint(v, 255, "nw_tos")? as u8;
                 if tos & 3 != 0 {
@@ -302,6 +356,14 @@ pub fn parse_flow(text: &str, usage: Usage) -> TextResult<FlowSpec> {
             }
             _ => None,
         }),
+        vlan_tagged: Some(spec.r#match.oxms.iter().any(|o| match o {
+            Oxm::Basic { field: FieldId::VlanVid, value, mask } => {
+                let m = mask.map_or(0xffff, |m| m.to_u128() as u16);
+                value.to_u128() as u16 & m & OFPVID_PRESENT != 0
+            }
+            Oxm::Basic { field: FieldId::VlanPcp, .. } => true,
+            _ => false,
+        })),
     };
     match (usage, actions) {
         (Usage::Delete, Some(a)) => {
@@ -595,6 +657,53 @@ mod tests {
             value: FieldBytes::from_u128(v, field.len()),
             mask: m.map(|m| FieldBytes::from_u128(m, field.len())),
         }
+    }
+
+    #[test]
+    fn prerequisites_come_first_on_the_wire() {
+        // icmp_type is resolved last; nd_target needs it before it.
+        let f = parse_flow(
+            "icmp6,nd_target=fe80::1,nd_sll=00:11:22:33:44:55,icmp_type=135",
+            Usage::Delete,
+        )
+        .unwrap();
+        let order: Vec<_> = f.r#match.oxms.iter().filter_map(Oxm::field_id).collect();
+        use FieldId::*;
+        assert_eq!(order, [EthType, IpProto, Icmpv6Type, Ipv6NdTarget, Ipv6NdSll]);
+        // Otherwise the written order stays.
+        let f = parse_flow("in_port=1,ip,nw_dst=10.0.0.1,dl_vlan=3,dl_vlan_pcp=1", Usage::Delete)
+            .unwrap();
+        let order: Vec<_> = f.r#match.oxms.iter().filter_map(Oxm::field_id).collect();
+        assert_eq!(order, [InPort, EthType, Ipv4Dst, VlanVid, VlanPcp]);
+    }
+
+    #[test]
+    fn mod_vlan_pushes_a_tag_on_untagged_flows_as_ovs_ofctl() {
+        let acts = |text: &str| match parse_flow(text, Usage::Add).unwrap().instructions.as_slice()
+        {
+            [Instruction::ApplyActions(a)] => a.clone(),
+            other => panic!("{other:?}"),
+        };
+        let vid5 = Action::SetField(Oxm::exact(FieldId::VlanVid, 0x1005));
+        let out = Action::Output { port: 1, max_len: 0 };
+        assert_eq!(
+            acts("actions=mod_vlan_vid:5,output:1"),
+            [Action::PushVlan(0x8100), vid5.clone(), out.clone()]
+        );
+        assert_eq!(acts("dl_vlan=3,actions=mod_vlan_vid:5,output:1"), [vid5.clone(), out.clone()]);
+        assert_eq!(
+            acts("actions=push_vlan:0x88a8,mod_vlan_vid:5,output:1"),
+            [Action::PushVlan(0x88a8), vid5.clone(), out.clone()]
+        );
+        assert_eq!(
+            acts("dl_vlan=3,actions=strip_vlan,mod_vlan_pcp:2,output:1"),
+            [
+                Action::PopVlan,
+                Action::PushVlan(0x8100),
+                Action::SetField(Oxm::exact(FieldId::VlanPcp, 2)),
+                out
+            ]
+        );
     }
 
     #[test]

@@ -68,9 +68,26 @@ pub fn action(a: &Action) -> String {
             if let Some(Ok(f)) = FieldAction::from_action(a) {
                 return field_action(&f);
             }
+            if let Some(t) = nx_output_trunc(*experimenter, data) {
+                return t;
+            }
             format!("experimenter(experimenter=0x{experimenter:08x},data={})", hex_bytes(data))
         }
     }
+}
+
+/// Nicira's `NXAST_OUTPUT_TRUNC` (subtype 39: a 16-bit port, a 32-bit
+/// max_len), which Open vSwitch sends for ovs-ofctl's
+/// `output(port=P,max_len=N)`; printed as ovs-ofctl prints it.
+fn nx_output_trunc(experimenter: u32, data: &[u8]) -> Option<String> {
+    if experimenter != 0x0000_2320 || data.len() != 8 || data[..2] != [0, 39] {
+        return None;
+    }
+    let p16 = u16::from_be_bytes([data[2], data[3]]);
+    // OpenFlow 1.0's 16-bit reserved ports (0xff00 and up) map onto 1.3's.
+    let p = if p16 >= 0xff00 { 0xffff_0000 | u32::from(p16) } else { u32::from(p16) };
+    let max_len = u32::from_be_bytes([data[4], data[5], data[6], data[7]]);
+    Some(format!("output(port={},max_len={max_len})", port(p)))
 }
 
 /// A move or load as ovs-ofctl prints it: `move:SRC[..]->DST[..]` (an ONF
@@ -157,12 +174,31 @@ pub fn actions(list: &[Action]) -> String {
     list.iter().map(action).collect::<Vec<_>>().join(",")
 }
 
-/// An instruction list in ovs-ofctl's form: apply-actions inline, the
-/// others as `meter:N`, `clear_actions`, `write_actions(...)`,
-/// `write_metadata:V/M`, `goto_table:N`; `drop` if nothing is done.
+/// Where ovs-ofctl prints an instruction: Open vSwitch keeps them in the
+/// order they are executed (OpenFlow 1.3 §5.9), whatever their order on
+/// the wire: meter, apply-actions, clear-actions, write-actions,
+/// write-metadata, goto-table; experimenter instructions last.
+fn instruction_rank(i: &Instruction) -> u8 {
+    match i {
+        Instruction::Meter(_) => 0,
+        Instruction::ApplyActions(_) => 1,
+        Instruction::ClearActions => 2,
+        Instruction::WriteActions(_) => 3,
+        Instruction::WriteMetadata { .. } => 4,
+        Instruction::GotoTable(_) => 5,
+        Instruction::Experimenter { .. } => 6,
+    }
+}
+
+/// An instruction list in ovs-ofctl's form and order ([`instruction_rank`]):
+/// apply-actions inline, the others as `meter:N`, `clear_actions`,
+/// `write_actions(...)`, `write_metadata:V/M`, `goto_table:N`; `drop` if
+/// nothing is done.
 pub fn instructions(list: &[Instruction]) -> String {
     let mut out: Vec<String> = Vec::new();
-    for i in list {
+    let mut sorted: Vec<&Instruction> = list.iter().collect();
+    sorted.sort_by_key(|i| instruction_rank(i));
+    for i in sorted {
         match i {
             Instruction::Meter(m) => out.push(format!("meter:{m}")),
             Instruction::ApplyActions(a) => out.extend(a.iter().map(action)),
@@ -269,13 +305,22 @@ pub fn meter(id: u32, flags: u16, bands: &[MeterBand]) -> String {
     s.push_str(" bands=");
     for b in bands {
         s.push('\n');
-        s.push_str(&band(b));
+        s.push_str(&band(flags, b));
     }
     s
 }
 
-pub fn band(b: &MeterBand) -> String {
-    let burst = |n: u32| if n != 0 { format!(" burst_size={n}") } else { String::new() };
+/// One band as ovs-ofctl prints it: `burst_size` exactly when the meter
+/// has the `burst` flag (Open vSwitch reports the rate as the burst size
+/// of a meter without it), `prec_level` for DSCP remarking.
+pub fn band(flags: u16, b: &MeterBand) -> String {
+    let burst = |n: u32| {
+        if flags & meter_flags::BURST != 0 {
+            format!(" burst_size={n}")
+        } else {
+            String::new()
+        }
+    };
     match b {
         MeterBand::Drop { rate, burst_size } => {
             format!("type=drop rate={rate}{}", burst(*burst_size))
@@ -327,9 +372,20 @@ pub fn instruction_type_name(t: u16) -> Option<&'static str> {
     })
 }
 
-/// Names of the set bits of an `OFPAT_*` bitmap (unknown bits as numbers).
+/// The `OFPAT_*` numbers in the order ovs-ofctl lists them (Open vSwitch's
+/// own action order: output, group, set_field, strip_vlan, push_vlan,
+/// mod_nw_ttl, dec_ttl, set_mpls_ttl, dec_mpls_ttl, push_mpls, pop_mpls,
+/// set_queue), then those Open vSwitch does not implement, then the rest.
+const ACTION_BITMAP_ORDER: [u16; 16] =
+    [0, 22, 25, 18, 17, 23, 24, 15, 16, 19, 20, 21, 11, 12, 26, 27];
+
+/// Names of the set bits of an `OFPAT_*` bitmap in ovs-ofctl's order
+/// ([`ACTION_BITMAP_ORDER`]; unknown bits as numbers, last).
 pub fn action_bitmap(bits: u32) -> String {
-    (0..32)
+    let known = ACTION_BITMAP_ORDER.iter().map(|&t| u32::from(t));
+    let unknown = (0..32).filter(|b| !ACTION_BITMAP_ORDER.contains(&(*b as u16)));
+    known
+        .chain(unknown)
         .filter(|b| bits & (1 << b) != 0)
         .map(|b| {
             action_type_name(b as u16).map(str::to_string).unwrap_or_else(|| format!("action{b}"))
@@ -359,6 +415,8 @@ mod tests {
             "set_field:10.1.1.1->ip_dst,set_field:4106->vlan_vid,output:2,IN_PORT,CONTROLLER:128,set_mpls_ttl(64),pop_mpls:0x0800"
         );
         assert_eq!(actions(&[]), "drop");
+        // What is printed reads back.
+        assert_eq!(crate::ofctl::actions::parse_actions(&actions(&list)), Ok(list));
     }
 
     #[test]
@@ -413,6 +471,30 @@ mod tests {
         assert_eq!(action(&bad), "experimenter(experimenter=0x534c4943,data=0x0009000000000000)");
         let other = Action::Experimenter { experimenter: 0x2320, data: vec![0; 8] };
         assert!(action(&other).starts_with("experimenter(experimenter=0x00002320"));
+        // NXAST_OUTPUT_TRUNC as Open vSwitch sends ovs-ofctl's
+        // output(port=1,max_len=100), and to LOCAL (0xfffe in 16 bits).
+        let trunc = |p: [u8; 2]| Action::Experimenter {
+            experimenter: 0x2320,
+            data: vec![0, 39, p[0], p[1], 0, 0, 0, 100],
+        };
+        assert_eq!(action(&trunc([0, 1])), "output(port=1,max_len=100)");
+        assert_eq!(action(&trunc([0xff, 0xfe])), "output(port=LOCAL,max_len=100)");
+    }
+
+    #[test]
+    fn action_bitmaps_in_ovs_order() {
+        // Open vSwitch 3.1's group features, as ovs-ofctl prints them.
+        let ovs = (1 << 0) | (1 << 22) | (1 << 25) | (1 << 18) | (1 << 17) | (1 << 23);
+        let ovs = ovs | (1 << 24) | (1 << 15) | (1 << 16) | (1 << 19) | (1 << 20) | (1 << 21);
+        assert_eq!(
+            action_bitmap(ovs),
+            "output group set_field strip_vlan push_vlan mod_nw_ttl dec_ttl set_mpls_ttl \
+             dec_mpls_ttl push_mpls pop_mpls set_queue"
+        );
+        assert_eq!(
+            action_bitmap((1 << 27) | (1 << 11) | (1 << 30) | 1),
+            "output copy_ttl_out pop_pbb action30"
+        );
     }
 
     #[test]
@@ -427,6 +509,14 @@ mod tests {
         assert_eq!(
             instructions(&list),
             "meter:1,output:1,write_actions(output:3),write_metadata:0x5/0xff,goto_table:2"
+        );
+        // The wire order does not matter: ovs-ofctl prints execution order.
+        let mut rev = list.clone();
+        rev.reverse();
+        rev.insert(2, Instruction::ClearActions);
+        assert_eq!(
+            instructions(&rev),
+            "meter:1,output:1,clear_actions,write_actions(output:3),write_metadata:0x5/0xff,goto_table:2"
         );
     }
 

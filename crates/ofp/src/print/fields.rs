@@ -153,31 +153,126 @@ pub fn value(f: FieldId, v: &FieldBytes, m: Option<&FieldBytes>) -> String {
     }
 }
 
-/// One OXM of a match as a `name=value` token.
+/// One OXM of a match as a `name=value` token, the value ANDed with its
+/// mask (ovs-ofctl keeps a match's value masked and prints it so).
 fn match_token(o: &Oxm) -> String {
     match o {
-        Oxm::Basic { field, value: v, mask } => match field {
-            FieldId::VlanVid => {
-                vlan_token(v.to_u128() as u16, mask.as_ref().map(|m| m.to_u128() as u16))
+        Oxm::Basic { field, value: v, mask } => {
+            let masked = match mask {
+                Some(m) => FieldBytes::from_u128(v.to_u128() & m.to_u128(), v.len()),
+                None => *v,
+            };
+            let v = &masked;
+            match field {
+                FieldId::VlanVid | FieldId::VlanPcp => {
+                    let (tci, m) = vlan_tci(core::slice::from_ref(o));
+                    vlan_token(tci, m)
+                }
+                FieldId::IpDscp if mask.is_none() => {
+                    format!("nw_tos={}", (v.to_u128() as u16) << 2)
+                }
+                // lib/match.c prints the flow label with five hex digits.
+                FieldId::Ipv6Flabel => match mask.as_ref().filter(|m| !all_ones(m)) {
+                    None => format!("ipv6_label=0x{:05x}", v.to_u128()),
+                    Some(m) => format!("ipv6_label=0x{:05x}/0x{:05x}", v.to_u128(), m.to_u128()),
+                },
+                f => format!("{}={}", match_name(*f), value(*f, v, mask.as_ref())),
             }
-            FieldId::IpDscp if mask.is_none() => format!("nw_tos={}", (v.to_u128() as u16) << 2),
-            f => format!("{}={}", match_name(*f), value(*f, v, mask.as_ref())),
-        },
+        }
         other => non_basic(other),
     }
 }
 
-/// ovs-ofctl's spelling of a VLAN match: `dl_vlan=N` for a tagged VID,
-/// `vlan_tci=0x0000/0x1000` for "no tag", `vlan_tci=0x1000/0x1000` for
-/// "any tag".
-fn vlan_token(v: u16, m: Option<u16>) -> String {
-    match m {
-        None if v & OFPVID_PRESENT != 0 => format!("dl_vlan={}", v & 0x0fff),
-        None if v == 0 => "vlan_tci=0x0000/0x1000".into(),
-        None => format!("vlan_vid=0x{v:04x}"),
-        Some(m) if m == OFPVID_PRESENT && v == OFPVID_PRESENT => "vlan_tci=0x1000/0x1000".into(),
-        Some(m) if m == OFPVID_PRESENT && v == 0 => "vlan_tci=0x0000/0x1000".into(),
-        Some(m) => format!("vlan_vid=0x{v:04x}/0x{m:04x}"),
+/// The 802.1Q TCI (value, mask) that Open vSwitch makes of a match's
+/// `vlan_vid` and `vlan_pcp` OXMs: the VID and its `OFPVID_PRESENT` bit
+/// (= the TCI's CFI bit) as they are, a PCP in bits 13..15 together with
+/// the CFI bit (a PCP implies a tag).
+fn vlan_tci(oxms: &[Oxm]) -> (u16, u16) {
+    let (mut tci, mut mask) = (0u16, 0u16);
+    for o in oxms {
+        if let Oxm::Basic { field, value, mask: m } = o {
+            let v = value.to_u128() as u16;
+            match field {
+                FieldId::VlanVid => {
+                    let m = m.as_ref().map_or(0x1fff, |m| m.to_u128() as u16 & 0x1fff);
+                    tci |= v & m;
+                    mask |= m;
+                }
+                FieldId::VlanPcp => {
+                    tci |= ((v & 7) << 13) | OFPVID_PRESENT;
+                    mask |= 0xe000 | OFPVID_PRESENT;
+                }
+                _ => {}
+            }
+        }
+    }
+    (tci, mask)
+}
+
+/// ovs-ofctl's spelling of a VLAN match (lib/match.c): `dl_vlan=N` and/or
+/// `dl_vlan_pcp=P` when a tag is required and the VID and PCP are each
+/// exact or absent, else `vlan_tci=0xVVVV/0xMMMM` (`vlan_tci=0x0000/0x1fff`
+/// for "no tag", `vlan_tci=0x1000/0x1000` for "any tag").
+fn vlan_token(tci: u16, mask: u16) -> String {
+    let vid_mask = mask & 0x0fff;
+    let pcp_mask = mask & 0xe000;
+    let tagged = mask & OFPVID_PRESENT != 0 && tci & OFPVID_PRESENT != 0;
+    if tagged
+        && (vid_mask == 0 || vid_mask == 0x0fff)
+        && (pcp_mask == 0 || pcp_mask == 0xe000)
+        && (vid_mask != 0 || pcp_mask != 0)
+    {
+        let mut t = Vec::new();
+        if vid_mask != 0 {
+            t.push(format!("dl_vlan={}", tci & 0x0fff));
+        }
+        if pcp_mask != 0 {
+            t.push(format!("dl_vlan_pcp={}", tci >> 13));
+        }
+        t.join(",")
+    } else if mask == 0xffff {
+        format!("vlan_tci=0x{tci:04x}")
+    } else {
+        format!("vlan_tci=0x{tci:04x}/0x{mask:04x}")
+    }
+}
+
+/// Where ovs-ofctl (lib/match.c `match_format`) prints a field: tunnel,
+/// metadata, in_port, VLAN, Ethernet, addresses, protocol, ARP hardware
+/// addresses, TOS, MPLS, ports/ICMP, ND. Fields Open vSwitch does not
+/// know (in_phy_port, pbb_isid, ipv6_exthdr) and other classes follow in
+/// wire order.
+fn ovs_rank(o: &Oxm) -> u8 {
+    use FieldId::*;
+    let Oxm::Basic { field, .. } = o else {
+        return 40;
+    };
+    match field {
+        TunnelId => 0,
+        Metadata => 1,
+        InPort => 2,
+        InPhyPort => 3,
+        VlanVid | VlanPcp => 4,
+        EthSrc => 5,
+        EthDst => 6,
+        EthType => 7,
+        Ipv4Src | Ipv6Src | ArpSpa => 8,
+        Ipv4Dst | Ipv6Dst | ArpTpa => 9,
+        Ipv6Flabel => 10,
+        IpProto | ArpOp => 11,
+        ArpSha => 12,
+        ArpTha => 13,
+        IpDscp => 14,
+        IpEcn => 15,
+        MplsLabel => 16,
+        MplsTc => 17,
+        MplsBos => 18,
+        TcpSrc | UdpSrc | SctpSrc | Icmpv4Type | Icmpv6Type => 19,
+        TcpDst | UdpDst | SctpDst | Icmpv4Code | Icmpv6Code => 20,
+        Ipv6NdTarget => 21,
+        Ipv6NdSll => 22,
+        Ipv6NdTll => 23,
+        _ => 30,
     }
 }
 
@@ -296,19 +391,32 @@ fn shorthand(m: &Match) -> Option<(&'static str, bool)> {
 }
 
 /// The match as ovs-ofctl's comma-separated tokens (without priority):
-/// the shorthand first, then one `name=value` per field in wire order.
+/// the shorthand first, then the fields in ovs-ofctl's order
+/// ([`ovs_rank`]), VLAN VID and PCP merged into one TCI as Open vSwitch
+/// keeps them.
 pub fn match_tokens(m: &Match) -> Vec<String> {
     let mut out = Vec::new();
     let sh = shorthand(m);
     if let Some((word, _)) = sh {
         out.push(word.to_string());
     }
-    for o in &m.oxms {
-        if let Oxm::Basic { field, mask: None, .. } = o {
-            if sh.is_some() && *field == FieldId::EthType {
+    let mut oxms: Vec<&Oxm> = m.oxms.iter().collect();
+    oxms.sort_by_key(|o| ovs_rank(o));
+    let mut vlan_done = false;
+    for o in oxms {
+        if let Oxm::Basic { field, mask, .. } = o {
+            if mask.is_none() && sh.is_some() && *field == FieldId::EthType {
                 continue;
             }
-            if matches!(sh, Some((_, true))) && *field == FieldId::IpProto {
+            if mask.is_none() && matches!(sh, Some((_, true))) && *field == FieldId::IpProto {
+                continue;
+            }
+            if matches!(field, FieldId::VlanVid | FieldId::VlanPcp) {
+                if !vlan_done {
+                    let (tci, mask) = vlan_tci(&m.oxms);
+                    out.push(vlan_token(tci, mask));
+                }
+                vlan_done = true;
                 continue;
             }
         }
@@ -320,6 +428,19 @@ pub fn match_tokens(m: &Match) -> Vec<String> {
 /// `priority=N,` followed by the match tokens, comma-joined.
 pub fn match_with_priority(priority: u16, m: &Match) -> String {
     let mut t = vec![format!("priority={priority}")];
+    t.extend(match_tokens(m));
+    t.join(",")
+}
+
+/// A flow's priority and match exactly as ovs-ofctl prints them
+/// (lib/match.c `match_format`): `priority=N` only when it is not the
+/// default 32768, then the match tokens; `""` for a default-priority
+/// catch-all.
+pub fn ovs_match(priority: u16, m: &Match) -> String {
+    let mut t = Vec::new();
+    if priority != crate::ofctl::specs::FlowSpec::DEFAULT_PRIORITY {
+        t.push(format!("priority={priority}"));
+    }
     t.extend(match_tokens(m));
     t.join(",")
 }
@@ -357,11 +478,54 @@ mod tests {
             Oxm::exact(FieldId::TcpDst, 80),
             Oxm::exact(FieldId::VlanVid, 0x1000 | 10),
         ]);
-        assert_eq!(match_str(&m), "tcp,nw_tos=40,tp_dst=80,dl_vlan=10");
+        assert_eq!(match_str(&m), "tcp,dl_vlan=10,nw_tos=40,tp_dst=80");
         let m = Match::new(vec![Oxm::exact(FieldId::EthType, 0x88cc)]);
         assert_eq!(match_str(&m), "dl_type=0x88cc");
         let m = Match::new(vec![Oxm::exact(FieldId::VlanVid, 0)]);
-        assert_eq!(match_str(&m), "vlan_tci=0x0000/0x1000");
+        assert_eq!(match_str(&m), "vlan_tci=0x0000/0x1fff");
+    }
+
+    /// Matches exactly as ovs-ofctl 3.1 printed them in `dump-flows` of
+    /// Open vSwitch (after `add-flow` of the same fields in another order
+    /// and spelling) read back and print identically.
+    #[test]
+    fn ovs_ofctl_dump_text_round_trips() {
+        use crate::ofctl::specs::{parse_flow, Usage};
+        let lines = [
+            "priority=125,arp,arp_spa=10.0.0.1,arp_tpa=10.0.0.0/24,arp_op=1,arp_sha=00:11:22:33:44:55,arp_tha=00:00:00:00:00:00",
+            "priority=126,arp,arp_sha=00:11:00:00:00:00/ff:ff:00:00:00:00,arp_tha=00:00:00:00:00:01/00:00:00:00:00:ff",
+            "priority=105,dl_src=00:11:22:00:00:00/ff:ff:ff:00:00:00,dl_dst=01:00:00:00:00:00/01:00:00:00:00:00",
+            "priority=110,dl_vlan=5,dl_vlan_pcp=3",
+            "priority=112,dl_vlan_pcp=7",
+            "priority=108,vlan_tci=0x0000/0x1fff",
+            "priority=109,vlan_tci=0x1000/0x1000",
+            "priority=113,vlan_tci=0x1004/0x1ffc",
+            "priority=129,ipv6,ipv6_label=0x00100/0x00f00",
+            "priority=128,ipv6,ipv6_src=2001::/ffff:0:ffff::,ipv6_label=0x12345",
+            "priority=119,tcp,tp_src=1234,tp_dst=80",
+            "priority=115,ip,nw_tos=32,nw_ecn=2",
+            "priority=136,mpls,mpls_label=77,mpls_tc=3,mpls_bos=1",
+            "priority=135,icmp6,icmp_type=136,nd_target=fe80::1,nd_tll=00:11:22:33:44:66",
+            "priority=139,tun_id=0x40/0xf0",
+            "priority=103,metadata=0x1200/0xff00",
+            "in_port=2",
+            "priority=142,ip,nw_proto=2",
+            "",
+        ];
+        for l in lines {
+            let f = parse_flow(l, Usage::Delete).unwrap_or_else(|e| panic!("{l}: {e:?}"));
+            assert_eq!(ovs_match(f.priority.unwrap_or(0x8000), &f.r#match), l);
+        }
+        // A value is printed ANDed with its mask, as Open vSwitch keeps it.
+        let m = Match::new(vec![
+            Oxm::exact(FieldId::EthType, 0x86dd),
+            Oxm::Basic {
+                field: FieldId::Ipv6Src,
+                value: FieldBytes::from_u128(0x2001_0db8 << 96, 16),
+                mask: Some(FieldBytes::from_u128(0xffff_0000_ffff << 80, 16)),
+            },
+        ]);
+        assert_eq!(match_str(&m), "ipv6,ipv6_src=2001::/ffff:0:ffff::");
     }
 
     #[test]

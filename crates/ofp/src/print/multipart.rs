@@ -2,10 +2,12 @@
 //! `OFPST_*` messages (one line per flow, port, group, meter or table).
 
 use super::actions::{action_bitmap, group, group_id, instructions, meter, meter_id};
-use super::fields::{hex_bytes, match_str, match_tokens, port};
+use super::fields::{hex_bytes, match_str, ovs_match, port};
 use super::{duration, hex_dump, port_desc};
 use crate::consts::{port_no, queue_id, table_id};
-use crate::multipart::stats::{FlowStats, FlowStatsRequest, GroupFeatures, MeterFeatures};
+use crate::multipart::stats::{
+    FlowStats, FlowStatsRequest, GroupFeatures, MeterFeatures, TableStats,
+};
 use crate::multipart::table_features::{FeatureId, OxmId, TableFeatureProp, TableFeatures};
 use crate::multipart::{MultipartExperimenter, MultipartReplyBody, MultipartRequestBody};
 use crate::oxm::FieldId;
@@ -150,9 +152,14 @@ fn flow_stats(f: &FlowStats) -> String {
         s.push_str(&flags.join(" "));
         s.push(' ');
     }
-    let mut m = vec![format!("priority={}", f.priority)];
-    m.extend(match_tokens(&f.match_));
-    let _ = write!(s, "{} actions={}", m.join(","), instructions(&f.instructions));
+    // As ovs-ofctl: the default priority is left out, and so is the space
+    // after an empty match.
+    let m = ovs_match(f.priority, &f.match_);
+    if !m.is_empty() {
+        s.push_str(&m);
+        s.push(' ');
+    }
+    let _ = write!(s, "actions={}", instructions(&f.instructions));
     s
 }
 
@@ -317,16 +324,40 @@ pub fn reply_body(b: &MultipartReplyBody) -> String {
             );
         }
         B::Table(tables) => {
+            // As ovs-ofctl (lib/ofp-table.c): a table whose counters equal
+            // the previous table's is not printed but joins a run of
+            // "ditto" tables, printed as one line where the run ends.
+            let counters = |t: &TableStats| (t.active_count, t.lookup_count, t.matched_count);
+            let ditto = |s: &mut String, run: Option<(u8, u8)>| match run {
+                Some((a, b)) if a == b => {
+                    let _ = write!(s, "\n  table {a}: ditto\n");
+                }
+                Some((a, b)) => {
+                    let _ = write!(s, "\n  tables {a}...{b}: ditto\n");
+                }
+                None => {}
+            };
+            let mut run: Option<(u8, u8)> = None;
+            let mut prev: Option<&TableStats> = None;
             for t in tables {
+                if prev.is_some_and(|p| counters(p) == counters(t)) {
+                    run = Some((run.map_or(t.table_id, |r| r.0), t.table_id));
+                    prev = Some(t);
+                    continue;
+                }
+                prev = Some(t);
+                ditto(&mut s, run.take());
                 let _ = write!(
                     s,
-                    "\n  table {}:\n    active={}, lookup={}, matched={}",
+                    "\n  table {}:\n    active={}, lookup={}, matched={}\n",
                     table(t.table_id),
                     t.active_count,
                     t.lookup_count,
                     t.matched_count
                 );
             }
+            ditto(&mut s, run);
+            s.truncate(s.trim_end_matches('\n').len());
         }
         B::PortStats(ports) => {
             let _ = write!(s, " {} ports", ports.len());
@@ -390,8 +421,13 @@ pub fn reply_body(b: &MultipartReplyBody) -> String {
             }
         }
         B::GroupFeatures(g) => s.push_str(&group_features(g)),
+        // ovs-ofctl ends each meter with a newline and starts each with
+        // one: a blank line between meters.
         B::Meter(meters) => {
-            for m in meters {
+            for (n, m) in meters.iter().enumerate() {
+                if n > 0 {
+                    s.push('\n');
+                }
                 let _ = write!(
                     s,
                     "\nmeter:{} flow_count:{} packet_in_count:{} byte_in_count:{} duration:{} bands:",
@@ -411,7 +447,10 @@ pub fn reply_body(b: &MultipartReplyBody) -> String {
             }
         }
         B::MeterConfig(meters) => {
-            for m in meters {
+            for (n, m) in meters.iter().enumerate() {
+                if n > 0 {
+                    s.push('\n');
+                }
                 s.push('\n');
                 s.push_str(&meter(m.meter_id, m.flags, &m.bands));
             }
@@ -432,4 +471,54 @@ pub fn reply_body(b: &MultipartReplyBody) -> String {
         B::Experimenter(e) => s.push_str(&experimenter(e, true)),
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meter::{flags as meter_flags, MeterBand};
+    use crate::multipart::stats::MeterConfig;
+
+    #[test]
+    fn equal_tables_are_ditto_as_in_ovs_ofctl() {
+        let t = |table_id, active_count| TableStats {
+            table_id,
+            active_count,
+            lookup_count: 0,
+            matched_count: 0,
+        };
+        let mut v = vec![t(0, 41), t(1, 36), t(2, 0)];
+        v.extend((3..=253).map(|n| t(n, 0)));
+        // ovs-ofctl 3.1's dump-tables of Open vSwitch with these counters.
+        assert_eq!(
+            reply_body(&MultipartReplyBody::Table(v)),
+            "\n  table 0:\n    active=41, lookup=0, matched=0\n\
+             \n  table 1:\n    active=36, lookup=0, matched=0\n\
+             \n  table 2:\n    active=0, lookup=0, matched=0\n\
+             \n  tables 3...253: ditto"
+        );
+        let one = vec![t(0, 1), t(1, 0), t(2, 0), t(3, 5)];
+        assert_eq!(
+            reply_body(&MultipartReplyBody::Table(one)),
+            "\n  table 0:\n    active=1, lookup=0, matched=0\n\
+             \n  table 1:\n    active=0, lookup=0, matched=0\n\
+             \n  table 2: ditto\n\
+             \n  table 3:\n    active=5, lookup=0, matched=0"
+        );
+    }
+
+    #[test]
+    fn meters_are_separated_by_a_blank_line_and_burst_needs_the_flag() {
+        let m = |meter_id, flags| MeterConfig {
+            flags,
+            meter_id,
+            bands: vec![MeterBand::Drop { rate: 1000, burst_size: 1000 }],
+        };
+        let all = meter_flags::KBPS | meter_flags::BURST | meter_flags::STATS;
+        assert_eq!(
+            reply_body(&MultipartReplyBody::MeterConfig(vec![m(1, meter_flags::KBPS), m(3, all)])),
+            "\nmeter=1 kbps bands=\ntype=drop rate=1000\n\
+             \nmeter=3 kbps burst stats bands=\ntype=drop rate=1000 burst_size=1000"
+        );
+    }
 }

@@ -33,6 +33,11 @@
 //! `tcp_dst` in a UDP packet, `nw_src` without `ip`). Every field of the
 //! parsed match is checked off as it is written; what is left is refused.
 //!
+//! The headers are written here rather than with etherparse's
+//! `PacketBuilder` (already in the workspace): it has no ARP or SCTP, and
+//! one path for every header, with `sluice_packet::checksum` for the
+//! Internet checksums and CRC32c, is easier to check field by field.
+//!
 //! Only values are built here (bytes in, bytes out); no I/O.
 
 use anyhow::{anyhow, bail, Result};
@@ -137,7 +142,8 @@ pub fn build(desc: &str) -> Result<Built> {
     let mut ttl = None;
     let mut tcp_flags = None;
     let mut rest = Vec::new();
-    for item in desc.split(',') {
+    // ovs-ofctl separates items by commas or white space.
+    for item in desc.split([',', ' ', '\t']).filter(|i| !i.is_empty()) {
         let t = item.trim();
         if let Some(v) = t.strip_prefix("nw_ttl=") {
             ttl = Some(parse_num(v.trim(), 255, "nw_ttl")? as u8);
@@ -505,6 +511,14 @@ mod tests {
             let e = build(d).expect_err(d).to_string();
             assert!(e.contains(word), "{d}: {e}");
         }
+    }
+
+    #[test]
+    fn white_space_separates_items_too() {
+        let a = build("in_port=1 tcp nw_ttl=7 tcp_flags=+syn tp_dst=80").unwrap();
+        let b = build("in_port=1,tcp,nw_ttl=7,tcp_flags=+syn,tp_dst=80").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.frame[22], 7);
     }
 
     #[test]

@@ -7,8 +7,17 @@
 //! `outputs: P,Q,...` (ports, `LOCAL`, `CONTROLLER`) or `outputs: drop`.
 //! `crates/sluice/tests/trace_vs_ovs.rs` checks that line against Open
 //! vSwitch's `ofproto/trace` on a corpus of cases.
+//!
+//! The packet comes from one of: `--packet HEX`, `--pcap FILE [--index N]`,
+//! or `--flow DESCRIPTION`, an ovs-ofctl-style match such as
+//! `in_port=1,tcp,nw_dst=10.1.2.3,tp_dst=80` from which
+//! [`crate::flowpacket`] builds a well-formed frame (as `ofproto/trace`
+//! does with a flow). `in_port` in the description stands in for
+//! `--in-port`; giving both with different ports is refused. A field the
+//! builder cannot put in a packet is refused, naming it.
 
 use crate::flowfile::{self, Files};
+use crate::flowpacket;
 use anyhow::{bail, Context, Result};
 use pcap_file::pcap::PcapReader;
 use sluice_ofp::print::actions::{actions, instructions};
@@ -26,12 +35,18 @@ pub struct Args {
     pub groups: Option<PathBuf>,
     #[arg(long)]
     pub meters: Option<PathBuf>,
-    /// OpenFlow port the packet arrives on.
+    /// OpenFlow port the packet arrives on (optional with a --flow that
+    /// has `in_port=N`).
     #[arg(long)]
-    pub in_port: u32,
+    pub in_port: Option<u32>,
     /// The packet as hex.
-    #[arg(long, conflicts_with = "pcap")]
+    #[arg(long, conflicts_with_all = ["pcap", "flow"])]
     pub packet: Option<String>,
+    /// Build the packet from a flow description in ovs-ofctl match syntax,
+    /// e.g. `in_port=1,tcp,nw_dst=10.1.2.3,tp_dst=80` (also `nw_ttl=N`,
+    /// `tcp_flags=+syn`); like the flow argument of `ofproto/trace`.
+    #[arg(long, value_name = "DESCRIPTION", conflicts_with = "pcap")]
+    pub flow: Option<String>,
     /// Take the packet from a pcap file...
     #[arg(long)]
     pub pcap: Option<PathBuf>,
@@ -51,7 +66,26 @@ pub struct Args {
     pub filter_prog: Vec<(u32, std::path::PathBuf)>,
 }
 
-fn packet(a: &Args) -> Result<Vec<u8>> {
+/// The frame and the in-port it arrives on.
+fn packet(a: &Args) -> Result<(u32, Vec<u8>)> {
+    if let Some(desc) = &a.flow {
+        let built = flowpacket::build(desc)?;
+        let in_port = match (built.in_port, a.in_port) {
+            (Some(f), Some(c)) if f != c => bail!(
+                "--flow says in_port={} but --in-port is {}: give one, or the same port",
+                port(f),
+                port(c)
+            ),
+            (Some(p), _) | (None, Some(p)) => p,
+            (None, None) => bail!("give --in-port, or in_port=N in --flow"),
+        };
+        return Ok((in_port, built.frame));
+    }
+    let Some(in_port) = a.in_port else { bail!("--in-port is required with --packet or --pcap") };
+    Ok((in_port, raw_packet(a)?))
+}
+
+fn raw_packet(a: &Args) -> Result<Vec<u8>> {
     if let Some(h) = &a.packet {
         let clean: String =
             h.split_whitespace().collect::<String>().trim_start_matches("0x").to_string();
@@ -73,19 +107,19 @@ fn packet(a: &Args) -> Result<Vec<u8>> {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    let (in_port, frame) = packet(&a)?;
     let mut p = flowfile::load(&Files {
         flows: Some(&a.flows),
         groups: a.groups.as_deref(),
         meters: a.meters.as_deref(),
-        extra_ports: a.ports.iter().flatten().copied().chain([a.in_port]).collect(),
+        extra_ports: a.ports.iter().flatten().copied().chain([in_port]).collect(),
         filter_progs: &a.filter_prog,
     })?;
     flowfile::set_down(&mut p, &a.down.concat())?;
-    let frame = packet(&a)?;
-    println!("packet: in_port={} len={}", a.in_port, frame.len());
+    println!("packet: in_port={} len={}", in_port, frame.len());
     let mut outputs = Vec::new();
     let events =
-        p.trace(a.in_port, &frame, &mut |port: u32, _q: Option<u32>, _f: &[u8]| outputs.push(port));
+        p.trace(in_port, &frame, &mut |port: u32, _q: Option<u32>, _f: &[u8]| outputs.push(port));
     for e in &events {
         match e {
             TraceEvent::Lookup { table, entry: Some((prio, cookie, m)) } => {

@@ -1,0 +1,93 @@
+//! `sluice trace --flow DESCRIPTION` through the binary: the packet built
+//! from an ovs-ofctl match description goes where the flow file says,
+//! in-port rules hold, and a field the builder cannot place is refused by
+//! name.
+
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
+
+const FLOWS: &str = "\
+priority=100,in_port=1,tcp,nw_dst=10.1.2.3,tp_dst=80,actions=output:2
+priority=90,in_port=1,udp,nw_dst=10.1.0.0/16,actions=output:3
+priority=80,in_port=1,dl_vlan=7,arp,arp_tpa=10.0.0.9,actions=output:4
+priority=70,icmp6,icmpv6_type=128,actions=output:2,output:3
+priority=60,in_port=2,tcp,actions=output:1
+priority=0,actions=drop
+";
+
+/// Each run gets its own directory: the tests run in parallel.
+fn trace(extra: &[&str]) -> Output {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("sluice-trace-flow-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let flows = dir.join("flows.txt");
+    std::fs::write(&flows, FLOWS).expect("write flows");
+    let mut args = vec!["trace", "--flows", flows.to_str().expect("utf-8 path")];
+    args.extend_from_slice(extra);
+    let out = Command::new(SLUICE).args(&args).output().expect("run sluice");
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+fn outputs(extra: &[&str]) -> String {
+    let out = trace(extra);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{extra:?}: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("outputs: "))
+        .unwrap_or_else(|| panic!("{extra:?}: no outputs line in\n{stdout}"))
+        .to_string()
+}
+
+fn refused(extra: &[&str]) -> String {
+    let out = trace(extra);
+    assert!(!out.status.success(), "{extra:?} should be refused");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn flow_descriptions_follow_the_flows() {
+    assert_eq!(outputs(&["--flow", "in_port=1,tcp,nw_dst=10.1.2.3,tp_dst=80"]), "2");
+    assert_eq!(outputs(&["--flow", "in_port=1,udp,nw_dst=10.1.200.1,tp_dst=53"]), "3");
+    assert_eq!(outputs(&["--flow", "in_port=1,dl_vlan=7,arp,arp_op=1,arp_tpa=10.0.0.9"]), "4");
+    assert_eq!(
+        outputs(&[
+            "--flow",
+            "in_port=5,icmp6,ipv6_dst=2001:db8::1,icmpv6_type=128",
+            "--ports",
+            "5"
+        ]),
+        "2,3"
+    );
+    // --in-port stands in for in_port in the description.
+    assert_eq!(outputs(&["--in-port", "2", "--flow", "tcp,tp_dst=22"]), "1");
+    // The same port twice is fine.
+    assert_eq!(
+        outputs(&["--in-port", "1", "--flow", "in_port=1,tcp,nw_dst=10.1.2.3,tp_dst=80"]),
+        "2"
+    );
+}
+
+#[test]
+fn unmatched_packets_are_dropped() {
+    assert_eq!(outputs(&["--flow", "in_port=1,tcp,nw_dst=10.1.2.3,tp_dst=81"]), "drop");
+    assert_eq!(outputs(&["--flow", "in_port=1,arp,arp_tpa=10.0.0.9"]), "drop");
+}
+
+#[test]
+fn refusals_are_clear() {
+    let e = refused(&["--flow", "in_port=1,tcp,metadata=0x5"]);
+    assert!(e.contains("metadata"), "{e}");
+    let e = refused(&["--flow", "in_port=1,udp,tcp_dst=80"]);
+    assert!(e.contains("tcp_dst"), "{e}");
+    let e = refused(&["--in-port", "2", "--flow", "in_port=1,tcp"]);
+    assert!(e.contains("in_port=1") && e.contains("--in-port is 2"), "{e}");
+    let e = refused(&["--flow", "tcp"]);
+    assert!(e.contains("--in-port"), "{e}");
+    let e = refused(&["--flow", "in_port=1,tcp", "--packet", "00"]);
+    assert!(e.contains("--packet") && e.contains("--flow"), "{e}");
+}

@@ -79,6 +79,23 @@ pub enum Instruction {
 }
 
 impl Instruction {
+    /// Where the instruction runs among an entry's: OpenFlow 1.3 §5.9
+    /// executes meter, apply-actions, clear-actions, write-actions,
+    /// write-metadata, goto-table in that order whatever order the
+    /// FLOW_MOD listed them in (experimenter instructions last). Switches
+    /// execute in this order and ovs-ofctl prints in it.
+    pub fn exec_rank(&self) -> u8 {
+        match self {
+            Instruction::Meter(_) => 0,
+            Instruction::ApplyActions(_) => 1,
+            Instruction::ClearActions => 2,
+            Instruction::WriteActions(_) => 3,
+            Instruction::WriteMetadata { .. } => 4,
+            Instruction::GotoTable(_) => 5,
+            Instruction::Experimenter { .. } => 6,
+        }
+    }
+
     /// The `OFPIT_*` number of this instruction (see [`ty`]).
     pub fn type_code(&self) -> u16 {
         match self {

@@ -102,7 +102,7 @@ pub fn lower_instructions_with(
     let mut apply = Vec::new();
     let mut write = Vec::new();
     let mut ordered: Vec<&Instruction> = ins.iter().collect();
-    ordered.sort_by_key(|i| crate::reference::exec_rank(i));
+    ordered.sort_by_key(|i| i.exec_rank());
     for i in ordered {
         match i {
             Instruction::Meter(m) => out.meter = Some(*m),

@@ -106,22 +106,6 @@ impl ActionSet {
     }
 }
 
-/// Execution rank of an instruction: §5.9 runs an entry's instructions as
-/// meter, apply-actions, clear-actions, write-actions, write-metadata,
-/// goto-table, whatever order the FLOW_MOD listed them in (experimenter
-/// instructions are rejected at flow-mod time and come last).
-pub(crate) fn exec_rank(i: &Instruction) -> u8 {
-    match i {
-        Instruction::Meter(_) => 0,
-        Instruction::ApplyActions(_) => 1,
-        Instruction::ClearActions => 2,
-        Instruction::WriteActions(_) => 3,
-        Instruction::WriteMetadata { .. } => 4,
-        Instruction::GotoTable(_) => 5,
-        Instruction::Experimenter { .. } => 6,
-    }
-}
-
 impl Pipeline {
     /// Whether packets take the reference walk: the oracle configuration,
     /// or a trace.
@@ -210,7 +194,7 @@ impl Pipeline {
             last_ctx = Some(ctx);
             let mut goto = None;
             let mut order: Vec<&Instruction> = e.instructions.iter().collect();
-            order.sort_by_key(|i| exec_rank(i));
+            order.sort_by_key(|i| i.exec_rank());
             for ins in order {
                 w.ext.note(|| TraceEvent::Instruction(ins.clone()));
                 match ins {

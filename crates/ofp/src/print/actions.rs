@@ -174,30 +174,14 @@ pub fn actions(list: &[Action]) -> String {
     list.iter().map(action).collect::<Vec<_>>().join(",")
 }
 
-/// Where ovs-ofctl prints an instruction: Open vSwitch keeps them in the
-/// order they are executed (OpenFlow 1.3 §5.9), whatever their order on
-/// the wire: meter, apply-actions, clear-actions, write-actions,
-/// write-metadata, goto-table; experimenter instructions last.
-fn instruction_rank(i: &Instruction) -> u8 {
-    match i {
-        Instruction::Meter(_) => 0,
-        Instruction::ApplyActions(_) => 1,
-        Instruction::ClearActions => 2,
-        Instruction::WriteActions(_) => 3,
-        Instruction::WriteMetadata { .. } => 4,
-        Instruction::GotoTable(_) => 5,
-        Instruction::Experimenter { .. } => 6,
-    }
-}
-
-/// An instruction list in ovs-ofctl's form and order ([`instruction_rank`]):
+/// An instruction list in ovs-ofctl's form and order ([`Instruction::exec_rank`]):
 /// apply-actions inline, the others as `meter:N`, `clear_actions`,
 /// `write_actions(...)`, `write_metadata:V/M`, `goto_table:N`; `drop` if
 /// nothing is done.
 pub fn instructions(list: &[Instruction]) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut sorted: Vec<&Instruction> = list.iter().collect();
-    sorted.sort_by_key(|i| instruction_rank(i));
+    sorted.sort_by_key(|i| i.exec_rank());
     for i in sorted {
         match i {
             Instruction::Meter(m) => out.push(format!("meter:{m}")),

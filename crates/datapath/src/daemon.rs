@@ -39,11 +39,7 @@ impl Daemon {
             info!("no listener or controller configured: running without an OpenFlow channel");
             return Ok(Daemon { agent: None, rt: None, dp, listeners: Vec::new() });
         }
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("sluice-agent")
-            .enable_all()
-            .build()?;
+        let rt = agent_runtime()?;
         let agent = rt.block_on(Agent::start(cfg.agent, dp.switch()))?;
         let n = agent.notifier();
         dp.set_notifier(move || n.notify());
@@ -109,6 +105,16 @@ pub fn stop_on_signals() -> std::io::Result<Arc<AtomicBool>> {
         signal_hook::flag::register(sig, flag.clone())?;
     }
     Ok(flag)
+}
+
+/// The small tokio runtime an agent runs on (one thread, named
+/// `sluice-agent`).
+pub(crate) fn agent_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("sluice-agent")
+        .enable_all()
+        .build()
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`); a second call

@@ -92,11 +92,7 @@ pub fn run(interp: Interp, cfg: P4RunConfig, stop: &AtomicBool) -> anyhow::Resul
         info!("no listener or controller configured: the tables stay as the program sets them");
         None
     } else {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("sluice-agent")
-            .enable_all()
-            .build()?;
+        let rt = crate::daemon::agent_runtime()?;
         let sw = P4Switch {
             interp: interp.clone(),
             session: sluice_p4::ctl::Session::default(),
@@ -163,9 +159,10 @@ fn forward(
 ) {
     let mut bufs = RxBuf::burst(BURST);
     let all_pollable = ports.iter().all(|(_, p)| p.raw_fd().is_some());
+    // The ports never change: one poll set for the thread's life.
+    let mut set: Vec<PollEntry> =
+        ports.iter().filter_map(|(_, p)| p.raw_fd()).map(PollEntry::readable).collect();
     while !halt.load(Ordering::Acquire) {
-        let mut set: Vec<PollEntry> =
-            ports.iter().filter_map(|(_, p)| p.raw_fd()).map(PollEntry::readable).collect();
         if let Err(e) = sys::poll(&mut set, if all_pollable { 50 } else { 1 }) {
             warn!(error = %e, "poll failed");
             std::thread::sleep(Duration::from_millis(10));

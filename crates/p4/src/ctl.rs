@@ -418,45 +418,6 @@ fn cmp_big(a: &BigValue, b: &BigValue) -> std::cmp::Ordering {
     a.0.len().cmp(&b.0.len()).then_with(|| a.0.iter().rev().cmp(b.0.iter().rev()))
 }
 
-fn bit_len(v: &BigValue) -> u32 {
-    match v.0.last() {
-        None => 0,
-        Some(top) => 64 * (v.0.len() as u32 - 1) + (64 - top.leading_zeros()),
-    }
-}
-
-fn trimmed(mut limbs: Vec<u64>) -> BigValue {
-    while limbs.last() == Some(&0) {
-        limbs.pop();
-    }
-    BigValue(limbs)
-}
-
-/// `limbs * m + a`.
-fn mul_add(limbs: &mut Vec<u64>, m: u64, a: u64) {
-    let mut carry = u128::from(a);
-    for l in limbs.iter_mut() {
-        let x = u128::from(*l) * u128::from(m) + carry;
-        *l = x as u64;
-        carry = x >> 64;
-    }
-    if carry != 0 {
-        limbs.push(carry as u64);
-    }
-}
-
-fn digits(s: &str, radix: u32, tok: &str) -> CtlResult<BigValue> {
-    if s.is_empty() {
-        return Err(format!("`{tok}` has no digits"));
-    }
-    let mut limbs = Vec::new();
-    for c in s.chars().filter(|c| *c != '_') {
-        let d = c.to_digit(radix).ok_or_else(|| format!("`{tok}` is not a number"))?;
-        mul_add(&mut limbs, u64::from(radix), u64::from(d));
-    }
-    Ok(trimmed(limbs))
-}
-
 /// A value token for a field of `width` bits.
 pub fn parse_value(tok: &str, width: u32) -> CtlResult<BigValue> {
     let v = if width == 32 && tok.contains('.') {
@@ -479,14 +440,18 @@ pub fn parse_value(tok: &str, width: u32) -> CtlResult<BigValue> {
             x = (x << 8) | u128::from(b);
         }
         BigValue::from_u128(x)
-    } else if let Some(h) = tok.strip_prefix("0x").or_else(|| tok.strip_prefix("0X")) {
-        digits(h, 16, tok)?
-    } else if let Some(b) = tok.strip_prefix("0b").or_else(|| tok.strip_prefix("0B")) {
-        digits(b, 2, tok)?
     } else {
-        digits(tok, 10, tok)?
+        // The STF runner's number syntax (decimal, 0x, 0b) with `_`
+        // separators allowed; no `*` nibbles: a key that matches anything
+        // is a whole `*`.
+        let n = crate::stf::parse_number(&tok.replace('_', ""))
+            .map_err(|_| format!("`{tok}` is not a number"))?;
+        if !n.stars.is_zero() {
+            return Err(format!("`{tok}` is not a number"));
+        }
+        n.value
     };
-    if bit_len(&v) > width {
+    if crate::stf::big::bit_len(&v.0) > width {
         return Err(format!("`{tok}` does not fit in {width} bits"));
     }
     Ok(v)

@@ -601,7 +601,7 @@ pub fn parse_number(s: &str) -> Result<Number, String> {
 }
 
 /// Just enough arithmetic on [`BigValue`] limbs.
-mod big {
+pub(crate) mod big {
     use crate::ast::BigValue;
 
     pub fn trim(v: &mut Vec<u64>) {

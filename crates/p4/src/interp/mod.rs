@@ -930,14 +930,7 @@ impl Manage for Interp {
                     Value::Bool(_) => 1,
                     _ => 0,
                 });
-                let cells = v
-                    .iter()
-                    .map(|c| match c {
-                        Value::Bits(b) | Value::Signed(b) => b.to_big(),
-                        Value::Bool(x) => BigValue::from_u128(u128::from(*x)),
-                        _ => BigValue::default(),
-                    })
-                    .collect();
+                let cells = v.iter().map(table::value_big).collect();
                 Ok((self.extern_path(id), width, cells))
             }
             _ => Err(format!("`{name}` is not a register")),

@@ -583,7 +583,7 @@ pub(super) fn delete_entry(ts: &TableStatic, td: &mut TableDyn, handle: u64) -> 
     Ok(())
 }
 
-fn value_big(v: &Value) -> BigValue {
+pub(super) fn value_big(v: &Value) -> BigValue {
     match v {
         Value::Bits(b) | Value::Signed(b) => b.to_big(),
         Value::Bool(x) => BigValue::from_u128(u128::from(*x)),

@@ -583,11 +583,19 @@ fn port_of(i: usize) -> u32 {
     OUT_PORTS[i % OUT_PORTS.len()]
 }
 
+/// The destination MAC of `l2`'s rule `i` (and of its twins').
+fn mac(i: usize) -> [u8; 6] {
+    let b = (i as u32 + 1).to_be_bytes();
+    [0x02, 0x00, b[0], b[1], b[2], b[3]]
+}
+
+/// The /24 of `l3`'s rule `i` (and of its twins'): distinct prefixes from
+/// 16.0.0.0 upwards.
+fn net(i: usize) -> u32 {
+    0x1000_0000u32 + ((i as u32) << 8)
+}
+
 fn l2(n: usize, packets: usize, rng: &mut Rng) -> Workload {
-    let mac = |i: usize| {
-        let b = (i as u32 + 1).to_be_bytes();
-        [0x02, 0x00, b[0], b[1], b[2], b[3]]
-    };
     let flows = (0..n)
         .map(|i| format!("dl_dst={},actions=output:{}", mac_text(&mac(i)), port_of(i)))
         .collect();
@@ -650,8 +658,7 @@ fn route(n: usize, packets: usize, rng: &mut Rng) -> Workload {
 }
 
 fn l3_with(n: usize, packets: usize, rng: &mut Rng, family: &'static str, edits: &str) -> Workload {
-    // Distinct /24s from 16.0.0.0 upwards; one host per prefix.
-    let net = |i: usize| 0x1000_0000u32 + ((i as u32) << 8);
+    // One host per prefix.
     let flows = (0..n)
         .map(|i| format!("ip,nw_dst={}/24,actions={edits}output:{}", ip_text(net(i)), port_of(i)))
         .collect();
@@ -988,7 +995,6 @@ struct Measured {
 fn p4_ipv4(n: usize, packets: usize, rng: &mut Rng) -> Workload {
     let mut w = route(n, packets, rng);
     w.family = "p4-ipv4";
-    let net = |i: usize| 0x1000_0000u32 + ((i as u32) << 8);
     w.flows = (0..n)
         .map(|i| {
             format!(
@@ -1005,10 +1011,6 @@ fn p4_ipv4(n: usize, packets: usize, rng: &mut Rng) -> Workload {
 fn p4_mac(n: usize, packets: usize, rng: &mut Rng) -> Workload {
     let mut w = l2(n, packets, rng);
     w.family = "p4-mac";
-    let mac = |i: usize| {
-        let b = (i as u32 + 1).to_be_bytes();
-        [0x02, 0x00, b[0], b[1], b[2], b[3]]
-    };
     w.flows = vec![format!("table_add learned known {} =>", mac_text(&HOST_MAC))];
     w.flows.extend(
         (0..n).map(|i| {

@@ -133,19 +133,12 @@ fn run_switch(a: RunArgs) -> Result<()> {
         }
         agent.targets.push(target);
     }
-    let dpid = parse_dpid(&a.dpid)?;
+    let dpid = sluice_datapath::config::parse_dpid(&a.dpid)
+        .ok_or_else(|| anyhow::anyhow!("--dpid `{}` is not a number", a.dpid))?;
     sluice_datapath::daemon::init_logging();
     let stop = sluice_datapath::daemon::stop_on_signals().context("installing signal handlers")?;
     let cfg = p4switch::P4RunConfig { ports, netns: a.netns, agent, datapath_id: dpid };
     p4switch::run(interp, cfg, &stop)
-}
-
-fn parse_dpid(s: &str) -> Result<u64> {
-    let r = match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|_| anyhow::anyhow!("--dpid `{s}` is not a number"))
 }
 
 fn ctl(target: &str, command: &[String], timeout: u64) -> Result<()> {

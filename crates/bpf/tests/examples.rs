@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sluice_bpf::corpus::{self, tcp_flags, Tcp};
 use sluice_bpf::helpers::{Clock, Env};
@@ -16,6 +17,14 @@ use sluice_bpf::{elf, jit, verifier, Program};
 
 pub const EXAMPLES: [&str; 5] = ["tcp_firewall", "p0f_syn", "rate_limiter", "dapper", "port_knock"];
 
+/// A temporary path no other test in this process uses: tests run on
+/// several threads of one process, and two of them compile the same example.
+fn scratch(stem: &str, ext: &str) -> PathBuf {
+    static SERIAL: AtomicUsize = AtomicUsize::new(0);
+    let n = SERIAL.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("sluice-bpf-{}-{n}-{stem}.{ext}", std::process::id()))
+}
+
 fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/bpf")
 }
@@ -23,7 +32,7 @@ fn examples_dir() -> PathBuf {
 /// Compiles an example (panics if clang is missing or fails: the test must
 /// not pass without it).
 pub fn compile(name: &str) -> Vec<u8> {
-    let out = std::env::temp_dir().join(format!("sluice-bpf-{}-{name}.o", std::process::id()));
+    let out = scratch(name, "o");
     let st = Command::new("clang")
         .args(["-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-c"])
         .arg(examples_dir().join(format!("{name}.c")))
@@ -248,9 +257,7 @@ fn rate_limiter_limits() {
 /// Compiles `src` with clang (panics if clang is missing); `Err` if clang
 /// refuses it or writes nothing.
 fn compile_src(tag: &str, src: &str, extra: &[&str]) -> Result<Vec<u8>, String> {
-    let dir = std::env::temp_dir();
-    let c = dir.join(format!("sluice-bpf-{}-{tag}.c", std::process::id()));
-    let o = dir.join(format!("sluice-bpf-{}-{tag}.o", std::process::id()));
+    let (c, o) = (scratch(tag, "c"), scratch(tag, "o"));
     std::fs::write(&c, src).unwrap();
     let st = Command::new("clang")
         .args(["-O2", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu"])

@@ -126,7 +126,11 @@ fn ovs_ofctl_print(bytes: &[u8]) -> String {
     let out = if hex.len() < 100_000 {
         Command::new("ovs-ofctl").args(["ofp-print", &hex]).output()
     } else {
-        let path = std::env::temp_dir().join(format!("sluice-agree-{}.bin", std::process::id()));
+        // Tests run on several threads of one process: one file per call.
+        static SERIAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("sluice-agree-{}-{n}.bin", std::process::id()));
         std::fs::write(&path, bytes).expect("write temp file");
         let o = Command::new("ovs-ofctl").args(["ofp-parse", &path.display().to_string()]).output();
         let _ = std::fs::remove_file(&path);

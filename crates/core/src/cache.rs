@@ -501,7 +501,9 @@ impl Recorder {
     /// structural edits end it, header set-fields make the next lookup pin
     /// the bits that decide whether they applied. TTLs are not fixed key
     /// fields, but a window may cover one: with windows, a decrement ends
-    /// the recording. Window edits ([`Op::Window`]) end it. `Nop` stands
+    /// the recording. Window edits ([`Op::Window`]) end it. A key program
+    /// ([`Op::Key`]) adds the bits it reads to the mask (a later lookup may
+    /// depend on what it computed from them). `Nop` stands
     /// for an action that changes nothing the core models.
     pub fn note_ops(&mut self, ops: &[Op]) {
         for op in ops {
@@ -516,6 +518,11 @@ impl Recorder {
                 Op::DecNwTtl | Op::DecMplsTtl => {
                     if self.windows {
                         self.open = false;
+                    }
+                }
+                Op::Key(p) => {
+                    for (w, r) in self.wc.words.iter_mut().zip(p.reads().words) {
+                        *w |= r;
                     }
                 }
                 Op::SetField { field, .. } => match set_field_effect(*field) {

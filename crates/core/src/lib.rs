@@ -17,6 +17,8 @@
 //!   exact and runs no guard twice for one packet.
 //! - [`op`]: the op IR front ends lower their actions into, and the
 //!   executor of its header edits.
+//! - [`keyop`]: register programs over key words, for front ends whose
+//!   key is their header vector (P4): actions and computed conditions.
 //! - [`window`]: protocol-oblivious window edits (POF's `{offset,
 //!   length}` in bits): set, modify, insert, remove, Internet checksum and
 //!   copy to the metadata, at any bit position ([`fuzz_window`] checks
@@ -61,6 +63,7 @@ pub mod cache;
 pub mod extract;
 pub mod graph;
 pub mod guard;
+pub mod keyop;
 pub mod layout;
 pub mod op;
 pub mod pkt;

@@ -88,6 +88,10 @@ pub enum Op {
     /// `send_maps`), handed to the front end's executor like a forwarding
     /// op; it changes nothing in the packet.
     Report(ReportOp),
+    /// A program over key words ([`crate::keyop`]): it changes the key,
+    /// not the frame (a front end whose key is its header vector, P4's,
+    /// deparses the frame from the key when it forwards).
+    Key(std::sync::Arc<crate::keyop::KeyProg>),
 }
 
 /// Where a [`FieldCopy`]'s bits come from.
@@ -233,7 +237,7 @@ pub fn edit(op: &Op, buf: &mut PacketBuf, info: &ParseInfo, meta: &mut Meta) -> 
         Op::Nop => return Edited::Unchanged,
         Op::Window(w) => return window::apply(w, buf, info, meta),
         Op::CopyField(c) => return copy_field(c, buf, info, meta),
-        Op::Output { .. } | Op::Group(_) | Op::SetQueue(_) | Op::Report(_) => {
+        Op::Output { .. } | Op::Group(_) | Op::SetQueue(_) | Op::Report(_) | Op::Key(_) => {
             return Edited::NotAnEdit
         }
     };

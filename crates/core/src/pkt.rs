@@ -15,8 +15,14 @@
 //! before a frame is loaded), so window bits are part of the key wherever
 //! the key is: a lookup after an edit sees the edited windows.
 //!
+//! A front end may replace the fixed parser and the extract program with
+//! its own ([`Parse`], set with [`Pkt::set_parser`]): P4's parse program
+//! fills the whole key, its header vector, and its ops then change the
+//! key, not the frame ([`crate::keyop`]), until the front end deparses.
+//!
 //! Knows no control protocol: ports, queues and metadata are numbers.
 
+use std::fmt;
 use std::sync::Arc;
 
 use crate::cache::{set_field_effect, SetFieldEffect};
@@ -28,6 +34,13 @@ use sluice_packet::parse::{parse_into, Meta, ParseInfo};
 
 /// Largest frame a packet holds.
 pub const MAX_FRAME: usize = 65_535;
+
+/// A front end's own parser: fills the whole key and the parse summary
+/// from the frame, instead of the fixed parser and the extract program.
+/// Must not panic on any frame.
+pub trait Parse: Send + Sync + fmt::Debug {
+    fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo);
+}
 
 /// One packet being processed.
 #[derive(Clone, Debug)]
@@ -49,6 +62,10 @@ pub struct Pkt {
     /// The extract program every parse runs after the fixed parser (none:
     /// no windows). Set with [`Pkt::set_extract`] before loading a frame.
     pub extract: Option<Arc<Extract>>,
+    /// The front end's own parser, used instead of the fixed parser and
+    /// [`Pkt::extract`] (none: the fixed parser). Set with
+    /// [`Pkt::set_parser`] before loading a frame.
+    pub parser: Option<Arc<dyn Parse>>,
 }
 
 impl Default for Pkt {
@@ -70,6 +87,7 @@ impl Pkt {
             edited: false,
             stale: false,
             extract: None,
+            parser: None,
         }
     }
 
@@ -85,6 +103,20 @@ impl Pkt {
         };
         if !same {
             self.extract = x.cloned();
+        }
+    }
+
+    /// Use `p` instead of the fixed parser from the next parse on (see
+    /// [`Pkt::set_extract`]).
+    #[inline]
+    pub fn set_parser(&mut self, p: Option<&Arc<dyn Parse>>) {
+        let same = match (p, &self.parser) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if !same {
+            self.parser = p.cloned();
         }
     }
 
@@ -117,6 +149,7 @@ impl Pkt {
             return false;
         }
         self.set_extract(other.extract.as_ref());
+        self.set_parser(other.parser.as_ref());
         self.meta = other.meta;
         self.key = other.key;
         self.info = other.info;
@@ -135,9 +168,13 @@ impl Pkt {
     /// program's windows.
     pub fn reparse(&mut self) {
         let data = self.buf.data();
-        parse_into(data, &self.meta, &mut self.key, &mut self.info);
-        if let Some(x) = &self.extract {
-            x.run(data, &self.info, &mut self.key);
+        if let Some(p) = &self.parser {
+            p.parse(data, &self.meta, &mut self.key, &mut self.info);
+        } else {
+            parse_into(data, &self.meta, &mut self.key, &mut self.info);
+            if let Some(x) = &self.extract {
+                x.run(data, &self.info, &mut self.key);
+            }
         }
         self.edited = true;
         self.stale = false;

@@ -56,7 +56,7 @@ use crate::extract::Extract;
 use crate::graph::{Graph, Next, Node};
 use crate::guard::{Answers, Chain as GuardChain, Guard, GuardAt, GuardInput, GuardSet};
 use crate::op::{DeferredSet, Edited, EntryOps, Op};
-use crate::pkt::Pkt;
+use crate::pkt::{Parse, Pkt};
 use crate::prefetch;
 use crate::tally::{Shard, Tally};
 use crate::upcall::Upcall;
@@ -199,6 +199,11 @@ pub trait Frontend: Sized {
     /// The extract program every packet's parse runs (see [`Pkt::extract`]);
     /// `None`: the fixed parser's key only.
     fn extract(&self) -> Option<&Arc<Extract>> {
+        None
+    }
+    /// The front end's own parser, if it replaces the fixed parser (see
+    /// [`Pkt::parser`]).
+    fn parser(&self) -> Option<&Arc<dyn Parse>> {
         None
     }
     /// The context entry `e` of table `table` runs its ops in.
@@ -925,6 +930,10 @@ pub fn run_op<F: Frontend>(
             pkt.queue = Some(*q);
             Flow::Continue
         }
+        Op::Key(p) => {
+            p.run(&mut pkt.key);
+            Flow::Continue
+        }
         _ => match pkt.edit(op) {
             Edited::Changed | Edited::Unchanged | Edited::NotAnEdit => Flow::Continue,
             Edited::InvalidTtl => {
@@ -1052,10 +1061,11 @@ fn stage_burst<F: Frontend>(
     }
     let mut pkts = std::mem::take(&mut w.burst);
     let mut loaded = [false; BURST];
-    let extract = f.extract();
+    let (extract, parser) = (f.extract(), f.parser());
     for (i, ok) in loaded.iter_mut().enumerate().take(n) {
         let mut p = w.take_pkt();
         p.set_extract(extract);
+        p.set_parser(parser);
         *ok = frames.load(i, &mut p, meta);
         pkts.push(p);
     }

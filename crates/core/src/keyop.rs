@@ -1,0 +1,546 @@
+//! Ops over key words: straight-line computation on the key itself.
+//!
+//! # What
+//! A front end whose packets carry their headers in the key (P4's header
+//! vector: the parse program fills the key, tables match it, actions write
+//! it, the deparser reads it) lowers its action bodies and computed
+//! conditions into a [`KeyProg`]: a short register program that loads bit
+//! slots of the key, computes with them and stores results back. It runs
+//! as one [`crate::op::Op::Key`], on the key alone: the frame is not
+//! touched until the front end deparses it.
+//!
+//! # Basic design
+//! A [`Slot`] is up to 64 bits inside one key word (front ends lay their
+//! fields out so that none straddles a word; a wider field is several
+//! slots). Registers hold `u64`s; every arithmetic instruction names the
+//! width it computes in and leaves its result reduced to that width
+//! (P4's `bit<W>` arithmetic is modular), comparisons give 0 or 1. Jumps
+//! go forward only, so a program runs each instruction at most once.
+//!
+//! A program records the key bits it reads ([`KeyProg::reads`]): when a
+//! walk is being recorded for the megaflow cache, those bits join the
+//! entry's mask, because a later lookup or branch may depend on what the
+//! program computed from them. A front end that knows a program's result
+//! never reaches a lookup may narrow that set ([`KeyProg::with_reads`]).
+//!
+//! # Invariants
+//! - [`KeyProg::new`] refuses anything that could index outside the key
+//!   or the registers, or jump backwards; [`KeyProg::run`] never panics.
+//! - Each instruction runs at most once per [`KeyProg::run`].
+
+use sluice_packet::key::{FlowKey, FlowMask, KEY_WORDS};
+
+/// Registers a program may use.
+pub const REGS: usize = 32;
+/// Longest program.
+pub const MAX_INSNS: usize = 4096;
+
+/// Bits `shift .. shift + width` of key word `word` (bit 0 the least
+/// significant), read right-aligned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Slot {
+    pub word: u8,
+    pub shift: u8,
+    pub width: u8,
+}
+
+impl Slot {
+    /// The slot's bits within its word.
+    #[inline]
+    pub fn mask(self) -> u64 {
+        ones(self.width) << self.shift
+    }
+
+    fn is_valid(self) -> bool {
+        usize::from(self.word) < KEY_WORDS
+            && (1..=64).contains(&self.width)
+            && u32::from(self.shift) + u32::from(self.width) <= 64
+    }
+
+    /// The slot's value in `key` (zero if the slot is outside the key).
+    #[inline]
+    pub fn get(self, key: &FlowKey) -> u64 {
+        let w = key.words.get(usize::from(self.word)).copied().unwrap_or(0);
+        (w >> (self.shift & 63)) & ones(self.width)
+    }
+
+    /// Writes `v` (reduced to the slot's width) into `key`.
+    #[inline]
+    pub fn set(self, key: &mut FlowKey, v: u64) {
+        if let Some(w) = key.words.get_mut(usize::from(self.word)) {
+            let m = self.mask();
+            *w = (*w & !m) | ((v << (self.shift & 63)) & m);
+        }
+    }
+}
+
+/// Ones in the low `n` bits (`n` ≥ 64: all).
+#[inline]
+pub fn ones(n: u8) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// A register's index.
+pub type Reg = u8;
+
+/// A two-operand operation; `width` in [`Insn::Bin`] is the width the
+/// operands have and the result is reduced to (comparisons: 0 or 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    And,
+    Or,
+    Xor,
+    /// Shift left by the second operand (≥ width gives 0).
+    Shl,
+    /// Logical shift right.
+    Shr,
+    /// Arithmetic shift right (the operand is a signed `width`-bit value).
+    Sar,
+    /// Saturating unsigned add and subtract (P4's `|+|`, `|-|` on `bit<W>`).
+    AddSat,
+    SubSat,
+    /// Saturating signed add and subtract (on `int<W>`).
+    AddSatS,
+    SubSatS,
+    Eq,
+    Ne,
+    /// Unsigned comparisons.
+    Lt,
+    Le,
+    /// Signed comparisons of `width`-bit two's-complement values.
+    LtS,
+    LeS,
+}
+
+/// One instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Insn {
+    Const {
+        dst: Reg,
+        value: u64,
+    },
+    Load {
+        dst: Reg,
+        from: Slot,
+    },
+    /// Stores the low bits of `src` into the slot.
+    Store {
+        src: Reg,
+        to: Slot,
+    },
+    Bin {
+        op: BinOp,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        width: u8,
+    },
+    /// Bitwise complement within `width`.
+    Not {
+        dst: Reg,
+        a: Reg,
+        width: u8,
+    },
+    /// Two's-complement negation within `width`.
+    Neg {
+        dst: Reg,
+        a: Reg,
+        width: u8,
+    },
+    /// Sign-extends a `from`-bit value to 64 bits.
+    SExt {
+        dst: Reg,
+        a: Reg,
+        from: u8,
+    },
+    /// Keeps the low `width` bits.
+    Trunc {
+        dst: Reg,
+        a: Reg,
+        width: u8,
+    },
+    Mov {
+        dst: Reg,
+        a: Reg,
+    },
+    /// Skips forward to instruction `to` if `cond` is zero.
+    JumpIfZero {
+        cond: Reg,
+        to: u16,
+    },
+    /// Skips forward to instruction `to`.
+    Jump {
+        to: u16,
+    },
+}
+
+/// Why a program was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyProgError {
+    TooLong(usize),
+    BadSlot {
+        at: usize,
+        slot: Slot,
+    },
+    BadReg {
+        at: usize,
+        reg: Reg,
+    },
+    BadWidth {
+        at: usize,
+        width: u8,
+    },
+    /// A jump that does not go forward within the program (or to its end).
+    BadJump {
+        at: usize,
+        to: u16,
+    },
+}
+
+impl std::fmt::Display for KeyProgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyProgError::TooLong(n) => write!(f, "{n} instructions; at most {MAX_INSNS}"),
+            KeyProgError::BadSlot { at, slot } => write!(
+                f,
+                "instruction {at}: slot word {} bits {}+{} is outside the key",
+                slot.word, slot.shift, slot.width
+            ),
+            KeyProgError::BadReg { at, reg } => {
+                write!(f, "instruction {at}: register {reg}; there are {REGS}")
+            }
+            KeyProgError::BadWidth { at, width } => {
+                write!(f, "instruction {at}: width {width}, not 1 to 64")
+            }
+            KeyProgError::BadJump { at, to } => {
+                write!(f, "instruction {at}: jump to {to} does not go forward")
+            }
+        }
+    }
+}
+
+impl std::error::Error for KeyProgError {}
+
+/// A checked program over key words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyProg {
+    insns: Box<[Insn]>,
+    reads: FlowMask,
+}
+
+impl KeyProg {
+    /// Checks `insns`; the program's [`KeyProg::reads`] are every slot it
+    /// loads.
+    pub fn new(insns: Vec<Insn>) -> Result<KeyProg, KeyProgError> {
+        if insns.len() > MAX_INSNS {
+            return Err(KeyProgError::TooLong(insns.len()));
+        }
+        let mut reads = FlowMask::ZERO;
+        let n = insns.len();
+        for (at, i) in insns.iter().enumerate() {
+            let reg = |r: Reg| {
+                if usize::from(r) < REGS {
+                    Ok(())
+                } else {
+                    Err(KeyProgError::BadReg { at, reg: r })
+                }
+            };
+            let width = |w: u8| {
+                if (1..=64).contains(&w) {
+                    Ok(())
+                } else {
+                    Err(KeyProgError::BadWidth { at, width: w })
+                }
+            };
+            let jump = |to: u16| {
+                if usize::from(to) > at && usize::from(to) <= n {
+                    Ok(())
+                } else {
+                    Err(KeyProgError::BadJump { at, to })
+                }
+            };
+            match *i {
+                Insn::Const { dst, .. } => reg(dst)?,
+                Insn::Load { dst, from } => {
+                    reg(dst)?;
+                    if !from.is_valid() {
+                        return Err(KeyProgError::BadSlot { at, slot: from });
+                    }
+                    reads.words[usize::from(from.word)] |= from.mask();
+                }
+                Insn::Store { src, to } => {
+                    reg(src)?;
+                    if !to.is_valid() {
+                        return Err(KeyProgError::BadSlot { at, slot: to });
+                    }
+                }
+                Insn::Bin { dst, a, b, width: w, .. } => {
+                    reg(dst)?;
+                    reg(a)?;
+                    reg(b)?;
+                    width(w)?;
+                }
+                Insn::Not { dst, a, width: w }
+                | Insn::Neg { dst, a, width: w }
+                | Insn::Trunc { dst, a, width: w }
+                | Insn::SExt { dst, a, from: w } => {
+                    reg(dst)?;
+                    reg(a)?;
+                    width(w)?;
+                }
+                Insn::Mov { dst, a } => {
+                    reg(dst)?;
+                    reg(a)?;
+                }
+                Insn::JumpIfZero { cond, to } => {
+                    reg(cond)?;
+                    jump(to)?;
+                }
+                Insn::Jump { to } => jump(to)?,
+            }
+        }
+        Ok(KeyProg { insns: insns.into_boxed_slice(), reads })
+    }
+
+    /// The same program un-wildcarding `reads` instead of every slot it
+    /// loads (see the module's *Basic design*).
+    pub fn with_reads(mut self, reads: FlowMask) -> KeyProg {
+        self.reads = reads;
+        self
+    }
+
+    /// The key bits whose values the program's results depend on.
+    pub fn reads(&self) -> &FlowMask {
+        &self.reads
+    }
+
+    pub fn insns(&self) -> &[Insn] {
+        &self.insns
+    }
+
+    /// Runs the program on `key`.
+    pub fn run(&self, key: &mut FlowKey) {
+        let mut r = [0u64; REGS];
+        let mut pc = 0;
+        while let Some(i) = self.insns.get(pc) {
+            pc += 1;
+            // Indices were checked by `new`; `& (REGS - 1)` keeps the
+            // compiler from adding bounds checks and cannot change them.
+            let ix = |x: Reg| usize::from(x) & (REGS - 1);
+            match *i {
+                Insn::Const { dst, value } => r[ix(dst)] = value,
+                Insn::Load { dst, from } => r[ix(dst)] = from.get(key),
+                Insn::Store { src, to } => to.set(key, r[ix(src)]),
+                Insn::Bin { op, dst, a, b, width } => {
+                    r[ix(dst)] = bin(op, r[ix(a)], r[ix(b)], width);
+                }
+                Insn::Not { dst, a, width } => r[ix(dst)] = !r[ix(a)] & ones(width),
+                Insn::Neg { dst, a, width } => r[ix(dst)] = r[ix(a)].wrapping_neg() & ones(width),
+                Insn::SExt { dst, a, from } => r[ix(dst)] = sext(r[ix(a)], from) as u64,
+                Insn::Trunc { dst, a, width } => r[ix(dst)] = r[ix(a)] & ones(width),
+                Insn::Mov { dst, a } => r[ix(dst)] = r[ix(a)],
+                Insn::JumpIfZero { cond, to } => {
+                    if r[ix(cond)] == 0 {
+                        pc = usize::from(to);
+                    }
+                }
+                Insn::Jump { to } => pc = usize::from(to),
+            }
+        }
+    }
+}
+
+/// `v`'s low `from` bits as a signed value.
+#[inline]
+pub fn sext(v: u64, from: u8) -> i64 {
+    if from == 0 || from >= 64 {
+        return v as i64;
+    }
+    let s = 64 - u32::from(from);
+    ((v << s) as i64) >> s
+}
+
+/// One [`BinOp`] on `width`-bit operands.
+pub fn bin(op: BinOp, a: u64, b: u64, width: u8) -> u64 {
+    let m = ones(width);
+    let (a, b) = (a & m, b & m);
+    let smax = (m >> 1) as i64;
+    let smin = -smax - 1;
+    match op {
+        BinOp::Add => a.wrapping_add(b) & m,
+        BinOp::Sub => a.wrapping_sub(b) & m,
+        BinOp::Mul => a.wrapping_mul(b) & m,
+        BinOp::And => a & b,
+        BinOp::Or => a | b,
+        BinOp::Xor => a ^ b,
+        BinOp::Shl => {
+            if b >= u64::from(width) {
+                0
+            } else {
+                (a << b) & m
+            }
+        }
+        BinOp::Shr => {
+            if b >= u64::from(width) {
+                0
+            } else {
+                a >> b
+            }
+        }
+        BinOp::Sar => {
+            let sh = b.min(u64::from(width).saturating_sub(1)).min(63) as u32;
+            (sext(a, width) >> sh) as u64 & m
+        }
+        BinOp::AddSat => a.checked_add(b).filter(|s| *s <= m).unwrap_or(m),
+        BinOp::SubSat => a.saturating_sub(b),
+        BinOp::AddSatS => {
+            (i128::from(sext(a, width)) + i128::from(sext(b, width)))
+                .clamp(smin.into(), smax.into()) as u64
+                & m
+        }
+        BinOp::SubSatS => {
+            (i128::from(sext(a, width)) - i128::from(sext(b, width)))
+                .clamp(smin.into(), smax.into()) as u64
+                & m
+        }
+        BinOp::Eq => u64::from(a == b),
+        BinOp::Ne => u64::from(a != b),
+        BinOp::Lt => u64::from(a < b),
+        BinOp::Le => u64::from(a <= b),
+        BinOp::LtS => u64::from(sext(a, width) < sext(b, width)),
+        BinOp::LeS => u64::from(sext(a, width) <= sext(b, width)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(word: u8, shift: u8, width: u8) -> Slot {
+        Slot { word, shift, width }
+    }
+
+    #[test]
+    fn slots_read_and_write_only_their_bits() {
+        let mut k = FlowKey::ZERO;
+        k.words[3] = u64::MAX;
+        let s = slot(3, 8, 12);
+        assert_eq!(s.get(&k), 0xfff);
+        s.set(&mut k, 0x12345);
+        assert_eq!(k.words[3], !(0xfffu64 << 8) | (0x345 << 8));
+        assert_eq!(s.get(&k), 0x345);
+        let whole = slot(5, 0, 64);
+        whole.set(&mut k, 7);
+        assert_eq!(whole.get(&k), 7);
+    }
+
+    #[test]
+    fn ttl_decrement_and_compare() {
+        // ttl = ttl - 1; flag = ttl == 0
+        let ttl = slot(2, 16, 8);
+        let flag = slot(2, 0, 1);
+        let p = KeyProg::new(vec![
+            Insn::Load { dst: 0, from: ttl },
+            Insn::Const { dst: 1, value: 1 },
+            Insn::Bin { op: BinOp::Sub, dst: 0, a: 0, b: 1, width: 8 },
+            Insn::Store { src: 0, to: ttl },
+            Insn::Const { dst: 2, value: 0 },
+            Insn::Bin { op: BinOp::Eq, dst: 3, a: 0, b: 2, width: 8 },
+            Insn::Store { src: 3, to: flag },
+        ])
+        .unwrap();
+        let mut k = FlowKey::ZERO;
+        ttl.set(&mut k, 1);
+        p.run(&mut k);
+        assert_eq!((ttl.get(&k), flag.get(&k)), (0, 1));
+        p.run(&mut k);
+        assert_eq!((ttl.get(&k), flag.get(&k)), (255, 0));
+        assert_eq!(p.reads().words[2], ttl.mask());
+    }
+
+    #[test]
+    fn forward_jumps_skip() {
+        let out = slot(0, 0, 8);
+        let p = KeyProg::new(vec![
+            Insn::Load { dst: 0, from: slot(1, 0, 1) },
+            Insn::JumpIfZero { cond: 0, to: 4 },
+            Insn::Const { dst: 1, value: 10 },
+            Insn::Jump { to: 5 },
+            Insn::Const { dst: 1, value: 20 },
+            Insn::Store { src: 1, to: out },
+        ])
+        .unwrap();
+        let mut k = FlowKey::ZERO;
+        p.run(&mut k);
+        assert_eq!(out.get(&k), 20);
+        k.words[1] = 1;
+        p.run(&mut k);
+        assert_eq!(out.get(&k), 10);
+    }
+
+    #[test]
+    fn bad_programs_are_refused() {
+        let bad = |i: Insn| KeyProg::new(vec![i]).unwrap_err();
+        assert!(matches!(
+            bad(Insn::Load { dst: 0, from: slot(24, 0, 8) }),
+            KeyProgError::BadSlot { .. }
+        ));
+        assert!(matches!(
+            bad(Insn::Load { dst: 0, from: slot(0, 60, 8) }),
+            KeyProgError::BadSlot { .. }
+        ));
+        assert!(matches!(
+            bad(Insn::Store { src: 0, to: slot(0, 0, 0) }),
+            KeyProgError::BadSlot { .. }
+        ));
+        assert!(matches!(bad(Insn::Mov { dst: 32, a: 0 }), KeyProgError::BadReg { .. }));
+        assert!(matches!(
+            bad(Insn::Not { dst: 0, a: 0, width: 65 }),
+            KeyProgError::BadWidth { .. }
+        ));
+        assert!(matches!(bad(Insn::Jump { to: 0 }), KeyProgError::BadJump { .. }));
+        assert!(matches!(bad(Insn::Jump { to: 2 }), KeyProgError::BadJump { .. }));
+        assert!(KeyProg::new(vec![Insn::Jump { to: 1 }]).is_ok());
+    }
+
+    #[test]
+    fn arithmetic_matches_a_wide_model() {
+        // Every op on every pair of 4-bit values against i128 arithmetic.
+        let w = 4u8;
+        let m = 15i128;
+        let s = |v: u64| i128::from(sext(v, w));
+        for a in 0..16u64 {
+            for b in 0..16u64 {
+                let (ai, bi) = (i128::from(a), i128::from(b));
+                let cases = [
+                    (BinOp::Add, (ai + bi) & m),
+                    (BinOp::Sub, (ai - bi) & m),
+                    (BinOp::Mul, (ai * bi) & m),
+                    (BinOp::Shl, if b >= 4 { 0 } else { (ai << b) & m }),
+                    (BinOp::Shr, if b >= 4 { 0 } else { ai >> b }),
+                    (BinOp::Sar, (s(a) >> b.min(3)) & m),
+                    (BinOp::AddSat, (ai + bi).min(m)),
+                    (BinOp::SubSat, (ai - bi).max(0)),
+                    (BinOp::AddSatS, (s(a) + s(b)).clamp(-8, 7) & m),
+                    (BinOp::SubSatS, (s(a) - s(b)).clamp(-8, 7) & m),
+                    (BinOp::Lt, i128::from(a < b)),
+                    (BinOp::LeS, i128::from(s(a) <= s(b))),
+                    (BinOp::LtS, i128::from(s(a) < s(b))),
+                ];
+                for (op, want) in cases {
+                    assert_eq!(i128::from(bin(op, a, b, w)), want, "{op:?} {a} {b}");
+                }
+            }
+        }
+        assert_eq!(bin(BinOp::Add, u64::MAX, 1, 64), 0);
+        assert_eq!(bin(BinOp::AddSat, u64::MAX, 1, 64), u64::MAX);
+        assert_eq!(bin(BinOp::Shl, 1, 64, 64), 0);
+    }
+}

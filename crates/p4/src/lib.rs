@@ -14,11 +14,16 @@
 //!    faster engine is tested against.
 //! 4. [`stf`] runs p4c's STF tests against any [`target::Target`].
 //!
+//! Compilation into sluice's core (ARCHITECTURE.md, "P4 in the core") is
+//! being built in steps: [`coretable`] holds table entries as the core's
+//! mask/value rules.
+//!
 //! Errors are [`diag::Diagnostic`]s rendered with `file:line:column`, the
 //! source line and a caret; what sluice does not support is refused by
 //! name, never miscompiled.
 
 pub mod ast;
+pub mod coretable;
 pub mod ctl;
 pub mod diag;
 pub mod interp;

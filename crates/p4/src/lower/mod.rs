@@ -24,6 +24,7 @@
 //! - Compiled programs never panic and do bounded work per frame.
 
 pub mod layout;
+pub mod parser;
 
 use crate::ast::{Decl, ExprKind, ParserDecl, Program, TypeKind};
 use crate::diag::{Diagnostic, Result, Span};

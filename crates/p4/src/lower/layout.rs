@@ -44,7 +44,7 @@ use std::sync::Arc;
 use sluice_core::keyop::Slot;
 use sluice_packet::key::{FlowKey, KEY_WORDS};
 
-use crate::ast::AggregateKind;
+use crate::ast::{AggregateKind, Decl, Program};
 use crate::diag::{Diagnostic, Result, Span};
 use crate::types::{AggTy, EnumTy, Ty, TypeEnv};
 use crate::value::{self, Aggregate, Bits, Value};
@@ -210,7 +210,8 @@ impl Alloc {
     }
 }
 
-struct Builder {
+struct Builder<'a> {
+    prog: &'a Program,
     span: Span,
     a: Alloc,
     l: Layout,
@@ -219,8 +220,17 @@ struct Builder {
 impl Layout {
     /// The layout of a program whose pipeline state has types `hdr`,
     /// `meta` and `std`; `span` is where refusals point (the parser).
-    pub fn new(env: &TypeEnv, hdr: &Ty, meta: &Ty, std: &Ty, span: Span) -> Result<Layout> {
+    /// Refusals of a field point at its declaration in `prog`.
+    pub fn new(
+        prog: &Program,
+        env: &TypeEnv,
+        hdr: &Ty,
+        meta: &Ty,
+        std: &Ty,
+        span: Span,
+    ) -> Result<Layout> {
         let mut b = Builder {
+            prog,
             span,
             a: Alloc { fill: [0; KEY_WORDS], asked: 0, failed: false },
             l: Layout {
@@ -443,9 +453,24 @@ impl Layout {
     }
 }
 
-impl Builder {
+impl Builder<'_> {
     fn refuse<T>(&self, what: String) -> Result<T> {
         Err(super::refuse(self.span, what))
+    }
+
+    /// Where field `field` of aggregate `agg` is declared (else the
+    /// parser).
+    fn decl_span(&self, agg: &str, field: &str) -> Span {
+        self.prog
+            .decls
+            .iter()
+            .find_map(|d| match d {
+                Decl::Aggregate(a) if a.name.name == agg => {
+                    a.fields.iter().find(|f| f.name.name == field).map(|f| f.span)
+                }
+                _ => None,
+            })
+            .unwrap_or(self.span)
     }
 
     fn name(&mut self, root: Root, path: &str, item: Item) {
@@ -461,12 +486,13 @@ impl Builder {
         }
         for (n, t) in &a.fields {
             let p = if path.is_empty() { n.clone() } else { format!("{path}.{n}") };
-            self.member(root, &p, t, depth + 1)?;
+            let at = self.decl_span(&a.name, n);
+            self.member(root, &p, t, at, depth + 1)?;
         }
         Ok(())
     }
 
-    fn member(&mut self, root: Root, path: &str, t: &Ty, depth: u32) -> Result<()> {
+    fn member(&mut self, root: Root, path: &str, t: &Ty, at: Span, depth: u32) -> Result<()> {
         match t {
             Ty::Struct(a) => self.strukt(root, path, a, depth),
             Ty::Header(a) => self.header(root, path, a, None).map(|_| ()),
@@ -488,14 +514,14 @@ impl Builder {
                 Ok(())
             }
             other => {
-                let ty = self.scalar(path, other)?;
+                let ty = self.scalar(path, other, at)?;
                 self.scalar_field(root, path, ty);
                 Ok(())
             }
         }
     }
 
-    fn scalar(&self, path: &str, t: &Ty) -> Result<FieldTy> {
+    fn scalar(&self, path: &str, t: &Ty, at: Span) -> Result<FieldTy> {
         Ok(match t {
             Ty::Bits { signed, width } => FieldTy::Bits { signed: *signed, width: *width },
             Ty::Bool => FieldTy::Bool,
@@ -504,8 +530,8 @@ impl Builder {
                 Some((signed, width)) => FieldTy::Bits { signed, width },
                 None => FieldTy::Enum(e.clone()),
             },
-            Ty::Varbit(_) => return self.refuse(format!("varbit field `{path}`")),
-            other => return self.refuse(format!("field `{path}` of type {other}")),
+            Ty::Varbit(_) => return Err(super::refuse(at, format!("varbit field `{path}`"))),
+            other => return Err(super::refuse(at, format!("field `{path}` of type {other}"))),
         })
     }
 
@@ -538,7 +564,7 @@ impl Builder {
         self.name(root, path, Item::Header(id));
         for (n, t) in &a.fields {
             let p = format!("{path}.{n}");
-            let ty = self.scalar(&p, t)?;
+            let ty = self.scalar(&p, t, self.decl_span(&a.name, n))?;
             let f = self.scalar_field(root, &p, ty);
             self.l.headers[id].fields.push(f);
         }
@@ -571,7 +597,7 @@ mod tests {
         let h = env.named("headers").unwrap();
         let m = env.named("meta_t").unwrap();
         let s = env.named("standard_metadata_t").unwrap();
-        Layout::new(&env, &h, &m, &s, Span::default()).unwrap()
+        Layout::new(&loaded.program, &env, &h, &m, &s, Span::default()).unwrap()
     }
 
     const SRC: &str = r#"
@@ -651,7 +677,7 @@ struct headers { big_t h; }
         let loaded = crate::parse::load_str("t.p4", src).unwrap();
         let env = TypeEnv::new(&loaded.program).unwrap();
         let [h, m, s] = ["headers", "meta_t", "standard_metadata_t"].map(|n| env.named(n).unwrap());
-        let e = Layout::new(&env, &h, &m, &s, Span::default()).unwrap_err();
+        let e = Layout::new(&loaded.program, &env, &h, &m, &s, Span::default()).unwrap_err();
         assert!(e.message.contains("needs") && e.message.contains("1536"), "{}", e.message);
     }
 }

@@ -141,6 +141,9 @@ pub enum POp {
     },
     /// Skips bits (`advance`, `extract<T>(_)`).
     Skip(u64),
+    /// Needs bits past the cursor without taking them (a `lookahead`
+    /// whose value is not used).
+    Need(u64),
     Verify {
         cond: Cond,
         error: u32,
@@ -274,7 +277,7 @@ impl ParseProg {
     pub fn compile(prog: &Program) -> Result<ParseProg> {
         let env = TypeEnv::new(prog)?;
         let (p, [h, m, s]) = super::pipeline_parser(prog, &env)?;
-        let layout = Layout::new(&env, &h, &m, &s, p.name.span)?;
+        let layout = Layout::new(prog, &env, &h, &m, &s, p.name.span)?;
         ParseProg::compile_with(&env, p, Arc::new(layout))
     }
 
@@ -519,6 +522,13 @@ impl Run<'_> {
                 self.pos += *n as usize;
                 Ok(())
             }
+            POp::Need(n) => {
+                if self.fits(*n) {
+                    Ok(())
+                } else {
+                    Err(self.p.codes.too_short)
+                }
+            }
             POp::Verify { cond, error } => {
                 if self.cond(cond)? {
                     Ok(())
@@ -731,6 +741,15 @@ impl Cx<'_> {
                             .and_then(|a| self.konst_u64(&a.value))
                             .ok_or_else(|| refuse(e.span, "`advance` by a non-constant"))?;
                         ops.push(POp::Skip(n));
+                        Ok(())
+                    }
+                    "lookahead" if args.is_empty() => {
+                        let w = type_args
+                            .first()
+                            .and_then(|t| self.env.resolve(t, &[]).ok())
+                            .and_then(|t| t.bit_width())
+                            .ok_or_else(|| refuse(e.span, "this lookahead"))?;
+                        ops.push(POp::Need(u64::from(w)));
                         Ok(())
                     }
                     other => Err(refuse(e.span, format!("`{}.{other}` as a statement", self.pkt))),
@@ -1159,7 +1178,6 @@ impl Cx<'_> {
         let bad = || refuse(e.span, "a keyset of another type than its key");
         let s = match (&vk, k) {
             (K::Int(_), K::Bits { .. }) => self.coerce(s, vk, k, e.span)?,
-            (K::Bits { width: a, .. }, K::Bits { width: b, .. }) if a == b => s,
             _ if vk == *k => s,
             _ => return Err(bad()),
         };
@@ -1427,5 +1445,7 @@ V1Switch(P(), C(), I(), I(), C(), D()) main;
         let loaded = crate::parse::load_str("t.p4", &src).unwrap();
         let d = ParseProg::compile(&loaded.program).unwrap_err();
         assert_eq!(d.message, "lowering: varbit field `tail.v` is not supported yet");
+        let s = d.span.unwrap();
+        assert_eq!(&src[s.start as usize..s.end as usize], "varbit<16> v;");
     }
 }

@@ -21,6 +21,7 @@
 //! layout is a function of the types alone.
 //!
 //! Value encodings: numbers as their bits (`int<W>` two's complement),
+//! `varbit<N>` as its bits right-aligned in `N` bits plus a length slot,
 //! `bool` as one bit, serializable enums as their underlying type, `error`
 //! as the member's index in [`TypeEnv::errors`] (32 bits) and other
 //! enums as the member's index (32 bits). Zero is every type's default
@@ -34,8 +35,8 @@
 //! - Every slot lies inside the key and inside one word; no two slots
 //!   overlap (checked by a test over the examples).
 //! - A program whose state does not fit is refused with the bits it needs
-//!   and the bits the key has; varbits and types that have no bits in a
-//!   header vector (`int`, `string`, tuples...) are refused by name.
+//!   and the bits the key has; types that have no bits in a header vector
+//!   (`int`, `string`, tuples...) are refused by name.
 //! - Reading and writing never panic, whatever the key holds.
 
 use std::collections::HashMap;
@@ -81,13 +82,16 @@ pub enum FieldTy {
     Error,
     /// A non-serializable enum (members by index).
     Enum(Arc<EnumTy>),
+    /// `varbit<max>`: its bits right-aligned in `max` bits, its length
+    /// in [`Field::len`].
+    Varbit(u32),
 }
 
 impl FieldTy {
     /// Bits the field takes in the key.
     pub fn width(&self) -> u32 {
         match self {
-            FieldTy::Bits { width, .. } => *width,
+            FieldTy::Bits { width, .. } | FieldTy::Varbit(width) => *width,
             FieldTy::Bool => 1,
             FieldTy::Error | FieldTy::Enum(_) => WORD32,
         }
@@ -102,6 +106,8 @@ pub struct Field {
     pub ty: FieldTy,
     /// Most significant first; empty for a zero-width field.
     pub slots: Vec<Slot>,
+    /// A varbit's current length in bits.
+    pub len: Option<Slot>,
 }
 
 /// One header (a stack element or a union member is one too).
@@ -353,6 +359,10 @@ impl Layout {
             FieldTy::Bits { signed: false, .. } => Value::Bits(b),
             FieldTy::Bits { signed: true, .. } => Value::Signed(b),
             FieldTy::Bool => Value::Bool(!b.is_zero()),
+            FieldTy::Varbit(max) => {
+                let n = f.len.map_or(0, |s| s.get(key) as u32).min(*max);
+                Value::Varbit { max: *max, bits: b.resize(n) }
+            }
             FieldTy::Error => {
                 let i = b.to_u64().unwrap_or(u64::MAX);
                 match usize::try_from(i).ok().and_then(|i| self.errors.get(i)) {
@@ -530,15 +540,19 @@ impl Builder<'_> {
                 Some((signed, width)) => FieldTy::Bits { signed, width },
                 None => FieldTy::Enum(e.clone()),
             },
-            Ty::Varbit(_) => return Err(super::refuse(at, format!("varbit field `{path}`"))),
+            Ty::Varbit(max) => FieldTy::Varbit(*max),
             other => return Err(super::refuse(at, format!("field `{path}` of type {other}"))),
         })
     }
 
     fn scalar_field(&mut self, root: Root, path: &str, ty: FieldTy) -> usize {
         let slots = self.a.field(ty.width());
+        let len = match ty {
+            FieldTy::Varbit(max) => Some(self.a.slot(32 - max.leading_zeros().min(31))),
+            _ => None,
+        };
         let id = self.l.fields.len();
-        self.l.fields.push(Field { root, path: path.to_string(), ty, slots });
+        self.l.fields.push(Field { root, path: path.to_string(), ty, slots, len });
         self.name(root, path, Item::Field(id));
         id
     }
@@ -652,7 +666,7 @@ struct headers { eth_t eth; wide_t w; a_t[2] st; u_t u; }
         let l = layout(SRC);
         let mut used = [0u64; KEY_WORDS];
         let mut all: Vec<Slot> = vec![l.cursor];
-        all.extend(l.fields.iter().flat_map(|f| f.slots.iter().copied()));
+        all.extend(l.fields.iter().flat_map(|f| f.slots.iter().copied().chain(f.len)));
         all.extend(l.headers.iter().map(|h| h.valid));
         all.extend(l.stacks.iter().map(|s| s.next));
         let mut bits = 0u32;

@@ -7,15 +7,17 @@
 //! executes it on a frame, and [`ParseProg`] implements the core's
 //! [`Parse`] hook so a walk can use it instead of the fixed parser.
 //!
-//! Supported: `extract` of fixed-size headers (into a header, a constant
-//! stack element, `stack.next`, or a member of `unionstack.next`) and
-//! `extract<T>(_)`; `advance` by a constant; `verify` of conditions built
-//! from comparisons, `!`, `&&`, `||`, booleans and `isValid()`;
-//! assignments of constants, fields and lookaheads to fields;
-//! `transition accept/reject/state` and `select` over fields (also of
-//! `stack.last`/`stack.next`), slices of them and `lookahead<T>()` (or
-//! a field of it) with values, `&&&` masks, `lo .. hi` ranges and
-//! `default`/`_`. Keys and values up to 128 bits.
+//! Supported: `extract` of headers (into a header, a constant stack
+//! element, `stack.next`, or a member of `unionstack.next`; a header with
+//! a varbit field with `extract(h, size)`) and `extract<T>(_)`; `advance`
+//! by a constant or a value; `lookahead<T>()` as a statement; `verify` of
+//! conditions built from comparisons, `!`, `&&`, `||`, booleans and
+//! `isValid()`; assignments to fields; `transition accept/reject/state`
+//! and `select` with values, `&&&` masks, `lo .. hi` ranges and
+//! `default`/`_`. Values are fields (also of `stack.last`/`stack.next`),
+//! constants, `lookahead<T>()` (or a field of it), slices, `+ - *`,
+//! bitwise operators, shifts, `++`, negation and casts, all within 128
+//! bits, computed as the interpreter computes them.
 //!
 //! # Basic design
 //! The program mirrors the reference interpreter ([`crate::interp`]) step
@@ -26,16 +28,18 @@
 //! - states run at most [`crate::interp::MAX_PARSER_TRANSITIONS`] times,
 //!   counted as the interpreter counts them (`ParserTimeout` after);
 //! - an extract that does not fit rejects with `PacketTooShort` and
-//!   writes nothing; `.next` past the end, `.last` of an empty stack
+//!   writes nothing (a varbit longer than its maximum: `HeaderTooShort`,
+//!   checked field by field in the interpreter's order); `.next` past the end, `.last` of an empty stack
 //!   reject with `StackOutOfBounds`; a `select` that matches no case
 //!   rejects with `NoMatch`, `transition reject` with `NoError`;
 //! - whatever was extracted or assigned before a reject stays, the cursor
 //!   is stored where the parser stopped, and `parser_error` is written
 //!   last (the interpreter overwrites it after the parser too).
 //!
-//! Anything else (varbits, sub-parsers, parser-local variables, `if`,
-//! value sets, arithmetic, ...) is refused at its span by
-//! [`super::refuse`]: compile-time only, never a wrong parse.
+//! Anything else (sub-parsers, parser-local variables, `if`, value sets,
+//! division, saturating arithmetic, varbits as values, values over 128
+//! bits, ...) is refused at its span by [`super::refuse`]: compile-time
+//! only, never a wrong parse.
 //!
 //! # Invariants
 //! - [`ParseProg::run`] never panics and does bounded work: at most
@@ -169,10 +173,12 @@ pub enum Cond {
 /// One step of a state's body.
 #[derive(Clone, Debug)]
 pub enum POp {
-    /// Extracts a header of `width` bits.
+    /// Extracts a header whose fixed fields are `width` bits; `size` is
+    /// the length of its varbit field (`extract(h, size)`).
     Extract {
         header: usize,
         width: u32,
+        size: Option<Src>,
     },
     /// Extracts into the stack's next element (`member`: of a union
     /// element), then advances the stack.
@@ -180,6 +186,7 @@ pub enum POp {
         stack: usize,
         member: Option<usize>,
         width: u32,
+        size: Option<Src>,
     },
     /// Skips bits (`advance`, `extract<T>(_)`).
     Skip(u64),
@@ -244,6 +251,7 @@ struct Codes {
     no_error: u32,
     too_short: u32,
     out_of_bounds: u32,
+    header_too_short: u32,
     no_match: u32,
     timeout: u32,
 }
@@ -272,6 +280,8 @@ enum K {
     Enum(String),
     /// An `int` constant, typed by where it is used.
     Int(i128),
+    /// Never a value here: refused where used.
+    Varbit(u32),
 }
 
 impl K {
@@ -281,6 +291,7 @@ impl K {
             FieldTy::Bool => K::Bool,
             FieldTy::Error => K::Error,
             FieldTy::Enum(e) => K::Enum(e.name.clone()),
+            FieldTy::Varbit(max) => K::Varbit(*max),
         }
     }
 
@@ -290,6 +301,7 @@ impl K {
             K::Bool => 1,
             K::Error | K::Enum(_) => 32,
             K::Int(_) => 0,
+            K::Varbit(max) => *max,
         }
     }
 }
@@ -388,6 +400,7 @@ impl ParseProg {
             no_error: code("NoError")?,
             too_short: code("PacketTooShort")?,
             out_of_bounds: code("StackOutOfBounds")?,
+            header_too_short: code("HeaderTooShort")?,
             no_match: code("NoMatch")?,
             timeout: code("ParserTimeout")?,
         };
@@ -547,8 +560,8 @@ impl Run<'_> {
     fn op(&mut self, op: &POp) -> Res<()> {
         let l = &*self.p.layout;
         match op {
-            POp::Extract { header, width } => self.extract(*header, *width),
-            POp::ExtractNext { stack, member, width } => {
+            POp::Extract { header, width, size } => self.extract(*header, *width, size.as_ref()),
+            POp::ExtractNext { stack, member, width, size } => {
                 let Some(s) = l.stacks.get(*stack) else { return Ok(()) };
                 let i = s.next.get(self.key) as usize;
                 let Some(el) = s.elems.get(i) else {
@@ -564,7 +577,7 @@ impl Run<'_> {
                     }
                     _ => return Ok(()),
                 };
-                self.extract(h, *width)?;
+                self.extract(h, *width, size.as_ref())?;
                 s.next.set(self.key, i as u64 + 1);
                 Ok(())
             }
@@ -626,15 +639,61 @@ impl Run<'_> {
         }
     }
 
-    fn extract(&mut self, h: usize, width: u32) -> Res<()> {
-        if !self.fits(u64::from(width)) {
-            return Err(self.p.codes.too_short);
-        }
+    fn extract(&mut self, h: usize, width: u32, size: Option<&Src>) -> Res<()> {
         let l = &*self.p.layout;
         let Some(hd) = l.headers.get(h) else { return Ok(()) };
+        let n = match size {
+            None => {
+                if !self.fits(u64::from(width)) {
+                    return Err(self.p.codes.too_short);
+                }
+                0
+            }
+            Some(s) => {
+                // The interpreter's order: each field in turn, a varbit
+                // longer than its maximum before the bytes run out.
+                let n = u64::try_from(self.eval(s)?).unwrap_or(u64::MAX);
+                let mut need = 0u64;
+                for &f in &hd.fields {
+                    let w = match l.fields.get(f).map(|x| &x.ty) {
+                        Some(FieldTy::Varbit(max)) if n > u64::from(*max) => {
+                            return Err(self.p.codes.header_too_short)
+                        }
+                        Some(FieldTy::Varbit(_)) => n,
+                        Some(t) => u64::from(t.width()),
+                        None => 0,
+                    };
+                    need = need.saturating_add(w);
+                    if !self.fits(need) {
+                        return Err(self.p.codes.too_short);
+                    }
+                }
+                n as usize
+            }
+        };
         let mut pos = self.pos;
         for &f in &hd.fields {
-            for s in l.fields.get(f).map(|x| &x.slots[..]).unwrap_or(&[]) {
+            let Some(fd) = l.fields.get(f) else { continue };
+            if let FieldTy::Varbit(_) = fd.ty {
+                // Right-aligned: the last packet bit is the value's bit 0.
+                let mut lo = 0usize;
+                for s in fd.slots.iter().rev() {
+                    let top = (lo + usize::from(s.width)).min(n);
+                    let v = if top > lo {
+                        bits_at(self.data, pos + n - top, (top - lo) as u32)
+                    } else {
+                        0
+                    };
+                    s.set(self.key, v);
+                    lo += usize::from(s.width);
+                }
+                if let Some(len) = fd.len {
+                    len.set(self.key, n as u64);
+                }
+                pos += n;
+                continue;
+            }
+            for s in &fd.slots {
                 s.set(self.key, bits_at(self.data, pos, u32::from(s.width)));
                 pos += usize::from(s.width);
             }
@@ -878,10 +937,20 @@ impl Cx<'_> {
         args: &[crate::ast::Arg],
         ops: &mut Vec<POp>,
     ) -> Result<()> {
-        if args.len() != 1 {
-            return Err(refuse(span, "varbit extract"));
-        }
-        let a = &args[0].value;
+        let a = match args {
+            [a] | [a, _] => &a.value,
+            _ => return Err(Diagnostic::new(span, "`extract` takes one or two arguments")),
+        };
+        let size = match args.get(1) {
+            None => None,
+            Some(x) => Some(match self.konst(&x.value) {
+                Some(Value::Int(i)) if i >= 0 => Src::Const(i as u128),
+                _ => match self.src(&x.value, 0)? {
+                    (s, K::Bits { signed: false, width }) if width <= 64 => s,
+                    _ => return Err(refuse(x.span, "a varbit size of this type")),
+                },
+            }),
+        };
         if matches!(a.kind, ExprKind::DontCare) {
             let w = targs
                 .first()
@@ -891,13 +960,28 @@ impl Cx<'_> {
             ops.push(POp::Skip(u64::from(w)));
             return Ok(());
         }
-        let width_of = |h: usize| -> u32 {
-            self.l.headers[h].fields.iter().map(|&f| self.l.fields[f].ty.width()).sum()
+        // Fixed headers are `width` bits; one with a varbit needs a size.
+        let has_varbit = |h: usize| {
+            self.l.headers[h]
+                .fields
+                .iter()
+                .any(|&f| matches!(self.l.fields[f].ty, FieldTy::Varbit(_)))
+        };
+        let width_of = |h: usize| -> Result<u32> {
+            if size.is_none() && has_varbit(h) {
+                return Err(refuse(span, "extracting a varbit header without a size"));
+            }
+            Ok(self.l.headers[h]
+                .fields
+                .iter()
+                .filter(|&&f| !matches!(self.l.fields[f].ty, FieldTy::Varbit(_)))
+                .map(|&f| self.l.fields[f].ty.width())
+                .sum())
         };
         match self.place(a, 0)? {
             Some(Place::Static(root, path)) => match self.l.item(root, &path) {
                 Some(Item::Header(h)) => {
-                    ops.push(POp::Extract { header: h, width: width_of(h) });
+                    ops.push(POp::Extract { header: h, width: width_of(h)?, size });
                     Ok(())
                 }
                 _ => Err(refuse(a.span, "extracting into something other than a header")),
@@ -906,7 +990,8 @@ impl Cx<'_> {
                 let s = &self.l.stacks[stack];
                 match (s.elems.first(), rest.strip_prefix('.')) {
                     (Some(Elem::Header(h)), None) => {
-                        ops.push(POp::ExtractNext { stack, member: None, width: width_of(*h) });
+                        let width = width_of(*h)?;
+                        ops.push(POp::ExtractNext { stack, member: None, width, size });
                         Ok(())
                     }
                     (Some(Elem::Union(u)), Some(m)) if !m.contains('.') => {
@@ -916,8 +1001,8 @@ impl Cx<'_> {
                             .iter()
                             .position(|&h| self.l.headers[h].path.ends_with(&format!(".{m}")))
                             .ok_or_else(|| Diagnostic::new(a.span, format!("no member `{m}`")))?;
-                        let w = width_of(un.members[idx]);
-                        ops.push(POp::ExtractNext { stack, member: Some(idx), width: w });
+                        let width = width_of(un.members[idx])?;
+                        ops.push(POp::ExtractNext { stack, member: Some(idx), width, size });
                         Ok(())
                     }
                     _ => Err(refuse(a.span, "this extract into a stack")),
@@ -997,28 +1082,40 @@ impl Cx<'_> {
             return Err(refuse(e.span, "expressions nested this deeply"));
         }
         if let Some(p) = self.place(e, depth + 1)? {
-            return match p {
-                Place::Static(r, path) => match self.l.item(r, &path) {
-                    Some(Item::Field(f)) => Ok((Src::Field(f), K::of(&self.l.fields[f].ty))),
-                    _ => Err(refuse(e.span, "a whole header, struct or stack as a value")),
-                },
-                Place::Dyn { stack, last, rest } => {
-                    let items = self.per_elem(stack, &rest, e.span)?;
-                    let mut fields = Vec::with_capacity(items.len());
-                    for it in items {
-                        match it {
-                            Item::Field(f) => fields.push(f),
-                            _ => return Err(refuse(e.span, "a whole header as a value")),
-                        }
-                    }
-                    let k = fields
-                        .first()
-                        .map(|&f| K::of(&self.l.fields[f].ty))
-                        .ok_or_else(|| refuse(e.span, "an empty stack"))?;
-                    Ok((Src::Elem { stack, last, fields }, k))
-                }
-            };
+            let (s, k) = self.place_src(p, e)?;
+            if let K::Varbit(_) = k {
+                return Err(refuse(e.span, "a varbit as a value"));
+            }
+            return Ok((s, k));
         }
+        self.src_expr(e, depth)
+    }
+
+    fn place_src(&self, p: Place, e: &Expr) -> Result<(Src, K)> {
+        match p {
+            Place::Static(r, path) => match self.l.item(r, &path) {
+                Some(Item::Field(f)) => Ok((Src::Field(f), K::of(&self.l.fields[f].ty))),
+                _ => Err(refuse(e.span, "a whole header, struct or stack as a value")),
+            },
+            Place::Dyn { stack, last, rest } => {
+                let items = self.per_elem(stack, &rest, e.span)?;
+                let mut fields = Vec::with_capacity(items.len());
+                for it in items {
+                    match it {
+                        Item::Field(f) => fields.push(f),
+                        _ => return Err(refuse(e.span, "a whole header as a value")),
+                    }
+                }
+                let k = fields
+                    .first()
+                    .map(|&f| K::of(&self.l.fields[f].ty))
+                    .ok_or_else(|| refuse(e.span, "an empty stack"))?;
+                Ok((Src::Elem { stack, last, fields }, k))
+            }
+        }
+    }
+
+    fn src_expr(&self, e: &Expr, depth: u32) -> Result<(Src, K)> {
         match &e.kind {
             ExprKind::Call { func, type_args, args } => {
                 if let ExprKind::Member(b, m) = &func.kind {
@@ -1670,19 +1767,57 @@ V1Switch(P(), C(), I(), I(), C(), D()) main;
         let (m, at) = refusal("meta.t = hdr.eth.type / 2;", "");
         assert!(m.contains("this operator in a parser expression"), "{m}");
         assert_eq!(at, "hdr.eth.type / 2");
-        let (m, _) = refusal("pkt.extract(hdr.tail, 8);", "");
-        assert!(m.contains("varbit extract"), "{m}");
+        let (m, at) = refusal("pkt.extract(hdr.vlan.last);", "");
+        assert!(m.contains("extract into `.last`"), "{m}");
+        assert_eq!(at, "hdr.vlan.last");
         let (m, _) = refusal("meta.t = hdr.eth.dst;", "");
         assert!(m.contains("mixing these types"), "{m}");
     }
 
     #[test]
-    fn varbit_headers_are_refused() {
-        let src = PROG.replace("bit<8> x; }", "bit<8> x; varbit<16> v; }");
+    fn varbit_extract_needs_a_size() {
+        let src = PROG
+            .replace("bit<8> x; }", "bit<8> x; varbit<16> v; }")
+            .replace("pkt.lookahead<tail_t>().x", "pkt.lookahead<bit<8>>()");
         let loaded = crate::parse::load_str("t.p4", &src).unwrap();
         let d = ParseProg::compile(&loaded.program).unwrap_err();
-        assert_eq!(d.message, "lowering: varbit field `tail.v` is not supported yet");
+        assert_eq!(
+            d.message,
+            "lowering: extracting a varbit header without a size is not supported yet"
+        );
         let s = d.span.unwrap();
-        assert_eq!(&src[s.start as usize..s.end as usize], "varbit<16> v;");
+        assert_eq!(&src[s.start as usize..s.end as usize], "pkt.extract(hdr.tail)");
+    }
+
+    #[test]
+    fn varbits_agree_with_the_interpreter() {
+        let src = PROG
+            .replace("bit<8> x; }", "bit<4> len; bit<4> k; varbit<40> v; bit<8> after; }")
+            .replace("pkt.lookahead<tail_t>().x", "pkt.lookahead<bit<8>>()")
+            .replace(
+                "pkt.extract(hdr.tail);",
+                "pkt.extract(hdr.tail, (bit<32>)hdr.tail_peek.len * 8);",
+            )
+            .replace("state tail {", "state tail { hdr_tail_peek_placeholder");
+        // The size comes from the header itself: look ahead at it first.
+        let src = src.replace("hdr_tail_peek_placeholder", "meta.peek = pkt.lookahead<bit<8>>();");
+        let src = src.replace("(bit<32>)hdr.tail_peek.len * 8", "(bit<32>)meta.peek[7:4] * 8");
+        let (mut i, p) = both(&src);
+        let mut seed = 3u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (seed >> 33) as u8
+        };
+        for len in 0..9u8 {
+            for extra in 0..8usize {
+                let mut tail = vec![len << 4 | 3];
+                tail.extend((0..extra).map(|_| next()));
+                let f = frame(&[0x0800], Some((0x45, [10, 0, 0, 1])), &tail);
+                let k = agree(&mut i, &p, 0, &f);
+                if len > 5 {
+                    assert_eq!(error_of(&p, &k), Value::Error("HeaderTooShort".into()));
+                }
+            }
+        }
     }
 }

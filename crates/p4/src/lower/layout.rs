@@ -288,6 +288,48 @@ impl Layout {
         }
     }
 
+    /// A field's slots, most significant first (`vlan[1].vid`).
+    pub fn slots(&self, root: Root, path: &str) -> Option<&[Slot]> {
+        self.fields.get(self.field(root, path)?).map(|f| &f.slots[..])
+    }
+
+    /// One line per slot holder, in key order: where everything lives
+    /// (`word.shift+width  path`).
+    pub fn dump(&self) -> String {
+        let mut rows: Vec<(Slot, String)> = vec![(self.cursor, "(cursor)".into())];
+        let name = |root: Root, p: &str| {
+            let r = match root {
+                Root::Headers => "hdr",
+                Root::Meta => "meta",
+                Root::Std => "std",
+            };
+            format!("{r}.{p}")
+        };
+        for f in &self.fields {
+            let n = f.slots.len();
+            for (i, s) in f.slots.iter().enumerate() {
+                let part = if n > 1 { format!(" ({}/{n})", i + 1) } else { String::new() };
+                rows.push((*s, format!("{}{part}", name(f.root, &f.path))));
+            }
+            if let Some(l) = f.len {
+                rows.push((l, format!("{} (length)", name(f.root, &f.path))));
+            }
+        }
+        for h in &self.headers {
+            rows.push((h.valid, format!("{} (valid)", name(h.root, &h.path))));
+        }
+        for st in &self.stacks {
+            rows.push((st.next, format!("{} (nextIndex)", name(st.root, &st.path))));
+        }
+        rows.sort_by_key(|(s, _)| (s.word, s.shift));
+        let mut out = String::new();
+        for (s, n) in rows {
+            out.push_str(&format!("{:2}.{:<2}+{:<2}  {n}\n", s.word, s.shift, s.width));
+        }
+        out.push_str(&format!("{} of {KEY_BITS} bits\n", self.bits_used));
+        out
+    }
+
     pub fn header(&self, root: Root, path: &str) -> Option<usize> {
         match self.item(root, path)? {
             Item::Header(i) => Some(i),
@@ -659,6 +701,11 @@ struct headers { eth_t eth; wide_t w; a_t[2] st; u_t u; }
         assert_eq!(l.value(&key, e), Value::Error("PacketTooShort".into()));
         // The neighbours were left alone.
         assert_eq!(l.get_u128(&key, dst), 0);
+        assert_eq!(l.slots(Root::Headers, "eth.dst"), Some(&l.fields[dst].slots[..]));
+        let dump = l.dump();
+        assert!(dump.starts_with(" 0.0 +32  (cursor)\n 0.32+1   hdr.eth (valid)\n"), "{dump}");
+        assert!(dump.contains(" 1.0 +48  hdr.eth.dst\n"), "{dump}");
+        assert!(dump.contains("hdr.w.x (1/2)") && dump.contains("hdr.st (nextIndex)"), "{dump}");
     }
 
     #[test]

@@ -757,7 +757,9 @@ impl Run<'_> {
                     ArOp::Shr => x >> y,
                 }
             }
-            Src::Concat { a, b, low } => (self.eval(a)? << low) | self.eval(b)?,
+            Src::Concat { a, b, low } => {
+                self.eval(a)?.checked_shl(*low).unwrap_or(0) | self.eval(b)?
+            }
             Src::Un { neg, a, width } => {
                 let x = self.eval(a)?;
                 (if *neg { 0u128.wrapping_sub(x) } else { !x }) & mask128(*width)

@@ -12,7 +12,9 @@
 //! 3. [`interp`] is the P4 reference: a straightforward interpreter of
 //!    the syntax tree with v1model's pipeline and externs, which every
 //!    faster engine is tested against.
-//! 4. [`stf`] runs p4c's STF tests against any [`target::Target`].
+//! 4. [`lower`] compiles the program into sluice's core (so far: the
+//!    header vector layout and the parse program).
+//! 5. [`stf`] runs p4c's STF tests against any [`target::Target`].
 //!
 //! Compilation into sluice's core (ARCHITECTURE.md, "P4 in the core") is
 //! being built in steps: [`coretable`] holds table entries as the core's
@@ -28,6 +30,7 @@ pub mod ctl;
 pub mod diag;
 pub mod interp;
 pub mod lex;
+pub mod lower;
 mod mcast;
 pub mod parse;
 pub mod pre;

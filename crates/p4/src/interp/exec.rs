@@ -54,7 +54,6 @@ enum Flow {
 const MAX_DEPTH: u32 = 200;
 const MAX_FRAMES: usize = 64;
 const MAX_STEPS: u64 = 1_000_000;
-const MAX_TRANSITIONS: u32 = 1000;
 
 struct Frame {
     ctx: Option<usize>,
@@ -132,43 +131,8 @@ pub(super) fn run_packet(
     port: u32,
     data: &[u8],
 ) -> CtlResult<Vec<Output>> {
-    let mut run = Run {
-        s,
-        d,
-        frames: Vec::new(),
-        ctxs: Vec::new(),
-        pkt: data.to_vec(),
-        pos: 0,
-        out: BitWriter::default(),
-        checksum_error: false,
-        truncate: None,
-        steps: 0,
-        depth: 0,
-        in_parser: false,
-        next_used: None,
-    };
-    let hdr = s.hdr_ty.default_value();
-    let meta = s.meta_ty.default_value();
-    let mut sm = s.sm_ty.default_value();
-    set_field_u128(&mut sm, "ingress_port", port as u128);
-    set_field_u128(&mut sm, "packet_length", data.len() as u128);
-    let pin = Value::Opaque { kind: "packet_in".into(), id: 0 };
-    // Parser.
-    run.in_parser = true;
-    let (finals, res) = run.invoke_block(s.pipeline[0], vec![pin, hdr, meta, sm]);
-    run.in_parser = false;
-    let [_, mut hdr, mut meta, mut sm] = take4(finals)?;
-    let err = match res {
-        Ok(()) => "NoError".to_string(),
-        Err(Abort::Reject(e)) => e,
-        Err(Abort::Exit) => "NoError".to_string(),
-        Err(Abort::Fail(m)) => return Err(m),
-    };
-    if let Value::Struct(st) = &mut sm {
-        if let Some(f) = st.get_mut("parser_error") {
-            *f = Value::Error(err);
-        }
-    }
+    let mut run = Run::new(s, d, data);
+    let [mut hdr, mut meta, mut sm] = run.parser_stage(port, data.len())?;
     // verifyChecksum.
     let (f, res) = run.invoke_block(s.pipeline[1], vec![hdr, meta]);
     check_stage(res)?;
@@ -228,6 +192,62 @@ pub(super) fn run_packet(
         outputs.push(Output { port: port as u32, data: bytes });
     }
     Ok(outputs)
+}
+
+/// Runs only the parser on a packet: the headers, metadata and standard
+/// metadata it leaves (`parser_error` set), as ingress would see them.
+pub(super) fn parse_only(s: &Static, d: &mut Dyn, port: u32, data: &[u8]) -> CtlResult<[Value; 3]> {
+    let mut run = Run::new(s, d, data);
+    run.parser_stage(port, data.len())
+}
+
+impl<'a> Run<'a> {
+    fn new(s: &'a Static, d: &'a mut Dyn, data: &[u8]) -> Run<'a> {
+        Run {
+            s,
+            d,
+            frames: Vec::new(),
+            ctxs: Vec::new(),
+            pkt: data.to_vec(),
+            pos: 0,
+            out: BitWriter::default(),
+            checksum_error: false,
+            truncate: None,
+            steps: 0,
+            depth: 0,
+            in_parser: false,
+            next_used: None,
+        }
+    }
+
+    /// The parser stage of the pipeline: fresh headers and metadata,
+    /// `ingress_port` and `packet_length` set, the parser run and its
+    /// outcome recorded in `parser_error` (a reject does not drop).
+    fn parser_stage(&mut self, port: u32, len: usize) -> CtlResult<[Value; 3]> {
+        let s = self.s;
+        let hdr = s.hdr_ty.default_value();
+        let meta = s.meta_ty.default_value();
+        let mut sm = s.sm_ty.default_value();
+        set_field_u128(&mut sm, "ingress_port", port as u128);
+        set_field_u128(&mut sm, "packet_length", len as u128);
+        let pin = Value::Opaque { kind: "packet_in".into(), id: 0 };
+        self.in_parser = true;
+        let (finals, res) = self.invoke_block(s.pipeline[0], vec![pin, hdr, meta, sm]);
+        self.in_parser = false;
+        let [_, hdr, meta, mut sm] = take4(finals)?;
+        let err = match res {
+            Ok(()) => "NoError".to_string(),
+            Err(Abort::Reject(e)) => e,
+            Err(Abort::Exit) => "NoError".to_string(),
+            Err(Abort::Fail(m)) => return Err(m),
+        };
+        if let Value::Struct(st) = &mut sm {
+            if let Some(f) = st.get_mut("parser_error") {
+                *f = Value::Error(err);
+            }
+        }
+        Ok([hdr, meta, sm])
+    }
 }
 
 fn check_stage(res: R<()>) -> CtlResult<()> {
@@ -1198,7 +1218,7 @@ impl Run<'_> {
 
     fn run_states(&mut self, p: &ast::ParserDecl) -> R<()> {
         let mut cur = "start".to_string();
-        for _ in 0..MAX_TRANSITIONS {
+        for _ in 0..super::MAX_PARSER_TRANSITIONS {
             match cur.as_str() {
                 "accept" => return Ok(()),
                 "reject" => return Err(Abort::Reject("NoError".into())),

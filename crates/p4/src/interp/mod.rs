@@ -64,9 +64,21 @@ pub struct Digest {
     pub data: Value,
 }
 
+/// What the parser leaves ([`Interp::parse_only`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParseResult {
+    pub headers: Value,
+    pub meta: Value,
+    pub standard: Value,
+}
+
 /// Most digests queued until [`Interp::take_digests`]; later ones are
 /// dropped and counted ([`Interp::digests_dropped`]).
 pub const MAX_DIGESTS: usize = 65_536;
+
+/// Most states one parser invocation runs; then it rejects with
+/// `error.ParserTimeout`.
+pub const MAX_PARSER_TRANSITIONS: u32 = 1000;
 
 /// What a `standard_metadata.egress_spec` of this value does: drop.
 pub const DROP_PORT: u32 = 511;
@@ -243,6 +255,16 @@ impl Interp {
         };
         let d = Dyn { tables: table_dyn.clone(), externs, ..Dyn::default() };
         Ok(Interp { s: Arc::new(s), d, initial_tables: table_dyn })
+    }
+
+    /// Runs only the parser on a packet received on `port`: the headers,
+    /// metadata and standard metadata it leaves for ingress (with
+    /// `parser_error` set). For testing compiled parsers against the
+    /// reference.
+    pub fn parse_only(&mut self, port: u32, data: &[u8]) -> CtlResult<ParseResult> {
+        let s = self.s.clone();
+        let [headers, meta, standard] = exec::parse_only(&s, &mut self.d, port, data)?;
+        Ok(ParseResult { headers, meta, standard })
     }
 
     /// Digests dropped so far because [`MAX_DIGESTS`] were waiting.

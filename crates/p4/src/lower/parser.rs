@@ -1,0 +1,1825 @@
+//! The P4 parser compiled into a parse program: the stage that fills the
+//! core's key (the header vector of [`super::layout`]) from a frame.
+//!
+//! # What
+//! [`ParseProg::compile`] turns the v1model parser's states into a small
+//! program of [`POp`]s and transitions over key slots; [`ParseProg::run`]
+//! executes it on a frame, and [`ParseProg`] implements the core's
+//! [`Parse`] hook so a walk can use it instead of the fixed parser.
+//!
+//! Supported: `extract` of headers (into a header, a constant stack
+//! element, `stack.next`, or a member of `unionstack.next`; a header with
+//! a varbit field with `extract(h, size)`) and `extract<T>(_)`; `advance`
+//! by a constant or a value; `lookahead<T>()` as a statement; `verify` of
+//! conditions built from comparisons, `!`, `&&`, `||`, booleans and
+//! `isValid()`; assignments to fields; `transition accept/reject/state`
+//! and `select` with values, `&&&` masks, `lo .. hi` ranges and
+//! `default`/`_`. Values are fields (also of `stack.last`/`stack.next`),
+//! constants, `lookahead<T>()` (or a field of it), slices, `+ - *`,
+//! bitwise operators, shifts, `++`, negation and casts, all within 128
+//! bits, computed as the interpreter computes them.
+//!
+//! # Basic design
+//! The program mirrors the reference interpreter ([`crate::interp`]) step
+//! for step, because it is tested against it frame by frame:
+//! - the key is zeroed, the non-zero defaults written (`error.NoError`),
+//!   then `ingress_port` and `packet_length` set as the interpreter sets
+//!   them;
+//! - states run at most [`crate::interp::MAX_PARSER_TRANSITIONS`] times,
+//!   counted as the interpreter counts them (`ParserTimeout` after);
+//! - an extract that does not fit rejects with `PacketTooShort` and
+//!   writes nothing (a varbit longer than its maximum: `HeaderTooShort`,
+//!   checked field by field in the interpreter's order); `.next` past the end, `.last` of an empty stack
+//!   reject with `StackOutOfBounds`; a `select` that matches no case
+//!   rejects with `NoMatch`, `transition reject` with `NoError`;
+//! - whatever was extracted or assigned before a reject stays, the cursor
+//!   is stored where the parser stopped, and `parser_error` is written
+//!   last (the interpreter overwrites it after the parser too).
+//!
+//! Anything else (sub-parsers, parser-local variables, `if`, value sets,
+//! division, saturating arithmetic, varbits as values, values over 128
+//! bits, ...) is refused at its span by [`super::refuse`]: compile-time
+//! only, never a wrong parse.
+//!
+//! # Invariants
+//! - [`ParseProg::run`] never panics and does bounded work: at most
+//!   `MAX_PARSER_TRANSITIONS` states, each a fixed list of ops.
+//! - Reads of the frame are bounds-checked before they are made; every
+//!   slot written comes from the layout (inside the key).
+
+use std::sync::Arc;
+
+use sluice_core::keyop::ones;
+use sluice_core::pkt::Parse;
+use sluice_packet::key::FlowKey;
+use sluice_packet::parse::{Meta, ParseInfo};
+
+use super::layout::{Elem, FieldTy, Item, Layout, Root};
+use super::refuse;
+use crate::ast::{
+    BinOp, Expr, ExprKind, Keyset, Local, ParserDecl, Program, Stmt, Transition, UnOp,
+};
+use crate::diag::{Diagnostic, Result, Span};
+use crate::interp::MAX_PARSER_TRANSITIONS;
+use crate::types::{Ty, TypeEnv};
+use crate::value::{Bits, Value};
+
+/// Where a transition goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Accept,
+    Reject,
+    State(usize),
+}
+
+/// A value a parse program computes (all fit in 128 bits).
+#[derive(Clone, Debug)]
+pub enum Src {
+    Const(u128),
+    Field(usize),
+    /// A field of a stack's `last` (or `next`) element: the field in
+    /// each element.
+    Elem {
+        stack: usize,
+        last: bool,
+        fields: Vec<usize>,
+    },
+    /// A header's validity.
+    Valid(usize),
+    /// `width` bits at `off` bits past the cursor; `need` bits must be
+    /// there (a lookahead of a whole header needs all of it).
+    Look {
+        off: u32,
+        width: u32,
+        need: u32,
+    },
+    Slice {
+        src: Box<Src>,
+        hi: u32,
+        lo: u32,
+    },
+    /// `a op b` on `width`-bit values (`int<W>` when `signed`), the
+    /// result reduced to `width` bits; a shift's `b` is its own width.
+    Bin {
+        op: ArOp,
+        a: Box<Src>,
+        b: Box<Src>,
+        width: u32,
+        signed: bool,
+    },
+    /// `a ++ b`, `b` being `low` bits wide.
+    Concat {
+        a: Box<Src>,
+        b: Box<Src>,
+        low: u32,
+    },
+    /// `-a` (`neg`) or `~a` within `width` bits.
+    Un {
+        neg: bool,
+        a: Box<Src>,
+        width: u32,
+    },
+    /// `(bit<to>) a` / `(int<to>) a`: `a` (`from` bits wide) sign-extended
+    /// when `sext`, then reduced to `to` bits.
+    Cast {
+        a: Box<Src>,
+        from: u32,
+        sext: bool,
+        to: u32,
+    },
+}
+
+/// Arithmetic and bitwise operators a parse program computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArOp {
+    Add,
+    Sub,
+    Mul,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A condition (`verify`).
+#[derive(Clone, Debug)]
+pub enum Cond {
+    Const(bool),
+    Src(Src),
+    Not(Box<Cond>),
+    And(Box<Cond>, Box<Cond>),
+    Or(Box<Cond>, Box<Cond>),
+    /// Signed comparisons compare `width`-bit two's-complement values.
+    Cmp {
+        op: CmpOp,
+        a: Src,
+        b: Src,
+        width: u32,
+        signed: bool,
+    },
+}
+
+/// One step of a state's body.
+#[derive(Clone, Debug)]
+pub enum POp {
+    /// Extracts a header whose fixed fields are `width` bits; `size` is
+    /// the length of its varbit field (`extract(h, size)`).
+    Extract {
+        header: usize,
+        width: u32,
+        size: Option<Src>,
+    },
+    /// Extracts into the stack's next element (`member`: of a union
+    /// element), then advances the stack.
+    ExtractNext {
+        stack: usize,
+        member: Option<usize>,
+        width: u32,
+        size: Option<Src>,
+    },
+    /// Skips bits (`advance`, `extract<T>(_)`).
+    Skip(u64),
+    /// Skips as many bits as a value says (`advance(e)`).
+    SkipBy(Src),
+    /// Needs bits past the cursor without taking them (a `lookahead`
+    /// whose value is not used).
+    Need(u64),
+    Verify {
+        cond: Cond,
+        error: u32,
+    },
+    /// Writes a field (`header`: the union member it belongs to, whose
+    /// siblings a write into a valid member invalidates).
+    Set {
+        field: usize,
+        src: Src,
+        header: Option<usize>,
+    },
+}
+
+/// One keyset of a case, over one select key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Match {
+    Any,
+    /// `key & mask == value` (`value` already masked).
+    Mask {
+        value: u128,
+        mask: u128,
+    },
+    /// `lo <= key <= hi` (signed keys compared with their sign bit
+    /// flipped).
+    Range {
+        lo: u128,
+        hi: u128,
+        flip: u128,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub keys: Vec<Match>,
+    pub next: Next,
+}
+
+#[derive(Clone, Debug)]
+pub enum Trans {
+    Go(Next),
+    Select { keys: Vec<Src>, cases: Vec<Case> },
+}
+
+#[derive(Clone, Debug)]
+pub struct State {
+    pub name: String,
+    pub ops: Vec<POp>,
+    pub trans: Trans,
+}
+
+/// Error codes the program itself raises.
+#[derive(Clone, Copy, Debug)]
+struct Codes {
+    no_error: u32,
+    too_short: u32,
+    out_of_bounds: u32,
+    header_too_short: u32,
+    no_match: u32,
+    timeout: u32,
+}
+
+/// A compiled parser.
+#[derive(Clone, Debug)]
+pub struct ParseProg {
+    pub layout: Arc<Layout>,
+    pub states: Vec<State>,
+    pub start: Next,
+    ingress_port: Option<usize>,
+    packet_length: Option<usize>,
+    parser_error: Option<usize>,
+    codes: Codes,
+}
+
+/// The static type of a [`Src`].
+#[derive(Clone, Debug, PartialEq)]
+enum K {
+    Bits {
+        signed: bool,
+        width: u32,
+    },
+    Bool,
+    Error,
+    Enum(String),
+    /// An `int` constant, typed by where it is used.
+    Int(i128),
+    /// Never a value here: refused where used.
+    Varbit(u32),
+}
+
+impl K {
+    fn of(t: &FieldTy) -> K {
+        match t {
+            FieldTy::Bits { signed, width } => K::Bits { signed: *signed, width: *width },
+            FieldTy::Bool => K::Bool,
+            FieldTy::Error => K::Error,
+            FieldTy::Enum(e) => K::Enum(e.name.clone()),
+            FieldTy::Varbit(max) => K::Varbit(*max),
+        }
+    }
+
+    fn width(&self) -> u32 {
+        match self {
+            K::Bits { width, .. } => *width,
+            K::Bool => 1,
+            K::Error | K::Enum(_) => 32,
+            K::Int(_) => 0,
+            K::Varbit(max) => *max,
+        }
+    }
+}
+
+/// Where an expression points in the header vector.
+enum Place {
+    Static(Root, String),
+    /// `stack.last` / `stack.next` followed by `rest` (`.f`, `.m.f`).
+    Dyn {
+        stack: usize,
+        last: bool,
+        rest: String,
+    },
+}
+
+struct Cx<'a> {
+    env: &'a TypeEnv,
+    l: &'a Layout,
+    pkt: &'a str,
+    roots: [(&'a str, Root); 3],
+    consts: Vec<(String, Value)>,
+    p: &'a ParserDecl,
+}
+
+const MAX_DEPTH: u32 = 64;
+
+impl ParseProg {
+    /// Compiles `prog`'s v1model parser (laying out its header vector).
+    pub fn compile(prog: &Program) -> Result<ParseProg> {
+        let env = TypeEnv::new(prog)?;
+        let (p, [h, m, s]) = super::pipeline_parser(prog, &env)?;
+        let layout = Layout::new(prog, &env, &h, &m, &s, p.name.span)?;
+        ParseProg::compile_with(&env, p, Arc::new(layout))
+    }
+
+    /// Compiles parser `p` over `layout`.
+    pub fn compile_with(env: &TypeEnv, p: &ParserDecl, layout: Arc<Layout>) -> Result<ParseProg> {
+        if let Some(c) = p.ctor_params.first() {
+            return Err(refuse(c.span, "a parser with constructor parameters"));
+        }
+        let names: Vec<&str> = p.params.iter().map(|x| x.name.name.as_str()).collect();
+        let [pkt, h, m, s] = names[..] else {
+            return Err(refuse(p.span, "a v1model parser without exactly four parameters"));
+        };
+        let mut consts: Vec<(String, Value)> = Vec::new();
+        for l in &p.locals {
+            match l {
+                Local::Const(c) => {
+                    let ty = env.resolve(&c.ty, &[])?;
+                    let v = {
+                        let look = |n: &str| {
+                            consts.iter().rev().find(|(k, _)| k == n).map(|(_, v)| v.clone())
+                        };
+                        env.eval_const(&c.value, Some(&ty), &look)?
+                    };
+                    consts.push((c.name.name.clone(), v));
+                }
+                Local::Var(v) => return Err(refuse(v.span, "a parser-local variable")),
+                Local::Instance(i) => return Err(refuse(i.span, "an instance in a parser")),
+                Local::ValueSet { span, .. } => return Err(refuse(*span, "a parser value set")),
+                Local::Action(a) => return Err(refuse(a.span, "an action in a parser")),
+                Local::Table(t) => return Err(refuse(t.span, "a table in a parser")),
+            }
+        }
+        let l = &*layout;
+        let cx = Cx {
+            env,
+            l,
+            pkt,
+            roots: [(h, Root::Headers), (m, Root::Meta), (s, Root::Std)],
+            consts,
+            p,
+        };
+        let mut states = Vec::with_capacity(p.states.len());
+        for st in &p.states {
+            let mut ops = Vec::new();
+            for stmt in &st.body {
+                cx.stmt(stmt, &mut ops, 0)?;
+            }
+            let trans = match &st.transition {
+                None => Trans::Go(Next::Reject),
+                Some(Transition::Direct(id)) => Trans::Go(cx.next(&id.name, id.span)?),
+                Some(Transition::Select { exprs, cases, span }) => {
+                    cx.select(exprs, cases, *span)?
+                }
+            };
+            states.push(State { name: st.name.name.clone(), ops, trans });
+        }
+        let start = cx.next("start", p.name.span)?;
+        let code = |n: &str| {
+            l.error_code(n).ok_or_else(|| {
+                Diagnostic::new(p.span, format!("lowering: `error.{n}` is not declared"))
+            })
+        };
+        let codes = Codes {
+            no_error: code("NoError")?,
+            too_short: code("PacketTooShort")?,
+            out_of_bounds: code("StackOutOfBounds")?,
+            header_too_short: code("HeaderTooShort")?,
+            no_match: code("NoMatch")?,
+            timeout: code("ParserTimeout")?,
+        };
+        Ok(ParseProg {
+            ingress_port: l.field(Root::Std, "ingress_port"),
+            packet_length: l.field(Root::Std, "packet_length"),
+            parser_error: l
+                .field(Root::Std, "parser_error")
+                .filter(|&f| l.fields.get(f).is_some_and(|x| x.ty == FieldTy::Error)),
+            layout,
+            states,
+            start,
+            codes,
+        })
+    }
+
+    /// Parses `data` received on `port` into `key` (the whole key).
+    pub fn run(&self, data: &[u8], port: u32, key: &mut FlowKey) {
+        let l = &*self.layout;
+        *key = FlowKey::ZERO;
+        l.write_defaults(key);
+        if let Some(f) = self.ingress_port {
+            write(l, key, f, u128::from(port));
+        }
+        if let Some(f) = self.packet_length {
+            write(l, key, f, data.len() as u128);
+        }
+        let mut r = Run { p: self, data, pos: 0, key };
+        let mut result = Err(self.codes.timeout);
+        let mut cur = self.start;
+        for _ in 0..MAX_PARSER_TRANSITIONS {
+            let i = match cur {
+                Next::Accept => {
+                    result = Ok(());
+                    break;
+                }
+                Next::Reject => {
+                    result = Err(self.codes.no_error);
+                    break;
+                }
+                Next::State(i) => i,
+            };
+            match self.states.get(i).map(|st| r.state(st)) {
+                Some(Ok(n)) => cur = n,
+                Some(Err(e)) => {
+                    result = Err(e);
+                    break;
+                }
+                None => break,
+            }
+        }
+        let pos = r.pos;
+        l.cursor.set(key, pos as u64);
+        if let Some(f) = self.parser_error {
+            let code = match result {
+                Ok(()) => self.codes.no_error,
+                Err(c) => c,
+            };
+            write(l, key, f, code.into());
+        }
+    }
+}
+
+impl Parse for ParseProg {
+    fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) {
+        self.run(data, meta.in_port, key);
+        *info =
+            ParseInfo { len: data.len().min(usize::from(u16::MAX)) as u16, ..ParseInfo::default() };
+    }
+}
+
+/// A field of up to 128 bits.
+fn read(l: &Layout, key: &FlowKey, f: usize) -> u128 {
+    let mut acc = 0u128;
+    for s in l.fields.get(f).map(|x| &x.slots[..]).unwrap_or(&[]) {
+        acc = (acc << s.width) | u128::from(s.get(key));
+    }
+    acc
+}
+
+/// Writes the low bits of `v` into a field (wider fields: its low 128
+/// bits, the rest zero).
+fn write(l: &Layout, key: &mut FlowKey, f: usize, v: u128) {
+    let Some(x) = l.fields.get(f) else { return };
+    let mut v = v;
+    for s in x.slots.iter().rev() {
+        s.set(key, v as u64);
+        v = if s.width >= 64 { v >> 64 } else { v >> s.width };
+    }
+}
+
+/// A `w`-bit two's-complement value sign-extended.
+fn sext(x: u128, w: u32) -> i128 {
+    if w == 0 || w >= 128 {
+        return x as i128;
+    }
+    let sh = 128 - w;
+    ((x << sh) as i128) >> sh
+}
+
+fn mask128(w: u32) -> u128 {
+    if w >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << w) - 1
+    }
+}
+
+/// `w` ≤ 64 bits of `data` at bit `pos`; the caller checked they exist.
+fn bits_at(data: &[u8], pos: usize, w: u32) -> u64 {
+    let first = pos / 8;
+    let off = pos % 8;
+    let n = (off + w as usize).div_ceil(8);
+    let mut acc = 0u128;
+    for i in 0..n {
+        acc = (acc << 8) | u128::from(data.get(first + i).copied().unwrap_or(0));
+    }
+    let shift = n * 8 - off - w as usize;
+    ((acc >> shift) as u64) & ones(w as u8)
+}
+
+struct Run<'a> {
+    p: &'a ParseProg,
+    data: &'a [u8],
+    pos: usize,
+    key: &'a mut FlowKey,
+}
+
+type Res<T> = std::result::Result<T, u32>;
+
+impl Run<'_> {
+    fn fits(&self, bits: u64) -> bool {
+        (self.pos as u64).saturating_add(bits) <= self.data.len() as u64 * 8
+    }
+
+    fn state(&mut self, st: &State) -> Res<Next> {
+        for op in &st.ops {
+            self.op(op)?;
+        }
+        match &st.trans {
+            Trans::Go(n) => Ok(*n),
+            Trans::Select { keys, cases } => {
+                let mut vals = [0u128; 16];
+                for (k, v) in keys.iter().zip(vals.iter_mut()) {
+                    *v = self.eval(k)?;
+                }
+                for c in cases {
+                    if c.keys.iter().zip(vals.iter()).all(|(m, &v)| matches(*m, v)) {
+                        return Ok(c.next);
+                    }
+                }
+                Err(self.p.codes.no_match)
+            }
+        }
+    }
+
+    fn op(&mut self, op: &POp) -> Res<()> {
+        let l = &*self.p.layout;
+        match op {
+            POp::Extract { header, width, size } => self.extract(*header, *width, size.as_ref()),
+            POp::ExtractNext { stack, member, width, size } => {
+                let Some(s) = l.stacks.get(*stack) else { return Ok(()) };
+                let i = s.next.get(self.key) as usize;
+                let Some(el) = s.elems.get(i) else {
+                    return Err(self.p.codes.out_of_bounds);
+                };
+                let h = match (el, member) {
+                    (Elem::Header(h), None) => *h,
+                    (Elem::Union(u), Some(m)) => {
+                        match l.unions.get(*u).and_then(|u| u.members.get(*m)) {
+                            Some(h) => *h,
+                            None => return Ok(()),
+                        }
+                    }
+                    _ => return Ok(()),
+                };
+                self.extract(h, *width, size.as_ref())?;
+                s.next.set(self.key, i as u64 + 1);
+                Ok(())
+            }
+            POp::Skip(n) => {
+                if !self.fits(*n) {
+                    return Err(self.p.codes.too_short);
+                }
+                self.pos += *n as usize;
+                Ok(())
+            }
+            POp::SkipBy(src) => {
+                let n = u64::try_from(self.eval(src)?).unwrap_or(u64::MAX);
+                if !self.fits(n) {
+                    return Err(self.p.codes.too_short);
+                }
+                self.pos += n as usize;
+                Ok(())
+            }
+            POp::Need(n) => {
+                if self.fits(*n) {
+                    Ok(())
+                } else {
+                    Err(self.p.codes.too_short)
+                }
+            }
+            POp::Verify { cond, error } => {
+                if self.cond(cond)? {
+                    Ok(())
+                } else {
+                    Err(*error)
+                }
+            }
+            POp::Set { field, src, header } => {
+                let v = self.eval(src)?;
+                write(l, self.key, *field, v);
+                if let Some(h) = header {
+                    self.union_exclusive(*h);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A valid union member makes its siblings invalid.
+    fn union_exclusive(&mut self, h: usize) {
+        let l = &*self.p.layout;
+        let Some(hd) = l.headers.get(h) else { return };
+        if hd.valid.get(self.key) == 0 {
+            return;
+        }
+        if let Some(u) = hd.union.and_then(|u| l.unions.get(u)) {
+            for &m in &u.members {
+                if m != h {
+                    if let Some(x) = l.headers.get(m) {
+                        x.valid.set(self.key, 0);
+                    }
+                }
+            }
+        }
+    }
+
+    fn extract(&mut self, h: usize, width: u32, size: Option<&Src>) -> Res<()> {
+        let l = &*self.p.layout;
+        let Some(hd) = l.headers.get(h) else { return Ok(()) };
+        let n = match size {
+            None => {
+                if !self.fits(u64::from(width)) {
+                    return Err(self.p.codes.too_short);
+                }
+                0
+            }
+            Some(s) => {
+                // The interpreter's order: each field in turn, a varbit
+                // longer than its maximum before the bytes run out.
+                let n = u64::try_from(self.eval(s)?).unwrap_or(u64::MAX);
+                let mut need = 0u64;
+                for &f in &hd.fields {
+                    let w = match l.fields.get(f).map(|x| &x.ty) {
+                        Some(FieldTy::Varbit(max)) if n > u64::from(*max) => {
+                            return Err(self.p.codes.header_too_short)
+                        }
+                        Some(FieldTy::Varbit(_)) => n,
+                        Some(t) => u64::from(t.width()),
+                        None => 0,
+                    };
+                    need = need.saturating_add(w);
+                    if !self.fits(need) {
+                        return Err(self.p.codes.too_short);
+                    }
+                }
+                n as usize
+            }
+        };
+        let mut pos = self.pos;
+        for &f in &hd.fields {
+            let Some(fd) = l.fields.get(f) else { continue };
+            if let FieldTy::Varbit(_) = fd.ty {
+                // Right-aligned: the last packet bit is the value's bit 0.
+                let mut lo = 0usize;
+                for s in fd.slots.iter().rev() {
+                    let top = (lo + usize::from(s.width)).min(n);
+                    let v = if top > lo {
+                        bits_at(self.data, pos + n - top, (top - lo) as u32)
+                    } else {
+                        0
+                    };
+                    s.set(self.key, v);
+                    lo += usize::from(s.width);
+                }
+                if let Some(len) = fd.len {
+                    len.set(self.key, n as u64);
+                }
+                pos += n;
+                continue;
+            }
+            for s in &fd.slots {
+                s.set(self.key, bits_at(self.data, pos, u32::from(s.width)));
+                pos += usize::from(s.width);
+            }
+        }
+        self.pos = pos;
+        hd.valid.set(self.key, 1);
+        self.union_exclusive(h);
+        Ok(())
+    }
+
+    fn elem_index(&self, stack: usize, last: bool) -> Res<usize> {
+        let n = self.p.layout.stacks.get(stack).map_or(0, |s| s.next.get(self.key) as usize);
+        if last {
+            n.checked_sub(1).ok_or(self.p.codes.out_of_bounds)
+        } else {
+            Ok(n)
+        }
+    }
+
+    fn eval(&mut self, s: &Src) -> Res<u128> {
+        let l = &*self.p.layout;
+        Ok(match s {
+            Src::Const(v) => *v,
+            Src::Field(f) => read(l, self.key, *f),
+            Src::Elem { stack, last, fields } => {
+                let i = self.elem_index(*stack, *last)?;
+                match fields.get(i) {
+                    Some(f) => read(l, self.key, *f),
+                    None => return Err(self.p.codes.out_of_bounds),
+                }
+            }
+            Src::Valid(h) => u128::from(l.is_valid(self.key, *h)),
+            Src::Look { off, width, need } => {
+                if !self.fits(u64::from(*need)) {
+                    return Err(self.p.codes.too_short);
+                }
+                let p = self.pos + *off as usize;
+                if *width > 64 {
+                    let lo = *width - 64;
+                    (u128::from(bits_at(self.data, p, 64)) << lo)
+                        | u128::from(bits_at(self.data, p + 64, lo))
+                } else {
+                    u128::from(bits_at(self.data, p, *width))
+                }
+            }
+            Src::Slice { src, hi, lo } => (self.eval(src)? >> lo) & mask128(hi - lo + 1),
+            Src::Bin { op, a, b, width, signed } => {
+                let (x, y, w) = (self.eval(a)?, self.eval(b)?, *width);
+                let m = mask128(w);
+                match op {
+                    ArOp::Add => x.wrapping_add(y) & m,
+                    ArOp::Sub => x.wrapping_sub(y) & m,
+                    ArOp::Mul => x.wrapping_mul(y) & m,
+                    ArOp::And => x & y,
+                    ArOp::Or => x | y,
+                    ArOp::Xor => x ^ y,
+                    ArOp::Shl if y >= u128::from(w) => 0,
+                    ArOp::Shl => (x << y) & m,
+                    ArOp::Shr if *signed => ((sext(x, w) >> y.min(127)) as u128) & m,
+                    ArOp::Shr if y >= u128::from(w) => 0,
+                    ArOp::Shr => x >> y,
+                }
+            }
+            Src::Concat { a, b, low } => {
+                self.eval(a)?.checked_shl(*low).unwrap_or(0) | self.eval(b)?
+            }
+            Src::Un { neg, a, width } => {
+                let x = self.eval(a)?;
+                (if *neg { 0u128.wrapping_sub(x) } else { !x }) & mask128(*width)
+            }
+            Src::Cast { a, from, sext: ext, to } => {
+                let x = self.eval(a)?;
+                let x = if *ext { sext(x, *from) as u128 } else { x };
+                x & mask128(*to)
+            }
+        })
+    }
+
+    fn cond(&mut self, c: &Cond) -> Res<bool> {
+        Ok(match c {
+            Cond::Const(b) => *b,
+            Cond::Src(s) => self.eval(s)? != 0,
+            Cond::Not(x) => !self.cond(x)?,
+            Cond::And(a, b) => self.cond(a)? && self.cond(b)?,
+            Cond::Or(a, b) => self.cond(a)? || self.cond(b)?,
+            Cond::Cmp { op, a, b, width, signed } => {
+                let flip = if *signed { 1u128 << (width - 1) } else { 0 };
+                let x = self.eval(a)? ^ flip;
+                let y = self.eval(b)? ^ flip;
+                match op {
+                    CmpOp::Eq => x == y,
+                    CmpOp::Ne => x != y,
+                    CmpOp::Lt => x < y,
+                    CmpOp::Le => x <= y,
+                    CmpOp::Gt => x > y,
+                    CmpOp::Ge => x >= y,
+                }
+            }
+        })
+    }
+}
+
+fn matches(m: Match, v: u128) -> bool {
+    match m {
+        Match::Any => true,
+        Match::Mask { value, mask } => v & mask == value,
+        Match::Range { lo, hi, flip } => (lo..=hi).contains(&(v ^ flip)),
+    }
+}
+
+// ----- compilation -------------------------------------------------------
+
+/// Most select keys a state may have.
+const MAX_KEYS: usize = 16;
+
+impl Cx<'_> {
+    fn next(&self, name: &str, span: Span) -> Result<Next> {
+        match name {
+            "accept" => Ok(Next::Accept),
+            "reject" => Ok(Next::Reject),
+            _ => self
+                .p
+                .states
+                .iter()
+                .position(|s| s.name.name == name)
+                .map(Next::State)
+                .ok_or_else(|| Diagnostic::new(span, format!("no parser state `{name}`"))),
+        }
+    }
+
+    fn konst(&self, e: &Expr) -> Option<Value> {
+        let look = |n: &str| self.consts.iter().rev().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+        self.env.eval_const(e, None, &look).ok()
+    }
+
+    fn konst_u64(&self, e: &Expr) -> Option<u64> {
+        self.konst(e)?.to_u64()
+    }
+
+    fn stmt(&self, s: &Stmt, ops: &mut Vec<POp>, depth: u32) -> Result<()> {
+        if depth > MAX_DEPTH {
+            return Err(refuse(stmt_span(s), "blocks nested this deeply"));
+        }
+        match s {
+            Stmt::Empty(_) => Ok(()),
+            Stmt::Block(b) => {
+                for x in &b.stmts {
+                    self.stmt(x, ops, depth + 1)?;
+                }
+                Ok(())
+            }
+            Stmt::Call(e) => self.call_stmt(e, ops),
+            Stmt::Assign { lhs, op: None, rhs, span } => {
+                let Some(Place::Static(root, path)) = self.place(lhs, 0)? else {
+                    return Err(refuse(lhs.span, "this assignment target"));
+                };
+                let Some(Item::Field(f)) = self.l.item(root, &path) else {
+                    return Err(refuse(*span, "assigning a whole header, struct or stack"));
+                };
+                let fk = K::of(&self.l.fields[f].ty);
+                if fk.width() > 128 {
+                    return Err(refuse(*span, "an assignment of more than 128 bits"));
+                }
+                let (src, k) = self.src(rhs, 0)?;
+                let src = self.coerce(src, k, &fk, rhs.span)?;
+                let header = self
+                    .l
+                    .headers
+                    .iter()
+                    .position(|h| h.fields.contains(&f))
+                    .filter(|&h| self.l.headers[h].union.is_some());
+                ops.push(POp::Set { field: f, src, header });
+                Ok(())
+            }
+            Stmt::Assign { span, .. } => Err(refuse(*span, "a compound assignment in a parser")),
+            Stmt::If { span, .. } => Err(refuse(*span, "`if` in a parser state")),
+            Stmt::Var(v) => Err(refuse(v.span, "a variable in a parser state")),
+            Stmt::Const(c) => Err(refuse(c.span, "a constant in a parser state")),
+            other => Err(refuse(stmt_span(other), "this statement in a parser")),
+        }
+    }
+
+    fn call_stmt(&self, e: &Expr, ops: &mut Vec<POp>) -> Result<()> {
+        let ExprKind::Call { func, type_args, args } = &e.kind else {
+            return Err(refuse(e.span, "this statement in a parser"));
+        };
+        match &func.kind {
+            ExprKind::Member(base, m) if matches!(&base.kind, ExprKind::Name { id, .. } if id.name == self.pkt) => {
+                match m.name.as_str() {
+                    "extract" => self.extract(e.span, type_args, args, ops),
+                    "advance" => {
+                        let Some(a) = args.first() else {
+                            return Err(Diagnostic::new(e.span, "`advance` needs an amount"));
+                        };
+                        if let Some(n) = self.konst_u64(&a.value) {
+                            ops.push(POp::Skip(n));
+                            return Ok(());
+                        }
+                        match self.src(&a.value, 0)? {
+                            (s, K::Bits { signed: false, .. }) => ops.push(POp::SkipBy(s)),
+                            _ => return Err(refuse(a.span, "`advance` by this value")),
+                        }
+                        Ok(())
+                    }
+                    "lookahead" if args.is_empty() => {
+                        let w = type_args
+                            .first()
+                            .and_then(|t| self.env.resolve(t, &[]).ok())
+                            .and_then(|t| t.bit_width())
+                            .ok_or_else(|| refuse(e.span, "this lookahead"))?;
+                        ops.push(POp::Need(u64::from(w)));
+                        Ok(())
+                    }
+                    other => Err(refuse(e.span, format!("`{}.{other}` as a statement", self.pkt))),
+                }
+            }
+            ExprKind::Name { id, .. } if id.name == "verify" && args.len() == 2 => {
+                let cond = self.cond(&args[0].value, 0)?;
+                let error = match self.konst(&args[1].value) {
+                    Some(Value::Error(n)) => self
+                        .l
+                        .error_code(&n)
+                        .ok_or_else(|| Diagnostic::new(args[1].span, "unknown error"))?,
+                    _ => return Err(refuse(args[1].span, "`verify` with a non-constant error")),
+                };
+                ops.push(POp::Verify { cond, error });
+                Ok(())
+            }
+            ExprKind::Member(_, m) => {
+                Err(refuse(e.span, format!("calling `{}` in a parser", m.name)))
+            }
+            ExprKind::Name { id, .. } => {
+                Err(refuse(e.span, format!("calling `{}` in a parser", id.name)))
+            }
+            _ => Err(refuse(e.span, "this call in a parser")),
+        }
+    }
+
+    fn extract(
+        &self,
+        span: Span,
+        targs: &[crate::ast::Type],
+        args: &[crate::ast::Arg],
+        ops: &mut Vec<POp>,
+    ) -> Result<()> {
+        let a = match args {
+            [a] | [a, _] => &a.value,
+            _ => return Err(Diagnostic::new(span, "`extract` takes one or two arguments")),
+        };
+        let size = match args.get(1) {
+            None => None,
+            Some(x) => Some(match self.konst(&x.value) {
+                Some(Value::Int(i)) if i >= 0 => Src::Const(i as u128),
+                _ => match self.src(&x.value, 0)? {
+                    (s, K::Bits { signed: false, width }) if width <= 64 => s,
+                    _ => return Err(refuse(x.span, "a varbit size of this type")),
+                },
+            }),
+        };
+        if matches!(a.kind, ExprKind::DontCare) {
+            let w = targs
+                .first()
+                .and_then(|t| self.env.resolve(t, &[]).ok())
+                .and_then(|t| t.bit_width())
+                .ok_or_else(|| refuse(span, "this `extract(_)`"))?;
+            ops.push(POp::Skip(u64::from(w)));
+            return Ok(());
+        }
+        // Fixed headers are `width` bits; one with a varbit needs a size.
+        let has_varbit = |h: usize| {
+            self.l.headers[h]
+                .fields
+                .iter()
+                .any(|&f| matches!(self.l.fields[f].ty, FieldTy::Varbit(_)))
+        };
+        let width_of = |h: usize| -> Result<u32> {
+            if size.is_none() && has_varbit(h) {
+                return Err(refuse(span, "extracting a varbit header without a size"));
+            }
+            Ok(self.l.headers[h]
+                .fields
+                .iter()
+                .filter(|&&f| !matches!(self.l.fields[f].ty, FieldTy::Varbit(_)))
+                .map(|&f| self.l.fields[f].ty.width())
+                .sum())
+        };
+        match self.place(a, 0)? {
+            Some(Place::Static(root, path)) => match self.l.item(root, &path) {
+                Some(Item::Header(h)) => {
+                    ops.push(POp::Extract { header: h, width: width_of(h)?, size });
+                    Ok(())
+                }
+                _ => Err(refuse(a.span, "extracting into something other than a header")),
+            },
+            Some(Place::Dyn { stack, last: false, rest }) => {
+                let s = &self.l.stacks[stack];
+                match (s.elems.first(), rest.strip_prefix('.')) {
+                    (Some(Elem::Header(h)), None) => {
+                        let width = width_of(*h)?;
+                        ops.push(POp::ExtractNext { stack, member: None, width, size });
+                        Ok(())
+                    }
+                    (Some(Elem::Union(u)), Some(m)) if !m.contains('.') => {
+                        let un = &self.l.unions[*u];
+                        let idx = un
+                            .members
+                            .iter()
+                            .position(|&h| self.l.headers[h].path.ends_with(&format!(".{m}")))
+                            .ok_or_else(|| Diagnostic::new(a.span, format!("no member `{m}`")))?;
+                        let width = width_of(un.members[idx])?;
+                        ops.push(POp::ExtractNext { stack, member: Some(idx), width, size });
+                        Ok(())
+                    }
+                    _ => Err(refuse(a.span, "this extract into a stack")),
+                }
+            }
+            Some(Place::Dyn { .. }) => Err(refuse(a.span, "extract into `.last`")),
+            None => Err(refuse(a.span, "this extract target")),
+        }
+    }
+
+    fn root(&self, name: &str) -> Option<Root> {
+        self.roots.iter().find(|(n, _)| *n == name).map(|(_, r)| *r)
+    }
+
+    /// Where `e` points, if it is a path from one of the parser's state
+    /// parameters.
+    fn place(&self, e: &Expr, depth: u32) -> Result<Option<Place>> {
+        if depth > MAX_DEPTH {
+            return Err(refuse(e.span, "paths this long"));
+        }
+        Ok(match &e.kind {
+            ExprKind::Name { id, dot_prefix: false } => {
+                self.root(&id.name).map(|r| Place::Static(r, String::new()))
+            }
+            ExprKind::Member(b, m) => match self.place(b, depth + 1)? {
+                None => None,
+                Some(Place::Static(r, path)) => match self.l.item(r, &path) {
+                    Some(Item::Stack(s)) => match m.name.as_str() {
+                        "last" | "next" => Some(Place::Dyn {
+                            stack: s,
+                            last: m.name == "last",
+                            rest: String::new(),
+                        }),
+                        other => return Err(refuse(e.span, format!("a stack's `{other}`"))),
+                    },
+                    _ if path.is_empty() => Some(Place::Static(r, m.name.clone())),
+                    _ => Some(Place::Static(r, format!("{path}.{}", m.name))),
+                },
+                Some(Place::Dyn { stack, last, rest }) => {
+                    Some(Place::Dyn { stack, last, rest: format!("{rest}.{}", m.name) })
+                }
+            },
+            ExprKind::Index(b, i) => match self.place(b, depth + 1)? {
+                None => None,
+                Some(Place::Static(r, path)) => {
+                    let Some(Item::Stack(s)) = self.l.item(r, &path) else {
+                        return Err(refuse(e.span, "indexing this"));
+                    };
+                    let n = self
+                        .konst_u64(i)
+                        .ok_or_else(|| refuse(i.span, "a stack index that is not constant"))?;
+                    if n >= self.l.stacks[s].elems.len() as u64 {
+                        return Err(refuse(i.span, "a constant stack index out of bounds"));
+                    }
+                    Some(Place::Static(r, format!("{path}[{n}]")))
+                }
+                Some(Place::Dyn { .. }) => return Err(refuse(e.span, "indexing this")),
+            },
+            _ => None,
+        })
+    }
+
+    /// The field ids (or headers) `rest` names in each element of a stack.
+    fn per_elem(&self, stack: usize, rest: &str, span: Span) -> Result<Vec<Item>> {
+        let s = &self.l.stacks[stack];
+        (0..s.elems.len())
+            .map(|i| {
+                self.l
+                    .item(s.root, &format!("{}[{i}]{rest}", s.path))
+                    .ok_or_else(|| Diagnostic::new(span, "no such field"))
+            })
+            .collect()
+    }
+
+    fn src(&self, e: &Expr, depth: u32) -> Result<(Src, K)> {
+        if depth > MAX_DEPTH {
+            return Err(refuse(e.span, "expressions nested this deeply"));
+        }
+        if let Some(p) = self.place(e, depth + 1)? {
+            let (s, k) = self.place_src(p, e)?;
+            if let K::Varbit(_) = k {
+                return Err(refuse(e.span, "a varbit as a value"));
+            }
+            return Ok((s, k));
+        }
+        self.src_expr(e, depth)
+    }
+
+    fn place_src(&self, p: Place, e: &Expr) -> Result<(Src, K)> {
+        match p {
+            Place::Static(r, path) => match self.l.item(r, &path) {
+                Some(Item::Field(f)) => Ok((Src::Field(f), K::of(&self.l.fields[f].ty))),
+                _ => Err(refuse(e.span, "a whole header, struct or stack as a value")),
+            },
+            Place::Dyn { stack, last, rest } => {
+                let items = self.per_elem(stack, &rest, e.span)?;
+                let mut fields = Vec::with_capacity(items.len());
+                for it in items {
+                    match it {
+                        Item::Field(f) => fields.push(f),
+                        _ => return Err(refuse(e.span, "a whole header as a value")),
+                    }
+                }
+                let k = fields
+                    .first()
+                    .map(|&f| K::of(&self.l.fields[f].ty))
+                    .ok_or_else(|| refuse(e.span, "an empty stack"))?;
+                Ok((Src::Elem { stack, last, fields }, k))
+            }
+        }
+    }
+
+    fn src_expr(&self, e: &Expr, depth: u32) -> Result<(Src, K)> {
+        match &e.kind {
+            ExprKind::Call { func, type_args, args } => {
+                if let ExprKind::Member(b, m) = &func.kind {
+                    if m.name == "isValid" && args.is_empty() {
+                        return match self.place(b, depth + 1)? {
+                            Some(Place::Static(r, path)) => match self.l.item(r, &path) {
+                                Some(Item::Header(h)) => Ok((Src::Valid(h), K::Bool)),
+                                _ => Err(refuse(e.span, "`isValid()` of this")),
+                            },
+                            _ => Err(refuse(e.span, "`isValid()` of this")),
+                        };
+                    }
+                    if m.name == "lookahead"
+                        && args.is_empty()
+                        && matches!(&b.kind, ExprKind::Name { id, .. } if id.name == self.pkt)
+                    {
+                        let ty = type_args
+                            .first()
+                            .and_then(|t| self.env.resolve(t, &[]).ok())
+                            .ok_or_else(|| refuse(e.span, "this lookahead"))?;
+                        let k = scalar_k(&ty).ok_or_else(|| refuse(e.span, "this lookahead"))?;
+                        let w = k.width();
+                        if w > 128 {
+                            return Err(refuse(e.span, "a lookahead of more than 128 bits"));
+                        }
+                        return Ok((Src::Look { off: 0, width: w, need: w }, k));
+                    }
+                }
+                Err(refuse(e.span, "this call in an expression"))
+            }
+            ExprKind::Member(b, m) if is_lookahead(b, self.pkt) => {
+                let ExprKind::Call { type_args, .. } = &b.kind else {
+                    return Err(refuse(e.span, "this lookahead"));
+                };
+                let ty = type_args
+                    .first()
+                    .and_then(|t| self.env.resolve(t, &[]).ok())
+                    .ok_or_else(|| refuse(e.span, "this lookahead"))?;
+                let (Ty::Header(a) | Ty::Struct(a)) = &ty else {
+                    return Err(refuse(e.span, "this lookahead"));
+                };
+                let need = ty.bit_width().ok_or_else(|| refuse(e.span, "this lookahead"))?;
+                let mut off = 0u32;
+                for (n, t) in &a.fields {
+                    let k = scalar_k(t).ok_or_else(|| refuse(e.span, "this lookahead"))?;
+                    if *n == m.name {
+                        if k.width() > 128 {
+                            return Err(refuse(e.span, "a lookahead of more than 128 bits"));
+                        }
+                        return Ok((Src::Look { off, width: k.width(), need }, k));
+                    }
+                    off += k.width();
+                }
+                Err(Diagnostic::new(m.span, format!("no field `{}`", m.name)))
+            }
+            ExprKind::Slice(x, hi, lo) => {
+                let (s, k) = self.src(x, depth + 1)?;
+                let (Some(hi), Some(lo)) = (self.konst_u64(hi), self.konst_u64(lo)) else {
+                    return Err(refuse(e.span, "a slice with non-constant bounds"));
+                };
+                let K::Bits { width, .. } = k else {
+                    return Err(refuse(e.span, "a slice of this"));
+                };
+                if lo > hi || hi >= u64::from(width) || width > 128 {
+                    return Err(refuse(e.span, "this slice"));
+                }
+                let (hi, lo) = (hi as u32, lo as u32);
+                Ok((
+                    Src::Slice { src: Box::new(s), hi, lo },
+                    K::Bits { signed: false, width: hi - lo + 1 },
+                ))
+            }
+            ExprKind::Binary(..) | ExprKind::Unary(..) | ExprKind::Cast(..)
+                if self.konst(e).is_some() =>
+            {
+                let v = self.konst(e).unwrap_or(Value::Void);
+                self.const_src(&v, e.span)
+            }
+            ExprKind::Binary(op, a, b) => self.binary(e, *op, a, b, depth + 1),
+            ExprKind::Unary(op @ (UnOp::Neg | UnOp::BitNot), a) => {
+                let (s, k) = self.src(a, depth + 1)?;
+                let K::Bits { width, .. } = k else {
+                    return Err(refuse(e.span, "this operator on this value"));
+                };
+                let un = Src::Un { neg: *op == UnOp::Neg, a: Box::new(s), width };
+                Ok((un, k))
+            }
+            ExprKind::Unary(UnOp::Plus, a) => self.src(a, depth + 1),
+            ExprKind::Cast(t, x) => {
+                let to = self.env.resolve(t, &[]).ok().and_then(|t| scalar_k(&t));
+                let Some(to) = to else {
+                    return Err(refuse(e.span, "this cast"));
+                };
+                let (s, k) = self.src(x, depth + 1)?;
+                match (&k, &to) {
+                    (K::Int(_), K::Bits { .. }) => Ok((self.coerce(s, k, &to, e.span)?, to)),
+                    (K::Bits { signed, width }, K::Bits { width: w, .. }) if *w <= 128 => {
+                        let c = Src::Cast { a: Box::new(s), from: *width, sext: *signed, to: *w };
+                        Ok((c, to))
+                    }
+                    (K::Bool, K::Bits { width: 1, .. }) => Ok((s, to)),
+                    (K::Bits { width: 1, signed: false }, K::Bool) => Ok((s, to)),
+                    _ if k == to => Ok((s, to)),
+                    _ => Err(refuse(e.span, "this cast")),
+                }
+            }
+            _ => match self.konst(e) {
+                Some(v) => self.const_src(&v, e.span),
+                None => Err(refuse(e.span, "this expression in a parser")),
+            },
+        }
+    }
+
+    /// `a op b` over fields (an expression that is constant as a whole
+    /// was folded by the caller).
+    fn binary(&self, e: &Expr, op: BinOp, a: &Expr, b: &Expr, depth: u32) -> Result<(Src, K)> {
+        let ar = match op {
+            BinOp::Add => ArOp::Add,
+            BinOp::Sub => ArOp::Sub,
+            BinOp::Mul => ArOp::Mul,
+            BinOp::BitAnd => ArOp::And,
+            BinOp::BitOr => ArOp::Or,
+            BinOp::BitXor => ArOp::Xor,
+            BinOp::Shl => ArOp::Shl,
+            BinOp::Shr => ArOp::Shr,
+            BinOp::Concat => {
+                let (sa, ka) = self.src(a, depth)?;
+                let (sb, kb) = self.src(b, depth)?;
+                let (K::Bits { signed, width: wa }, K::Bits { width: wb, .. }) = (&ka, &kb) else {
+                    return Err(refuse(e.span, "`++` of these values"));
+                };
+                if wa + wb > 128 {
+                    return Err(refuse(e.span, "values of more than 128 bits"));
+                }
+                let c = Src::Concat { a: Box::new(sa), b: Box::new(sb), low: *wb };
+                return Ok((c, K::Bits { signed: *signed, width: wa + wb }));
+            }
+            _ => return Err(refuse(e.span, "this operator in a parser expression")),
+        };
+        let (sa, ka) = self.src(a, depth)?;
+        let (sb, kb) = self.src(b, depth)?;
+        if matches!(ar, ArOp::Shl | ArOp::Shr) {
+            let K::Bits { signed, width } = ka else {
+                return Err(refuse(a.span, "shifting this value"));
+            };
+            let sb = match kb {
+                K::Int(i) if i >= 0 => Src::Const(i as u128),
+                K::Bits { signed: false, .. } => sb,
+                _ => return Err(refuse(b.span, "this shift amount")),
+            };
+            let bin = Src::Bin { op: ar, a: Box::new(sa), b: Box::new(sb), width, signed };
+            return Ok((bin, ka));
+        }
+        let (sa, sb, k) = match (&ka, &kb) {
+            (K::Int(_), K::Int(_)) => return Err(refuse(e.span, "this `int` expression")),
+            (K::Int(_), _) => (self.coerce(sa, ka, &kb, a.span)?, sb, kb),
+            _ => {
+                let sb = self.coerce(sb, kb, &ka, b.span)?;
+                (sa, sb, ka)
+            }
+        };
+        let K::Bits { signed, width } = k else {
+            return Err(refuse(e.span, "arithmetic on these values"));
+        };
+        let bin = Src::Bin { op: ar, a: Box::new(sa), b: Box::new(sb), width, signed };
+        Ok((bin, k))
+    }
+
+    fn const_src(&self, v: &Value, span: Span) -> Result<(Src, K)> {
+        Ok(match v {
+            Value::Int(i) => (Src::Const(0), K::Int(*i)),
+            Value::Bits(b) | Value::Signed(b) => {
+                let width = b.width();
+                let x = b
+                    .to_u128()
+                    .filter(|_| width <= 128)
+                    .ok_or_else(|| refuse(span, "a constant of more than 128 bits"))?;
+                (Src::Const(x), K::Bits { signed: matches!(v, Value::Signed(_)), width })
+            }
+            Value::Bool(b) => (Src::Const(u128::from(*b)), K::Bool),
+            Value::Error(n) => {
+                let c =
+                    self.l.error_code(n).ok_or_else(|| Diagnostic::new(span, "unknown error"))?;
+                (Src::Const(c.into()), K::Error)
+            }
+            Value::Enum { ty, member } => {
+                let Some(Ty::Enum(e)) = self.env.named(ty) else {
+                    return Err(refuse(span, "this enum"));
+                };
+                let i = e
+                    .members
+                    .iter()
+                    .position(|(m, _)| m == member)
+                    .ok_or_else(|| Diagnostic::new(span, "unknown enum member"))?;
+                (Src::Const(i as u128), K::Enum(ty.clone()))
+            }
+            _ => return Err(refuse(span, "this constant")),
+        })
+    }
+
+    /// `src` (of type `k`) used as a `want`.
+    fn coerce(&self, src: Src, k: K, want: &K, span: Span) -> Result<Src> {
+        match (&k, want) {
+            (K::Int(i), K::Bits { width, .. }) => {
+                Ok(Src::Const(Bits::from_i128(*width, *i).to_u128().unwrap_or(0)))
+            }
+            _ if k == *want => Ok(src),
+            _ => Err(refuse(span, "mixing these types")),
+        }
+    }
+
+    fn cond(&self, e: &Expr, depth: u32) -> Result<Cond> {
+        if depth > MAX_DEPTH {
+            return Err(refuse(e.span, "conditions nested this deeply"));
+        }
+        let d = depth + 1;
+        match &e.kind {
+            ExprKind::Bool(b) => Ok(Cond::Const(*b)),
+            ExprKind::Unary(UnOp::Not, x) => Ok(Cond::Not(Box::new(self.cond(x, d)?))),
+            ExprKind::Binary(BinOp::And, a, b) => {
+                Ok(Cond::And(Box::new(self.cond(a, d)?), Box::new(self.cond(b, d)?)))
+            }
+            ExprKind::Binary(BinOp::Or, a, b) => {
+                Ok(Cond::Or(Box::new(self.cond(a, d)?), Box::new(self.cond(b, d)?)))
+            }
+            ExprKind::Binary(
+                op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge),
+                a,
+                b,
+            ) => {
+                let (sa, ka) = self.src(a, d)?;
+                let (sb, kb) = self.src(b, d)?;
+                let (sa, sb, k) = match (&ka, &kb) {
+                    (K::Int(_), K::Int(_)) => {
+                        return Err(refuse(e.span, "comparing two `int` constants"))
+                    }
+                    (K::Int(_), _) => (self.coerce(sa, ka, &kb, a.span)?, sb, kb),
+                    _ => {
+                        let sb = self.coerce(sb, kb, &ka, b.span)?;
+                        (sa, sb, ka)
+                    }
+                };
+                let ordered = !matches!(op, BinOp::Eq | BinOp::Ne);
+                let (width, signed) = match k {
+                    K::Bits { signed, width } => (width, signed),
+                    _ if ordered => return Err(refuse(e.span, "ordering these values")),
+                    other => (other.width(), false),
+                };
+                if width > 128 || width == 0 {
+                    return Err(refuse(e.span, "comparing values of this width"));
+                }
+                let op = match op {
+                    BinOp::Eq => CmpOp::Eq,
+                    BinOp::Ne => CmpOp::Ne,
+                    BinOp::Lt => CmpOp::Lt,
+                    BinOp::Le => CmpOp::Le,
+                    BinOp::Gt => CmpOp::Gt,
+                    _ => CmpOp::Ge,
+                };
+                Ok(Cond::Cmp { op, a: sa, b: sb, width, signed })
+            }
+            _ => {
+                let (s, k) = self.src(e, d)?;
+                if k != K::Bool {
+                    return Err(refuse(e.span, "a condition that is not a bool"));
+                }
+                Ok(Cond::Src(s))
+            }
+        }
+    }
+
+    fn select(
+        &self,
+        exprs: &[Expr],
+        cases: &[crate::ast::SelectCase],
+        span: Span,
+    ) -> Result<Trans> {
+        if exprs.len() > MAX_KEYS {
+            return Err(refuse(span, format!("a select on more than {MAX_KEYS} values")));
+        }
+        let mut keys = Vec::with_capacity(exprs.len());
+        let mut kinds = Vec::with_capacity(exprs.len());
+        for x in exprs {
+            let (s, k) = self.src(x, 0)?;
+            if matches!(k, K::Int(_)) || k.width() > 128 {
+                return Err(refuse(x.span, "selecting on this value"));
+            }
+            keys.push(s);
+            kinds.push(k);
+        }
+        let mut out = Vec::with_capacity(cases.len());
+        for c in cases {
+            let next = self.next(&c.next.name, c.next.span)?;
+            if c.keys.len() == 1 && matches!(c.keys[0], Keyset::Default(_) | Keyset::DontCare(_)) {
+                out.push(Case { keys: vec![Match::Any; keys.len()], next });
+                continue;
+            }
+            if c.keys.len() != keys.len() {
+                return Err(refuse(c.span, "a select case with another number of keysets"));
+            }
+            let mut ms = Vec::with_capacity(keys.len());
+            for (ks, k) in c.keys.iter().zip(&kinds) {
+                ms.push(self.keyset(ks, k)?);
+            }
+            out.push(Case { keys: ms, next });
+        }
+        Ok(Trans::Select { keys, cases: out })
+    }
+
+    fn keyset(&self, ks: &Keyset, k: &K) -> Result<Match> {
+        let all = mask128(k.width());
+        Ok(match ks {
+            Keyset::Default(_) | Keyset::DontCare(_) => Match::Any,
+            Keyset::Expr(x) => Match::Mask { value: self.key_value(x, k)?, mask: all },
+            Keyset::Mask(x, m) => {
+                if !matches!(k, K::Bits { .. }) {
+                    return Err(refuse(x.span, "a mask on this value"));
+                }
+                let mask = self.key_value(m, k)?;
+                Match::Mask { value: self.key_value(x, k)? & mask, mask }
+            }
+            Keyset::Range(lo, hi) => {
+                let K::Bits { signed, width } = k else {
+                    return Err(refuse(lo.span, "a range on this value"));
+                };
+                let flip = if *signed { 1u128 << (width - 1) } else { 0 };
+                Match::Range {
+                    lo: self.key_value(lo, k)? ^ flip,
+                    hi: self.key_value(hi, k)? ^ flip,
+                    flip,
+                }
+            }
+        })
+    }
+
+    /// A keyset's constant as a key of type `k`.
+    fn key_value(&self, e: &Expr, k: &K) -> Result<u128> {
+        let v = self.konst(e).ok_or_else(|| refuse(e.span, "a keyset that is not constant"))?;
+        let (s, vk) = self.const_src(&v, e.span)?;
+        let bad = || refuse(e.span, "a keyset of another type than its key");
+        let s = match (&vk, k) {
+            (K::Int(_), K::Bits { .. }) => self.coerce(s, vk, k, e.span)?,
+            _ if vk == *k => s,
+            _ => return Err(bad()),
+        };
+        match s {
+            Src::Const(v) => Ok(v),
+            _ => Err(bad()),
+        }
+    }
+}
+
+fn is_lookahead(e: &Expr, pkt: &str) -> bool {
+    matches!(&e.kind, ExprKind::Call { func, args, .. }
+        if args.is_empty() && matches!(&func.kind, ExprKind::Member(b, m)
+            if m.name == "lookahead" && matches!(&b.kind, ExprKind::Name { id, .. } if id.name == pkt)))
+}
+
+/// The type of a scalar P4 type as a parse program computes with it.
+fn scalar_k(t: &Ty) -> Option<K> {
+    Some(match t {
+        Ty::Bits { signed, width } => K::Bits { signed: *signed, width: *width },
+        Ty::Bool => K::Bool,
+        Ty::Enum(e) => match e.underlying {
+            Some((signed, width)) => K::Bits { signed, width },
+            None => return None,
+        },
+        _ => return None,
+    })
+}
+
+fn stmt_span(s: &Stmt) -> Span {
+    match s {
+        Stmt::Assign { span, .. }
+        | Stmt::If { span, .. }
+        | Stmt::Switch { span, .. }
+        | Stmt::Exit(span)
+        | Stmt::Return(_, span)
+        | Stmt::Empty(span) => *span,
+        Stmt::Call(e) => e.span,
+        Stmt::Block(b) => b.span,
+        Stmt::Var(v) => v.span,
+        Stmt::Const(c) => c.span,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::Interp;
+    use sluice_core::pkt::Pkt;
+
+    const PROG: &str = r#"
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+header vlan_t { bit<3> pcp; bit<1> cfi; bit<12> vid; bit<16> type; }
+header ip_t { bit<4> version; bit<4> ihl; bit<8> tos; bit<16> len; bit<64> rest; bit<32> src; bit<32> dst; }
+header tail_t { bit<8> x; }
+error { BadVersion }
+struct meta_t { bit<16> t; bool seen; bit<8> peek; }
+struct headers { eth_t eth; vlan_t[2] vlan; ip_t ip; tail_t tail; }
+parser P(packet_in pkt, out headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.eth);
+        meta.t = hdr.eth.type;
+        transition select(hdr.eth.type) {
+            0x8100 &&& 0xefff: vlan;
+            0x0800: ip;
+            0x0900 .. 0x09ff: skip;
+            default: accept;
+        }
+    }
+    state vlan {
+        pkt.extract(hdr.vlan.next);
+        transition select(hdr.vlan.last.type) {
+            0x8100: vlan;
+            0x0800: ip;
+            default: reject;
+        }
+    }
+    state ip {
+        meta.peek = pkt.lookahead<bit<8>>();
+        pkt.extract(hdr.ip);
+        verify(hdr.ip.version == 4 && hdr.ip.ihl >= 5, error.BadVersion);
+        meta.seen = true;
+        transition select(hdr.ip.dst[31:24], pkt.lookahead<tail_t>().x) {
+            (10, _): tail;
+            (_, 0xff): loop;
+            _: accept;
+        }
+    }
+    state tail { pkt.extract(hdr.tail); transition accept; }
+    state skip { pkt.advance(16); transition loop; }
+    state loop { pkt.advance(0); transition loop; }
+}
+control C(inout headers h, inout meta_t m) { apply { } }
+control I(inout headers h, inout meta_t m, inout standard_metadata_t s) { apply { } }
+control D(packet_out pkt, in headers h) { apply { } }
+V1Switch(P(), C(), I(), I(), C(), D()) main;
+"#;
+
+    fn both(src: &str) -> (Interp, ParseProg) {
+        let loaded = crate::parse::load_str("t.p4", src).unwrap();
+        let interp = Interp::new(&loaded).unwrap();
+        let prog = ParseProg::compile(&loaded.program)
+            .unwrap_or_else(|d| panic!("{}", loaded.sources.render(&d)));
+        (interp, prog)
+    }
+
+    fn agree(interp: &mut Interp, prog: &ParseProg, port: u32, f: &[u8]) -> FlowKey {
+        let want = interp.parse_only(port, f).unwrap();
+        let mut key = FlowKey::ZERO;
+        prog.run(f, port, &mut key);
+        let l = &prog.layout;
+        assert_eq!(l.decode(&key, Root::Headers), want.headers, "{f:02x?}");
+        assert_eq!(l.decode(&key, Root::Meta), want.meta, "{f:02x?}");
+        assert_eq!(l.decode(&key, Root::Std), want.standard, "{f:02x?}");
+        key
+    }
+
+    fn frame(types: &[u16], ip: Option<(u8, [u8; 4])>, tail: &[u8]) -> Vec<u8> {
+        let mut f = vec![0xaa; 6];
+        f.extend_from_slice(&[2, 0, 0, 0, 0, 1]);
+        for (i, t) in types.iter().enumerate() {
+            if i > 0 {
+                f.extend_from_slice(&[0x20, 0x05 + i as u8]);
+            }
+            f.extend_from_slice(&t.to_be_bytes());
+        }
+        if let Some((vihl, dst)) = ip {
+            f.extend_from_slice(&[vihl, 0, 0, 28]);
+            f.extend_from_slice(&[0; 8]);
+            f.extend_from_slice(&[192, 168, 0, 1]);
+            f.extend_from_slice(&dst);
+        }
+        f.extend_from_slice(tail);
+        f
+    }
+
+    fn error_of(prog: &ParseProg, key: &FlowKey) -> Value {
+        let f = prog.layout.field(Root::Std, "parser_error").unwrap();
+        prog.layout.value(key, f)
+    }
+
+    #[test]
+    fn literal_frames() {
+        let (mut i, p) = both(PROG);
+        let l = p.layout.clone();
+        // Two VLAN tags, IPv4 to 10.x: the tail header.
+        let f = frame(&[0x8100, 0x8100, 0x0800], Some((0x45, [10, 0, 0, 1])), &[0x77]);
+        let k = agree(&mut i, &p, 3, &f);
+        assert_eq!(error_of(&p, &k), Value::Error("NoError".into()));
+        let vid = l.field(Root::Headers, "vlan[1].vid").unwrap();
+        assert_eq!(l.get_u128(&k, vid), 0x007);
+        assert_eq!(l.stacks[0].next.get(&k), 2);
+        let tail = l.header(Root::Headers, "tail").unwrap();
+        assert!(l.is_valid(&k, tail));
+        assert_eq!(l.get_u128(&k, l.field(Root::Meta, "peek").unwrap()), 0x45);
+        assert_eq!(l.get_u128(&k, l.field(Root::Std, "ingress_port").unwrap()), 3);
+        assert_eq!(l.cursor.get(&k), (f.len() * 8) as u64);
+        // 0x9100 matches 0x8100 &&& 0xefff.
+        agree(&mut i, &p, 0, &frame(&[0x9100, 0x0800], Some((0x45, [1, 2, 3, 4])), &[]));
+        // A third tag: stack out of bounds.
+        let f = frame(&[0x8100, 0x8100, 0x8100, 0x0800], None, &[]);
+        let k = agree(&mut i, &p, 0, &f);
+        assert_eq!(error_of(&p, &k), Value::Error("StackOutOfBounds".into()));
+        // verify fails; the IP header stays extracted.
+        let k = agree(&mut i, &p, 0, &frame(&[0x0800], Some((0x65, [1, 2, 3, 4])), &[]));
+        assert_eq!(error_of(&p, &k), Value::Error("BadVersion".into()));
+        assert!(l.is_valid(&k, l.header(Root::Headers, "ip").unwrap()));
+        // A range, then a loop that never ends: the transition bound.
+        let k = agree(&mut i, &p, 0, &frame(&[0x0942], None, &[0, 0]));
+        assert_eq!(error_of(&p, &k), Value::Error("ParserTimeout".into()));
+        // The lookahead in the select sees 0xff: a loop too.
+        let k = agree(&mut i, &p, 0, &frame(&[0x0800], Some((0x45, [1, 2, 3, 4])), &[0xff]));
+        assert_eq!(error_of(&p, &k), Value::Error("ParserTimeout".into()));
+        // No match after a tag.
+        let k = agree(&mut i, &p, 0, &frame(&[0x8100, 0x1234], None, &[]));
+        assert_eq!(error_of(&p, &k), Value::Error("NoError".into()));
+        // Every prefix: PacketTooShort where the interpreter says so.
+        let f = frame(&[0x8100, 0x0800], Some((0x45, [10, 0, 0, 1])), &[0x77]);
+        for n in 0..f.len() {
+            let k = agree(&mut i, &p, 1, &f[..n]);
+            assert_eq!(error_of(&p, &k), Value::Error("PacketTooShort".into()), "{n}");
+        }
+    }
+
+    #[test]
+    fn arbitrary_frames_do_not_panic_and_agree() {
+        let (mut i, p) = both(PROG);
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (seed >> 33) as u32
+        };
+        let kinds = [0x8100u16, 0x0800, 0x0900, 0x9100, 0x1234];
+        for _ in 0..2000 {
+            let n = (next() % 80) as usize;
+            let mut f: Vec<u8> = (0..n).map(|_| next() as u8).collect();
+            // Steer some frames into the interesting states.
+            let mut at = 12;
+            while at + 2 <= f.len() && next() % 3 != 0 {
+                let t = kinds[(next() % 5) as usize];
+                f[at..at + 2].copy_from_slice(&t.to_be_bytes());
+                at += 4;
+            }
+            agree(&mut i, &p, next() % 512, &f);
+        }
+    }
+
+    const ARITH: &str = r#"
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; int<8> c; bit<16> d; bit<3> n; bit<5> pad; }
+struct meta_t {
+    bit<8> add; bit<8> sub; bit<8> mul; bit<8> bits; int<8> sshr; bit<8> shl;
+    bit<16> cat; bit<32> wide; int<16> sx; bit<4> neg; bool big;
+}
+struct headers { h_t h; }
+parser P(packet_in pkt, out headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        meta.add = hdr.h.a + hdr.h.b + 200;
+        meta.sub = hdr.h.a - hdr.h.b;
+        meta.mul = hdr.h.a * 3;
+        meta.bits = (hdr.h.a & 0xf0) | (hdr.h.b ^ 0x0f);
+        meta.sshr = hdr.h.c >> hdr.h.n;
+        meta.shl = hdr.h.a << (hdr.h.n + 6);
+        meta.cat = hdr.h.a ++ hdr.h.b;
+        meta.wide = (bit<32>)(hdr.h.d * 8) + (bit<32>)hdr.h.c;
+        meta.sx = (int<16>)hdr.h.c;
+        meta.neg = -hdr.h.a[3:0];
+        meta.big = (bool)hdr.h.a[7:7];
+        verify(hdr.h.c < 100 || hdr.h.d != 0xffff, error.NoMatch);
+        pkt.advance((bit<32>)hdr.h.n * 8);
+        transition select(hdr.h.a ++ hdr.h.b[3:0]) {
+            0x000 .. 0x7ff: accept;
+            _: reject;
+        }
+    }
+}
+control C(inout headers h, inout meta_t m) { apply { } }
+control I(inout headers h, inout meta_t m, inout standard_metadata_t s) { apply { } }
+control D(packet_out pkt, in headers h) { apply { } }
+V1Switch(P(), C(), I(), I(), C(), D()) main;
+"#;
+
+    #[test]
+    fn arithmetic_agrees_with_the_interpreter() {
+        let (mut i, p) = both(ARITH);
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (seed >> 33) as u8
+        };
+        for _ in 0..3000 {
+            let n = usize::from(next() % 16);
+            let f: Vec<u8> = (0..n).map(|_| next()).collect();
+            agree(&mut i, &p, 0, &f);
+        }
+    }
+
+    #[test]
+    fn implements_the_core_parse_hook() {
+        let (_, p) = both(PROG);
+        let l = p.layout.clone();
+        let hook: Arc<dyn Parse> = Arc::new(p);
+        let mut pkt = Pkt::new();
+        pkt.set_parser(Some(&hook));
+        let f = frame(&[0x0800], Some((0x45, [10, 1, 2, 3])), &[9]);
+        let meta = Meta { in_port: 5, ..Meta::default() };
+        assert!(pkt.load(&f, meta));
+        let dst = l.field(Root::Headers, "ip.dst").unwrap();
+        assert_eq!(l.get_u128(&pkt.key, dst), 0x0a01_0203);
+        assert_eq!(l.get_u128(&pkt.key, l.field(Root::Std, "ingress_port").unwrap()), 5);
+        assert_eq!(pkt.info.len as usize, f.len());
+    }
+
+    fn refusal(body: &str, locals: &str) -> (String, String) {
+        let src = PROG
+            .replace("parser P(", "parser Q(")
+            .replace("V1Switch(P()", "V1Switch(R()")
+            .replace(
+                "control C(",
+                &format!(
+                    "parser R(packet_in pkt, out headers hdr, inout meta_t meta, \
+                     inout standard_metadata_t sm) {{ {locals} state start {{ {body} transition accept; }} }}\n\
+                     control C("
+                ),
+            );
+        let loaded = crate::parse::load_str("t.p4", &src).unwrap();
+        let d = ParseProg::compile(&loaded.program).unwrap_err();
+        let at =
+            d.span.map(|s| src[s.start as usize..s.end as usize].to_string()).unwrap_or_default();
+        (d.message, at)
+    }
+
+    #[test]
+    fn refusals_name_the_construct_at_its_span() {
+        let (m, at) = refusal("if (hdr.eth.type == 1) { pkt.extract(hdr.eth); }", "");
+        assert_eq!(m, "lowering: `if` in a parser state is not supported yet");
+        assert!(at.starts_with("if (hdr.eth.type"), "{at}");
+        let (m, at) = refusal("pkt.advance((int<32>)hdr.eth.type);", "");
+        assert!(m.contains("`advance` by this value"), "{m}");
+        assert_eq!(at, "(int<32>)hdr.eth.type");
+        let (m, _) = refusal("", "bit<8> x;");
+        assert!(m.contains("parser-local variable"), "{m}");
+        let (m, at) = refusal("meta.t = hdr.eth.type / 2;", "");
+        assert!(m.contains("this operator in a parser expression"), "{m}");
+        assert_eq!(at, "hdr.eth.type / 2");
+        let (m, at) = refusal("pkt.extract(hdr.vlan.last);", "");
+        assert!(m.contains("extract into `.last`"), "{m}");
+        assert_eq!(at, "hdr.vlan.last");
+        let (m, _) = refusal("meta.t = hdr.eth.dst;", "");
+        assert!(m.contains("mixing these types"), "{m}");
+    }
+
+    #[test]
+    fn varbit_extract_needs_a_size() {
+        let src = PROG
+            .replace("bit<8> x; }", "bit<8> x; varbit<16> v; }")
+            .replace("pkt.lookahead<tail_t>().x", "pkt.lookahead<bit<8>>()");
+        let loaded = crate::parse::load_str("t.p4", &src).unwrap();
+        let d = ParseProg::compile(&loaded.program).unwrap_err();
+        assert_eq!(
+            d.message,
+            "lowering: extracting a varbit header without a size is not supported yet"
+        );
+        let s = d.span.unwrap();
+        assert_eq!(&src[s.start as usize..s.end as usize], "pkt.extract(hdr.tail)");
+    }
+
+    #[test]
+    fn varbits_agree_with_the_interpreter() {
+        let src = PROG
+            .replace("bit<8> x; }", "bit<4> len; bit<4> k; varbit<40> v; bit<8> after; }")
+            .replace("pkt.lookahead<tail_t>().x", "pkt.lookahead<bit<8>>()")
+            .replace(
+                "pkt.extract(hdr.tail);",
+                "pkt.extract(hdr.tail, (bit<32>)hdr.tail_peek.len * 8);",
+            )
+            .replace("state tail {", "state tail { hdr_tail_peek_placeholder");
+        // The size comes from the header itself: look ahead at it first.
+        let src = src.replace("hdr_tail_peek_placeholder", "meta.peek = pkt.lookahead<bit<8>>();");
+        let src = src.replace("(bit<32>)hdr.tail_peek.len * 8", "(bit<32>)meta.peek[7:4] * 8");
+        let (mut i, p) = both(&src);
+        let mut seed = 3u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (seed >> 33) as u8
+        };
+        for len in 0..9u8 {
+            for extra in 0..8usize {
+                let mut tail = vec![len << 4 | 3];
+                tail.extend((0..extra).map(|_| next()));
+                let f = frame(&[0x0800], Some((0x45, [10, 0, 0, 1])), &tail);
+                let k = agree(&mut i, &p, 0, &f);
+                if len > 5 {
+                    assert_eq!(error_of(&p, &k), Value::Error("HeaderTooShort".into()));
+                }
+            }
+        }
+    }
+}

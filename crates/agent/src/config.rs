@@ -1,6 +1,7 @@
 //! Agent configuration: connection targets in Open vSwitch's syntax
-//! (`tcp:IP:PORT`, `ssl:IP:PORT`, `ptcp:PORT[:IP]`, `pssl:PORT[:IP]`),
-//! TLS files, timers, queue bounds, packet-in rate limit and fail mode.
+//! (`tcp:IP:PORT`, `ssl:IP:PORT`, `ptcp:PORT[:IP]`, `pssl:PORT[:IP]`,
+//! `punix:PATH`), TLS files, timers, queue bounds, packet-in rate limit and
+//! fail mode.
 //!
 //! Everything here is plain data with a parser; nothing opens a socket.
 
@@ -18,15 +19,67 @@ pub enum Transport {
     Tcp,
     /// TLS with peer verification both ways ([`TlsFiles`] must be set).
     Ssl,
+    /// Plain OpenFlow on a unix-domain stream socket (`punix:PATH`, passive
+    /// only: the local control socket `sluice ctl` finds by itself). Who
+    /// may connect is decided by the socket file's mode.
+    Unix,
 }
 
-/// Where to connect (active) or listen (passive).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The address of a target or a peer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// `Tcp` and `Ssl` targets, and every TCP peer.
+    Inet(SocketAddr),
+    /// `Unix` targets. A peer on a unix socket is named by the path it
+    /// connected to (clients of a listening socket are unnamed).
+    Unix(PathBuf),
+}
+
+impl Endpoint {
+    /// The IP address and port, if this is one.
+    pub fn inet(&self) -> Option<SocketAddr> {
+        match self {
+            Endpoint::Inet(a) => Some(*a),
+            Endpoint::Unix(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Inet(a) => write!(f, "{a}"),
+            Endpoint::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// Where to connect (active) or listen (passive). `transport` and `addr`
+/// agree (`Unix` with [`Endpoint::Unix`], the others with
+/// [`Endpoint::Inet`]); [`Target::check`] says whether they do, and the
+/// parser only makes targets that pass it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Target {
     pub transport: Transport,
-    /// `true` for `ptcp:`/`pssl:` (we listen), `false` for `tcp:`/`ssl:`.
+    /// `true` for `ptcp:`/`pssl:`/`punix:` (we listen), `false` for
+    /// `tcp:`/`ssl:`.
     pub passive: bool,
-    pub addr: SocketAddr,
+    pub addr: Endpoint,
+}
+
+impl Target {
+    /// Whether the agent can serve this target: the transport matches the
+    /// address, and a unix socket is only listened on.
+    pub fn check(&self) -> Result<(), &'static str> {
+        match (self.transport, &self.addr, self.passive) {
+            (Transport::Unix, Endpoint::Unix(_), true) => Ok(()),
+            (Transport::Unix, Endpoint::Unix(_), false) => {
+                Err("the switch only listens on unix sockets (punix:PATH)")
+            }
+            (Transport::Tcp | Transport::Ssl, Endpoint::Inet(_), _) => Ok(()),
+            _ => Err("transport and address disagree"),
+        }
+    }
 }
 
 /// Why a target string was refused.
@@ -42,8 +95,8 @@ impl FromStr for Target {
 
     /// `tcp:IP[:PORT]`, `ssl:IP[:PORT]` (active; port defaults to 6653),
     /// `ptcp:[PORT][:IP]`, `pssl:[PORT][:IP]` (passive; port defaults to
-    /// 6653, IP to 0.0.0.0). IPv6 addresses go in brackets: `tcp:[::1]:6653`,
-    /// `ptcp:6653:[::1]`.
+    /// 6653, IP to 0.0.0.0), `punix:PATH` (passive, a unix-domain socket).
+    /// IPv6 addresses go in brackets: `tcp:[::1]:6653`, `ptcp:6653:[::1]`.
     fn from_str(s: &str) -> Result<Target, TargetError> {
         let err = |why| TargetError { target: s.to_string(), why };
         let (scheme, rest) = s.split_once(':').ok_or_else(|| err("missing ':'"))?;
@@ -52,7 +105,17 @@ impl FromStr for Target {
             "ssl" => (Transport::Ssl, false),
             "ptcp" => (Transport::Tcp, true),
             "pssl" => (Transport::Ssl, true),
-            _ => return Err(err("scheme must be tcp, ssl, ptcp or pssl")),
+            "punix" if rest.is_empty() => return Err(err("punix: needs a socket path")),
+            "punix" if rest.contains('\0') => return Err(err("a socket path has no NUL byte")),
+            "punix" => {
+                let addr = Endpoint::Unix(PathBuf::from(rest));
+                return Ok(Target { transport: Transport::Unix, passive: true, addr });
+            }
+            "unix" => {
+                return Err(err("unix: is for clients such as sluice ctl; a switch listens \
+                     with punix:PATH"))
+            }
+            _ => return Err(err("scheme must be tcp, ssl, ptcp, pssl or punix")),
         };
         let addr = if passive {
             let (port, ip) = match rest.split_once(':') {
@@ -77,7 +140,7 @@ impl FromStr for Target {
             };
             SocketAddr::new(ip, port)
         };
-        Ok(Target { transport, passive, addr })
+        Ok(Target { transport, passive, addr: Endpoint::Inet(addr) })
     }
 }
 
@@ -86,17 +149,23 @@ impl std::fmt::Display for Target {
         let scheme = match (self.passive, self.transport) {
             (false, Transport::Tcp) => "tcp",
             (false, Transport::Ssl) => "ssl",
+            (false, Transport::Unix) => "unix",
             (true, Transport::Tcp) => "ptcp",
             (true, Transport::Ssl) => "pssl",
+            (true, Transport::Unix) => "punix",
         };
-        let ip = match self.addr.ip() {
+        let addr = match &self.addr {
+            Endpoint::Inet(a) => a,
+            Endpoint::Unix(p) => return write!(f, "{scheme}:{}", p.display()),
+        };
+        let ip = match addr.ip() {
             IpAddr::V4(a) => a.to_string(),
             IpAddr::V6(a) => format!("[{a}]"),
         };
         if self.passive {
-            write!(f, "{scheme}:{}:{ip}", self.addr.port())
+            write!(f, "{scheme}:{}:{ip}", addr.port())
         } else {
-            write!(f, "{scheme}:{ip}:{}", self.addr.port())
+            write!(f, "{scheme}:{ip}:{}", addr.port())
         }
     }
 }
@@ -177,7 +246,7 @@ impl Default for RateLimit {
 /// Everything the agent needs to know.
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
-    /// Passive (`ptcp:`/`pssl:`) and active (`tcp:`/`ssl:`) targets.
+    /// Passive (`ptcp:`/`pssl:`/`punix:`) and active (`tcp:`/`ssl:`) targets.
     pub targets: Vec<Target>,
     /// Required if any target is `ssl:`/`pssl:`.
     pub tls: Option<TlsFiles>,
@@ -241,32 +310,65 @@ mod tests {
             Target {
                 transport: Transport::Tcp,
                 passive: false,
-                addr: "127.0.0.1:6633".parse().unwrap()
+                addr: Endpoint::Inet("127.0.0.1:6633".parse().unwrap())
             }
         );
-        assert_eq!(t("ssl:127.0.0.1").addr, "127.0.0.1:6653".parse().unwrap());
+        assert_eq!(t("ssl:127.0.0.1").addr.inet(), Some("127.0.0.1:6653".parse().unwrap()));
         assert_eq!(t("ssl:127.0.0.1").transport, Transport::Ssl);
-        assert_eq!(t("ptcp:6654").addr, "0.0.0.0:6654".parse().unwrap());
+        assert_eq!(t("ptcp:6654").addr.inet(), Some("0.0.0.0:6654".parse().unwrap()));
         assert!(t("ptcp:6654").passive);
-        assert_eq!(t("ptcp:6654:127.0.0.1").addr, "127.0.0.1:6654".parse().unwrap());
-        assert_eq!(t("ptcp:").addr, "0.0.0.0:6653".parse().unwrap());
-        assert_eq!(t("pssl:0:[::1]").addr, "[::1]:0".parse().unwrap());
-        assert_eq!(t("tcp:[::1]:7").addr, "[::1]:7".parse().unwrap());
-        assert_eq!(t("tcp:[::1]").addr, "[::1]:6653".parse().unwrap());
+        assert_eq!(t("ptcp:6654:127.0.0.1").addr.inet(), Some("127.0.0.1:6654".parse().unwrap()));
+        assert_eq!(t("ptcp:").addr.inet(), Some("0.0.0.0:6653".parse().unwrap()));
+        assert_eq!(t("pssl:0:[::1]").addr.inet(), Some("[::1]:0".parse().unwrap()));
+        assert_eq!(t("tcp:[::1]:7").addr.inet(), Some("[::1]:7".parse().unwrap()));
+        assert_eq!(t("tcp:[::1]").addr.inet(), Some("[::1]:6653".parse().unwrap()));
     }
 
     #[test]
     fn reject_bad_targets() {
-        for s in
-            ["", "tcp", "udp:1.2.3.4:5", "tcp:host:1", "ptcp:x", "tcp:1.2.3.4:70000", "tcp:[::1"]
-        {
+        for s in [
+            "",
+            "tcp",
+            "udp:1.2.3.4:5",
+            "tcp:host:1",
+            "ptcp:x",
+            "tcp:1.2.3.4:70000",
+            "tcp:[::1",
+            "punix:",
+            "punix:a\0b",
+            "unix:/run/x.mgmt",
+        ] {
             assert!(s.parse::<Target>().is_err(), "{s}");
         }
+        let e = "unix:/x".parse::<Target>().unwrap_err();
+        assert!(e.to_string().contains("punix:PATH"), "{e}");
+    }
+
+    #[test]
+    fn punix_targets() {
+        let u = t("punix:/run/sluice/br0.mgmt");
+        assert_eq!(u.transport, Transport::Unix);
+        assert!(u.passive);
+        assert_eq!(u.addr, Endpoint::Unix("/run/sluice/br0.mgmt".into()));
+        assert_eq!(u.addr.inet(), None);
+        assert_eq!(u.check(), Ok(()));
+        assert_eq!(t("punix:rel/x:y").addr, Endpoint::Unix("rel/x:y".into()));
+        let active = Target { passive: false, ..u.clone() };
+        assert!(active.check().is_err());
+        let mixed = Target { transport: Transport::Tcp, ..u };
+        assert!(mixed.check().is_err());
+        assert_eq!(t("ptcp:1").check(), Ok(()));
     }
 
     #[test]
     fn display_round_trips() {
-        for s in ["tcp:127.0.0.1:6633", "ssl:[::1]:6653", "ptcp:6654:127.0.0.1", "pssl:1:[::1]"] {
+        for s in [
+            "tcp:127.0.0.1:6633",
+            "ssl:[::1]:6653",
+            "ptcp:6654:127.0.0.1",
+            "pssl:1:[::1]",
+            "punix:/run/sluice/br0.mgmt",
+        ] {
             assert_eq!(t(s).to_string(), s);
             assert_eq!(t(&t(s).to_string()), t(s));
         }

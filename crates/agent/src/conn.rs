@@ -30,7 +30,6 @@
 //! Drains the bounded outbound queue, coalescing what is already queued
 //! into one write.
 
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,7 +42,7 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio::time::{timeout_at, Instant};
 use tracing::{debug, info};
 
-use crate::config::{AgentConfig, Target};
+use crate::config::{AgentConfig, Endpoint, Target};
 use crate::core::CoreIn;
 use crate::roles::ConnId;
 use crate::Shared;
@@ -131,7 +130,7 @@ impl<R: AsyncRead + Unpin> MsgReader<R> {
 pub(crate) async fn run<S>(
     ctx: Ctx,
     stream: S,
-    peer: SocketAddr,
+    peer: Endpoint,
     target: Target,
     controller: bool,
 ) -> Ended

@@ -25,7 +25,6 @@
 //! the switch, the datapath and the other controllers go on.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,7 +36,7 @@ use sluice_ofp::multipart::{MultipartReply, MultipartRequest, Reassembler, DEFAU
 use tokio::sync::{mpsc, watch, Notify};
 use tracing::{debug, info, warn};
 
-use crate::config::{AgentConfig, Target};
+use crate::config::{AgentConfig, Endpoint, Target};
 use crate::roles::{default_async_config, slave_forbidden, wants, ConnId, Roles, TokenBucket};
 use crate::switch::{Switch, IDLE_BATCH};
 use crate::{AgentEvent, ConnCounters, ConnStatus, Shared};
@@ -47,7 +46,7 @@ pub(crate) enum CoreIn {
     /// HELLO done: the connection is ready for messages.
     Open {
         id: ConnId,
-        peer: SocketAddr,
+        peer: Endpoint,
         target: Target,
         controller: bool,
         out: mpsc::Sender<Vec<u8>>,
@@ -72,7 +71,7 @@ enum Sent {
 }
 
 struct Conn {
-    peer: SocketAddr,
+    peer: Endpoint,
     controller: bool,
     out: mpsc::Sender<Vec<u8>>,
     kill: Arc<Notify>,
@@ -156,7 +155,7 @@ impl<S: Switch> Core<S> {
                 let limit = self.cfg.packet_in_limit;
                 let counters = Arc::new(ConnCounters::default());
                 let conn = Conn {
-                    peer,
+                    peer: peer.clone(),
                     controller,
                     out,
                     kill,
@@ -171,8 +170,8 @@ impl<S: Switch> Core<S> {
                     id,
                     ConnStatus {
                         id,
-                        peer,
-                        target,
+                        peer: peer.clone(),
+                        target: target.clone(),
                         controller,
                         role: self.roles.role(id),
                         counters,

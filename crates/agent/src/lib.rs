@@ -3,7 +3,9 @@
 //! ## What
 //! Everything between the switch and its controllers: passive listeners
 //! (`ptcp:PORT[:IP]`, `pssl:PORT[:IP]`, so `ovs-ofctl -O OpenFlow13 CMD
-//! tcp:IP:PORT` works) and active connections (`tcp:IP:PORT`,
+//! tcp:IP:PORT` works, and `punix:PATH`, the local control socket that
+//! `sluice ctl` finds by itself; see [`unix`] for how its file is created
+//! and removed) and active connections (`tcp:IP:PORT`,
 //! `ssl:IP:PORT`) to one or many controllers; HELLO / version negotiation;
 //! echo and the inactivity probe; reconnect with bounded exponential
 //! backoff; roles and generation ids; SLAVE write rejection; per-connection
@@ -18,7 +20,9 @@
 //!                                              ^── AsyncNotifier::notify (datapath)
 //! ```
 //! - A **connection task** (module `conn`) owns the socket: HELLO, framing,
-//!   inactivity probe, reading and writing. It knows nothing of roles.
+//!   inactivity probe, reading and writing. It knows nothing of roles, nor
+//!   of the transport: a unix-socket connection runs exactly the code a
+//!   TCP or TLS one does.
 //! - The **core** (module `core`) is one task that owns the [`Switch`], the
 //!   [`roles::Roles`] and each connection's async filters, reassembler and
 //!   packet-in token bucket. Because one task handles every message in
@@ -53,19 +57,21 @@ mod core;
 pub mod roles;
 pub mod switch;
 pub mod tls;
+pub mod unix;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::{broadcast, mpsc, watch, Notify, Semaphore};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
-pub use config::{AgentConfig, FailMode, RateLimit, Target, TlsFiles, Transport};
+pub use config::{AgentConfig, Endpoint, FailMode, RateLimit, Target, TlsFiles, Transport};
 pub use roles::ConnId;
 pub use switch::{async_queue, AsyncQueue, AsyncSender, Switch};
 pub use tls::{TlsContext, TlsError};
@@ -76,12 +82,12 @@ pub enum AgentEvent {
     /// A connection finished its HELLO exchange.
     Connected {
         conn: ConnId,
-        peer: SocketAddr,
+        peer: Endpoint,
         target: Target,
     },
     Disconnected {
         conn: ConnId,
-        peer: SocketAddr,
+        peer: Endpoint,
         reason: String,
     },
     /// The number of controllers went from 0 to 1: leave fail mode.
@@ -131,7 +137,7 @@ pub struct ConnCounters {
 #[derive(Clone, Debug)]
 pub struct ConnStatus {
     pub id: ConnId,
-    pub peer: SocketAddr,
+    pub peer: Endpoint,
     /// The target it came from (the listener for passive connections).
     pub target: Target,
     /// Whether it counts as a controller for the fail mode.
@@ -189,6 +195,62 @@ pub enum AgentError {
     Tls(#[from] TlsError),
     #[error("listening on {target}: {err}")]
     Bind { target: Target, err: std::io::Error },
+    /// Another process accepts connections on a `punix:` target's path.
+    #[error("listening on {target}: another process is already listening on {}", path.display())]
+    InUse { target: Target, path: PathBuf },
+    #[error("{target}: {why}")]
+    BadTarget { target: Target, why: &'static str },
+}
+
+/// A bound passive target.
+enum Listener {
+    Tcp(TcpListener),
+    /// The socket file goes with the listener: removed when it is dropped.
+    Unix(UnixListener, unix::SocketFile),
+}
+
+/// An accepted connection.
+enum Accepted {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Listener {
+    async fn accept(&self) -> std::io::Result<(Accepted, Endpoint)> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, peer) = l.accept().await?;
+                let _ = s.set_nodelay(true);
+                Ok((Accepted::Tcp(s), Endpoint::Inet(peer)))
+            }
+            Listener::Unix(l, file) => {
+                let (s, _) = l.accept().await?;
+                Ok((Accepted::Unix(s), Endpoint::Unix(file.path().to_path_buf())))
+            }
+        }
+    }
+}
+
+/// Binds one passive target; returns the listener and its bound address
+/// (the port the system chose for port 0).
+async fn bind(t: &Target) -> Result<(Listener, Endpoint), AgentError> {
+    let bind_err = |err| AgentError::Bind { target: t.clone(), err };
+    match &t.addr {
+        Endpoint::Inet(a) => {
+            let l = TcpListener::bind(a).await.map_err(bind_err)?;
+            let local = l.local_addr().map_err(bind_err)?;
+            Ok((Listener::Tcp(l), Endpoint::Inet(local)))
+        }
+        Endpoint::Unix(p) => {
+            let (l, file) = unix::bind(p).map_err(|e| match e {
+                unix::BindError::InUse => AgentError::InUse { target: t.clone(), path: p.clone() },
+                unix::BindError::Io(err) => bind_err(err),
+            })?;
+            l.set_nonblocking(true).map_err(bind_err)?;
+            let l = UnixListener::from_std(l).map_err(bind_err)?;
+            Ok((Listener::Unix(l, file), Endpoint::Unix(p.clone())))
+        }
+    }
 }
 
 /// A running agent. Dropping it stops every task (connections close).
@@ -197,7 +259,7 @@ pub struct Agent {
     cfg: Arc<AgentConfig>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
-    listeners: Vec<(Target, SocketAddr)>,
+    listeners: Vec<(Target, Endpoint)>,
 }
 
 impl Agent {
@@ -215,6 +277,9 @@ impl Agent {
         wake: AsyncNotifier,
     ) -> Result<Agent, AgentError> {
         let cfg = Arc::new(cfg);
+        for t in &cfg.targets {
+            t.check().map_err(|why| AgentError::BadTarget { target: t.clone(), why })?;
+        }
         let tls = if cfg.targets.iter().any(|t| t.transport == Transport::Ssl) {
             Some(TlsContext::load(cfg.tls.as_ref().ok_or(AgentError::NoTls)?)?)
         } else {
@@ -222,12 +287,9 @@ impl Agent {
         };
         let mut bound = Vec::new();
         for t in cfg.targets.iter().filter(|t| t.passive) {
-            let l = TcpListener::bind(t.addr)
-                .await
-                .map_err(|err| AgentError::Bind { target: *t, err })?;
-            let local = l.local_addr().map_err(|err| AgentError::Bind { target: *t, err })?;
+            let (l, local) = bind(t).await?;
             info!(target = %t, %local, "listening");
-            bound.push((*t, local, l));
+            bound.push((t.clone(), local, l));
         }
         let (events, _) = broadcast::channel(256);
         let shared = Arc::new(Shared {
@@ -254,18 +316,20 @@ impl Agent {
         // when another target needs the TLS context.
         let tls_for = |t: &Target| tls.clone().filter(|_| t.transport == Transport::Ssl);
         for (t, local, l) in bound {
-            listeners.push((t, local));
-            tasks.push(tokio::spawn(listen_loop(ctx.clone(), l, t, tls_for(&t))));
+            listeners.push((t.clone(), local));
+            let tls = tls_for(&t);
+            tasks.push(tokio::spawn(listen_loop(ctx.clone(), l, t, tls)));
         }
         for t in cfg.targets.iter().filter(|t| !t.passive) {
-            tasks.push(tokio::spawn(active_loop(ctx.clone(), *t, tls_for(t))));
+            let Endpoint::Inet(addr) = t.addr else { continue };
+            tasks.push(tokio::spawn(active_loop(ctx.clone(), t.clone(), addr, tls_for(t))));
         }
         Ok(Agent { shared, cfg, shutdown, tasks, listeners })
     }
 
     /// Passive targets and the addresses they are bound to (useful with
-    /// port 0).
-    pub fn listeners(&self) -> &[(Target, SocketAddr)] {
+    /// port 0; a unix socket's is its path).
+    pub fn listeners(&self) -> &[(Target, Endpoint)] {
         &self.listeners
     }
 
@@ -336,7 +400,10 @@ impl Drop for Agent {
     }
 }
 
-async fn listen_loop(ctx: conn::Ctx, l: TcpListener, target: Target, tls: Option<TlsContext>) {
+/// Accepts connections until shutdown; each runs [`conn::run`] on its own
+/// task, after a TLS handshake for `pssl:`. Dropping the listener at the
+/// end removes a unix socket's file.
+async fn listen_loop(ctx: conn::Ctx, l: Listener, target: Target, tls: Option<TlsContext>) {
     let slots = Arc::new(Semaphore::new(ctx.cfg.max_passive_conns.max(1)));
     let mut shutdown = ctx.shutdown.clone();
     let controller = ctx.cfg.passive_counts_as_controller;
@@ -345,7 +412,7 @@ async fn listen_loop(ctx: conn::Ctx, l: TcpListener, target: Target, tls: Option
             _ = shutdown.wait_for(|v| *v) => return,
             a = l.accept() => a,
         };
-        let (tcp, peer) = match accepted {
+        let (stream, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
                 // E.g. EMFILE: back off instead of spinning.
@@ -358,18 +425,21 @@ async fn listen_loop(ctx: conn::Ctx, l: TcpListener, target: Target, tls: Option
             warn!(%target, %peer, "too many connections: refused");
             continue;
         };
-        let _ = tcp.set_nodelay(true);
         let ctx = ctx.clone();
         let tls = tls.clone();
+        let target = target.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let ended = match tls {
-                None => conn::run(ctx, tcp, peer, target, controller).await,
-                Some(tls) => {
+            let p = peer.clone();
+            let t = target.clone();
+            let ended = match (stream, tls) {
+                (Accepted::Unix(s), _) => conn::run(ctx, s, p, t, controller).await,
+                (Accepted::Tcp(tcp), None) => conn::run(ctx, tcp, p, t, controller).await,
+                (Accepted::Tcp(tcp), Some(tls)) => {
                     let acceptor = tokio_rustls::TlsAcceptor::from(tls.server);
                     match tokio::time::timeout(ctx.cfg.connect_timeout, acceptor.accept(tcp)).await
                     {
-                        Ok(Ok(s)) => conn::run(ctx, s, peer, target, controller).await,
+                        Ok(Ok(s)) => conn::run(ctx, s, p, t, controller).await,
                         Ok(Err(e)) => {
                             warn!(%target, %peer, "TLS handshake failed: {e}");
                             return;
@@ -388,7 +458,7 @@ async fn listen_loop(ctx: conn::Ctx, l: TcpListener, target: Target, tls: Option
 
 /// Connect to `target` again and again, with exponential backoff between
 /// failures (reset after every connection that completed HELLO).
-async fn active_loop(ctx: conn::Ctx, target: Target, tls: Option<TlsContext>) {
+async fn active_loop(ctx: conn::Ctx, target: Target, addr: SocketAddr, tls: Option<TlsContext>) {
     let mut shutdown = ctx.shutdown.clone();
     let min = ctx.cfg.backoff_min.max(Duration::from_millis(1));
     let max = ctx.cfg.backoff_max.max(min);
@@ -400,7 +470,7 @@ async fn active_loop(ctx: conn::Ctx, target: Target, tls: Option<TlsContext>) {
         ctx.shared.counters.connect_attempts.fetch_add(1, Relaxed);
         let established = tokio::select! {
             _ = shutdown.wait_for(|v| *v) => return,
-            e = connect_once(&ctx, target, tls.as_ref()) => e,
+            e = connect_once(&ctx, &target, addr, tls.as_ref()) => e,
         };
         if established {
             backoff = min;
@@ -418,10 +488,13 @@ async fn active_loop(ctx: conn::Ctx, target: Target, tls: Option<TlsContext>) {
 
 /// One connection attempt and, if it succeeds, the whole session. Returns
 /// whether the HELLO exchange completed.
-async fn connect_once(ctx: &conn::Ctx, target: Target, tls: Option<&TlsContext>) -> bool {
-    let tcp = match tokio::time::timeout(ctx.cfg.connect_timeout, TcpStream::connect(target.addr))
-        .await
-    {
+async fn connect_once(
+    ctx: &conn::Ctx,
+    target: &Target,
+    addr: SocketAddr,
+    tls: Option<&TlsContext>,
+) -> bool {
+    let tcp = match tokio::time::timeout(ctx.cfg.connect_timeout, TcpStream::connect(addr)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             debug!(%target, "connect: {e}");
@@ -433,15 +506,15 @@ async fn connect_once(ctx: &conn::Ctx, target: Target, tls: Option<&TlsContext>)
         }
     };
     let _ = tcp.set_nodelay(true);
-    let peer = target.addr;
+    let peer = Endpoint::Inet(addr);
     let ended = match tls {
-        None => conn::run(ctx.clone(), tcp, peer, target, true).await,
+        None => conn::run(ctx.clone(), tcp, peer, target.clone(), true).await,
         Some(tls) => {
             let connector = tokio_rustls::TlsConnector::from(tls.client.clone());
-            let name = tls::server_name(target.addr.ip());
+            let name = tls::server_name(addr.ip());
             match tokio::time::timeout(ctx.cfg.connect_timeout, connector.connect(name, tcp)).await
             {
-                Ok(Ok(s)) => conn::run(ctx.clone(), s, peer, target, true).await,
+                Ok(Ok(s)) => conn::run(ctx.clone(), s, peer, target.clone(), true).await,
                 Ok(Err(e)) => {
                     warn!(%target, "TLS handshake failed: {e}");
                     return false;

@@ -180,7 +180,10 @@ async fn roles_generation_ids_and_slave_rejection() {
     let role_of = |t: &str| {
         let addr = t.strip_prefix("tcp:").unwrap().parse().unwrap();
         let conns = agent.connections();
-        let c = conns.iter().find(|c| c.target.addr == addr).expect("connection for target");
+        let c = conns
+            .iter()
+            .find(|c| c.target.addr.inet() == Some(addr))
+            .expect("connection for target");
         c.role
     };
     assert_eq!((role_of(&ta), role_of(&tb)), (role::SLAVE, role::MASTER));
@@ -440,7 +443,7 @@ async fn hello_version_negotiation() {
     init_tracing();
     let (sw, _) = TestSwitch::new(pipeline(1));
     let agent = Agent::start(test_config(&["ptcp:0:127.0.0.1".to_string()]), sw).await.unwrap();
-    let addr = agent.listeners()[0].1;
+    let addr = agent.listeners()[0].1.inet().expect("a TCP listener");
 
     // OpenFlow 1.0 only (header version 1, no bitmap): incompatible.
     let mut c = Ctl::new(tokio::net::TcpStream::connect(addr).await.unwrap());
@@ -566,4 +569,60 @@ fn bundle_open() -> Message {
         properties: Vec::new(),
     }
     .to_message()
+}
+
+/// A `punix:` listener serves connections exactly as a TCP one: HELLO,
+/// requests, roles shared with TCP peers; its socket file is created with
+/// mode 0660, a second agent on the same path is refused, and the file is
+/// gone after shutdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unix_listener_serves_like_tcp() {
+    use sluice_agent::{AgentError, Endpoint};
+    use std::os::unix::fs::PermissionsExt;
+    init_tracing();
+    let dir = std::env::temp_dir().join(format!("sluice-agent-punix-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sw.mgmt");
+    let targets = [format!("punix:{}", path.display()), "ptcp:0:127.0.0.1".to_string()];
+    let (sw, _) = TestSwitch::new(pipeline(2));
+    let agent = Agent::start(test_config(&targets), sw).await.unwrap();
+    assert_eq!(agent.listeners()[0].1, Endpoint::Unix(path.clone()));
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o660);
+
+    let mut u = Ctl::new(tokio::net::UnixStream::connect(&path).await.unwrap());
+    u.handshake().await;
+    assert!(matches!(u.call(1, &Message::FeaturesRequest).await, Message::FeaturesReply(_)));
+    let tcp = agent.listeners()[1].1.inet().expect("a TCP listener");
+    let mut t = Ctl::new(tokio::net::TcpStream::connect(tcp).await.unwrap());
+    t.handshake().await;
+    assert_eq!(
+        u.call(2, &role_req(role::MASTER, 1)).await,
+        Message::RoleReply(RoleMsg { role: role::MASTER, generation_id: 1 })
+    );
+    assert_eq!(
+        t.call(3, &role_req(role::MASTER, 2)).await,
+        Message::RoleReply(RoleMsg { role: role::MASTER, generation_id: 2 })
+    );
+    assert_eq!(
+        u.call(4, &role_req(role::NOCHANGE, 0)).await,
+        Message::RoleReply(RoleMsg { role: role::SLAVE, generation_id: 2 })
+    );
+    let m = u.call(5, &Message::FlowMod(FlowMod::default())).await;
+    assert_eq!(error_code(&m), Some(ErrorCode::BRC_IS_SLAVE));
+    let conns = agent.connections();
+    let c = conns.iter().find(|c| matches!(c.peer, Endpoint::Unix(_))).expect("unix conn");
+    assert_eq!(c.peer, Endpoint::Unix(path.clone()));
+    assert!(!c.controller, "passive connections are not controllers by default");
+
+    let (sw2, _) = TestSwitch::new(pipeline(1));
+    let second = Agent::start(test_config(&targets[..1]), sw2).await;
+    assert!(matches!(second, Err(AgentError::InUse { .. })), "{:?}", second.err());
+    assert!(path.exists(), "the refused agent removed the live socket");
+
+    drop((u, t));
+    agent.shutdown().await;
+    assert!(!path.exists(), "the socket file outlived the agent");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -44,7 +44,7 @@ async fn start() -> (Agent, SocketAddr) {
     require_ovs_ofctl();
     let (sw, _) = TestSwitch::new(pipeline(3));
     let agent = Agent::start(test_config(&["ptcp:0:127.0.0.1".to_string()]), sw).await.unwrap();
-    let addr = agent.listeners()[0].1;
+    let addr = agent.listeners()[0].1.inet().expect("a TCP listener");
     (agent, addr)
 }
 

@@ -193,7 +193,7 @@ async fn pssl_listener_with_ovs_ofctl() {
     cfg.tls = Some(sw_files);
     let (sw, _) = TestSwitch::new(pipeline(2));
     let agent = Agent::start(cfg, sw).await.unwrap();
-    let addr = agent.listeners()[0].1;
+    let addr = agent.listeners()[0].1.inet().expect("a TCP listener");
     let run = |f: TlsFiles| {
         let target = format!("ssl:{addr}");
         tokio::task::spawn_blocking(move || {
@@ -236,7 +236,7 @@ async fn plain_listener_stays_plain_next_to_an_ssl_controller() {
     let agent = Agent::start(cfg, sw).await.unwrap();
     let mut c = tls_controller(&l, &controller_acceptor(&ctl_files)).await.expect("TLS handshake");
     assert_eq!(c.call(2, &Message::BarrierRequest).await, Message::BarrierReply);
-    let plain = agent.listeners()[0].1;
+    let plain = agent.listeners()[0].1.inet().expect("a TCP listener");
     let s = tokio::net::TcpStream::connect(plain).await.unwrap();
     let mut p = Ctl::new(s);
     p.handshake().await;

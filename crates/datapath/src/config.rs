@@ -2,10 +2,19 @@
 //! once, up front.
 //!
 //! What? `sluice run` takes its settings from `--config FILE` (TOML) and from
-//! flags (`--dpid`, `--port`, `--listen`, `--controller`, `--fail-mode`,
-//! `--workers`, `--netns`, `--datapath`, `--cache`). Flags override scalar keys of the file and add to
-//! its lists. The result is a [`DaemonConfig`]: the datapath's part
-//! ([`DatapathConfig`]) and the agent's ([`AgentConfig`]).
+//! flags (`--name`, `--rundir`, `--no-control-socket`, `--dpid`, `--port`,
+//! `--listen`, `--controller`, `--fail-mode`, `--workers`, `--netns`,
+//! `--datapath`, `--cache`). Flags override scalar keys of the file and add
+//! to its lists. The result is a [`DaemonConfig`]: the datapath's part
+//! ([`DatapathConfig`]), the agent's ([`AgentConfig`]) and the local control
+//! socket ([`ControlSocket`]).
+//!
+//! The control socket: a switch has a name (`br0` unless given) and a run
+//! directory (`/run/sluice` unless `--rundir`, `$SLUICE_RUNDIR` or the
+//! file's `rundir` says otherwise); it listens on `punix:RUNDIR/NAME.mgmt`,
+//! where `sluice ctl` looks for it, unless `control_socket = false` or
+//! `--no-control-socket`. The daemon creates the directory and the socket
+//! (see `sluice_agent::unix`).
 //!
 //! Invalid configuration fails fast: unknown keys are refused by serde
 //! (`deny_unknown_fields`, so a typo never silently falls back to a default)
@@ -13,6 +22,9 @@
 //! (`port[1].spec: ...`, `limits.n_tables: ...`, `--controller ...`).
 //!
 //! ```toml
+//! name = "br0"                 # the switch's name: its control socket is RUNDIR/br0.mgmt
+//! rundir = "/run/sluice"       # where control sockets live (default; or $SLUICE_RUNDIR)
+//! control_socket = true        # false: no local control socket
 //! dpid = "0x1"                 # or an integer
 //! workers = 2                  # default: available cores - 1, at least 1
 //! fail_mode = "standalone"     # or "secure" (default)
@@ -63,7 +75,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
-use sluice_agent::{AgentConfig, FailMode, RateLimit, Target, TlsFiles, Transport};
+use sluice_agent::{AgentConfig, Endpoint, FailMode, RateLimit, Target, TlsFiles, Transport};
 use sluice_pipeline::{CacheMode, Datapath};
 use sluice_ports::{PortKind, PortSpec};
 
@@ -95,6 +107,9 @@ fn err(key: impl Into<String>, msg: impl Into<String>) -> ConfigError {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
+    pub name: Option<String>,
+    pub rundir: Option<PathBuf>,
+    pub control_socket: Option<bool>,
     pub dpid: Option<toml::Value>,
     pub workers: Option<i64>,
     pub fail_mode: Option<String>,
@@ -168,6 +183,13 @@ pub struct FileAgent {
 /// Command-line settings; `None`/empty means "not given".
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
+    /// `--name`.
+    pub name: Option<String>,
+    /// `--rundir`, or else `$SLUICE_RUNDIR` (the caller reads the
+    /// environment; this module does not).
+    pub rundir: Option<PathBuf>,
+    /// `--no-control-socket`.
+    pub no_control_socket: bool,
     pub dpid: Option<String>,
     pub ports: Vec<String>,
     pub listen: Vec<String>,
@@ -231,8 +253,75 @@ impl Default for DatapathConfig {
 /// The daemon's whole configuration.
 #[derive(Clone, Debug)]
 pub struct DaemonConfig {
+    /// The switch's name (names its control socket).
+    pub name: String,
     pub datapath: DatapathConfig,
+    /// Every target, the control socket's `punix:` one included.
     pub agent: AgentConfig,
+    /// The local control socket, unless turned off.
+    pub control: Option<ControlSocket>,
+}
+
+/// The switch name when none is given.
+pub const DEFAULT_NAME: &str = "br0";
+
+/// The run directory when none is given.
+pub const DEFAULT_RUNDIR: &str = "/run/sluice";
+
+/// The environment variable that names the run directory.
+pub const RUNDIR_ENV: &str = "SLUICE_RUNDIR";
+
+/// The file name suffix of a control socket.
+pub const CONTROL_SUFFIX: &str = ".mgmt";
+
+/// Longest socket path a unix socket address holds (`sun_path` is 108
+/// bytes on Linux, one of them the terminating NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// The local control socket: `punix:RUNDIR/NAME.mgmt`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlSocket {
+    pub rundir: PathBuf,
+    pub path: PathBuf,
+    /// The run directory was chosen (flag, environment or file), not the
+    /// built-in default. A default run directory the daemon may not write
+    /// (not root) costs the socket with a warning; a chosen one that fails
+    /// is an error.
+    pub rundir_chosen: bool,
+}
+
+/// The run directory: `explicit` (a flag), else `$SLUICE_RUNDIR` when set
+/// and not empty, else [`DEFAULT_RUNDIR`]. The second value says whether it
+/// was chosen rather than defaulted.
+pub fn rundir(explicit: Option<PathBuf>, env: Option<std::ffi::OsString>) -> (PathBuf, bool) {
+    match (explicit, env.filter(|e| !e.is_empty())) {
+        (Some(d), _) => (d, true),
+        (None, Some(e)) => (PathBuf::from(e), true),
+        (None, None) => (PathBuf::from(DEFAULT_RUNDIR), false),
+    }
+}
+
+/// The control socket of switch `name` in `rundir`.
+pub fn control_path(rundir: &Path, name: &str) -> PathBuf {
+    rundir.join(format!("{name}{CONTROL_SUFFIX}"))
+}
+
+/// Whether `name` can name a switch: 1 to 64 of `A-Z a-z 0-9 . _ -`, not
+/// starting with `.` or `-` (so it is one file name, never hidden, never
+/// an option). Says what is wrong otherwise.
+pub fn check_switch_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 64 {
+        return Err(format!("{name:?}: a switch name has 1 to 64 characters"));
+    }
+    if let Some(c) =
+        name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!("{name:?}: {c:?} is not allowed (use A-Z a-z 0-9 . _ -)"));
+    }
+    if name.starts_with(['.', '-']) {
+        return Err(format!("{name:?}: a switch name does not start with '.' or '-'"));
+    }
+    Ok(())
 }
 
 /// Available cores minus one (one is left to the agent and the kernel), at
@@ -303,6 +392,39 @@ impl DaemonConfig {
     pub fn build(file: FileConfig, over: &Overrides) -> Result<DaemonConfig, ConfigError> {
         let mut dp = DatapathConfig::default();
         let mut agent = AgentConfig::default();
+
+        // Name and control socket.
+        let (name, name_key) = match (&over.name, &file.name) {
+            (Some(n), _) => (n.clone(), "--name"),
+            (None, Some(n)) => (n.clone(), "name"),
+            (None, None) => (DEFAULT_NAME.to_string(), "name"),
+        };
+        check_switch_name(&name).map_err(|m| err(name_key, m))?;
+        let control = if over.no_control_socket || file.control_socket == Some(false) {
+            None
+        } else {
+            let (rundir, rundir_chosen, key) = match (&over.rundir, &file.rundir) {
+                (Some(d), _) => (d.clone(), true, "--rundir"),
+                (None, Some(d)) => (d.clone(), true, "rundir"),
+                (None, None) => (PathBuf::from(DEFAULT_RUNDIR), false, "rundir"),
+            };
+            if rundir.as_os_str().is_empty() {
+                return Err(err(key, "an empty path is not a directory"));
+            }
+            let path = control_path(&rundir, &name);
+            let len = path.as_os_str().len();
+            if len > MAX_SOCKET_PATH {
+                return Err(err(
+                    key,
+                    format!(
+                        "the control socket {} is {len} bytes long; a unix socket path holds at \
+                         most {MAX_SOCKET_PATH} (use a shorter --rundir or --name)",
+                        path.display()
+                    ),
+                ));
+            }
+            Some(ControlSocket { rundir, path, rundir_chosen })
+        };
 
         // Identity.
         if let Some(v) = &file.dpid {
@@ -460,7 +582,7 @@ impl DaemonConfig {
         let target = |key: String, s: &str, passive: bool| -> Result<Target, ConfigError> {
             let t: Target = s.parse().map_err(|e| err(key.clone(), format!("{e}")))?;
             if t.passive != passive {
-                let want = if passive { "ptcp: or pssl:" } else { "tcp: or ssl:" };
+                let want = if passive { "ptcp:, pssl: or punix:" } else { "tcp: or ssl:" };
                 return Err(err(key, format!("{s:?}: must be {want}")));
             }
             Ok(t)
@@ -477,10 +599,23 @@ impl DaemonConfig {
         for s in &over.controllers {
             agent.targets.push(target("--controller".into(), s, false)?);
         }
+        if let Some(c) = &control {
+            agent.targets.push(Target {
+                transport: Transport::Unix,
+                passive: true,
+                addr: Endpoint::Unix(c.path.clone()),
+            });
+        }
         let mut seen = BTreeSet::new();
         for t in &agent.targets {
             if !seen.insert(t.to_string()) {
-                return Err(err("listen/controllers", format!("{t} is given twice")));
+                let why =
+                    if control.as_ref().is_some_and(|c| t.addr == Endpoint::Unix(c.path.clone())) {
+                        format!("{t} is the control socket already (or give --no-control-socket)")
+                    } else {
+                        format!("{t} is given twice")
+                    };
+                return Err(err("listen/controllers", why));
             }
         }
 
@@ -497,7 +632,7 @@ impl DaemonConfig {
         if agent.tls.is_none() && agent.targets.iter().any(|t| t.transport == Transport::Ssl) {
             return Err(err("tls", "ssl: and pssl: targets need a [tls] section (ca, cert, key)"));
         }
-        Ok(DaemonConfig { datapath: dp, agent })
+        Ok(DaemonConfig { name, datapath: dp, agent, control })
     }
 }
 
@@ -630,7 +765,8 @@ packet_in_rate = 0
         assert!(c.datapath.ports[0].reopen);
         assert!(!c.datapath.ports[1].reopen);
         assert!(!c.datapath.ports[2].reopen, "pcap ports are never reopened");
-        assert_eq!(c.agent.targets.len(), 2);
+        // listen, controller and the control socket.
+        assert_eq!(c.agent.targets.len(), 3);
         assert_eq!(c.agent.backoff_min, Duration::from_millis(10));
         assert_eq!(c.agent.packet_in_limit.rate, 0);
     }
@@ -751,11 +887,70 @@ packet_in_rate = 0
         let c = build("", &Overrides::default()).unwrap();
         assert!(c.datapath.workers >= 1);
         assert_eq!(c.datapath.fail_mode, FailMode::Secure);
-        assert!(c.agent.targets.is_empty());
+        assert_eq!(c.name, "br0");
+        let control = c.control.as_ref().expect("a control socket by default");
+        assert_eq!(control.path, PathBuf::from("/run/sluice/br0.mgmt"));
+        assert!(!control.rundir_chosen);
+        let targets: Vec<String> = c.agent.targets.iter().map(|t| t.to_string()).collect();
+        assert_eq!(targets, ["punix:/run/sluice/br0.mgmt"]);
         assert!(c.datapath.ports.is_empty());
         assert_eq!(c.datapath.pipeline.datapath, Datapath::Compiled);
         assert_eq!(c.datapath.pipeline.cache, CacheMode::On);
         assert!(c.datapath.pipeline.jit.background);
+    }
+
+    #[test]
+    fn control_socket_settings() {
+        let c = build("name = \"lab\"\nrundir = \"/tmp/r\"\n", &Overrides::default()).unwrap();
+        assert_eq!(c.control.as_ref().unwrap().path, PathBuf::from("/tmp/r/lab.mgmt"));
+        assert!(c.control.as_ref().unwrap().rundir_chosen);
+        let over = Overrides {
+            name: Some("sw-1".into()),
+            rundir: Some("/x".into()),
+            ..Default::default()
+        };
+        let c = build("name = \"lab\"\nrundir = \"/tmp/r\"\n", &over).unwrap();
+        assert_eq!(c.name, "sw-1");
+        assert_eq!(c.control.unwrap().path, PathBuf::from("/x/sw-1.mgmt"));
+        let off = Overrides { no_control_socket: true, ..Default::default() };
+        let c = build("", &off).unwrap();
+        assert!(c.control.is_none() && c.agent.targets.is_empty());
+        let c = build("control_socket = false\n", &Overrides::default()).unwrap();
+        assert!(c.control.is_none() && c.agent.targets.is_empty());
+        // punix: listeners, and the control socket given twice.
+        let o = Overrides {
+            listen: vec!["punix:/tmp/other.sock".into()],
+            no_control_socket: true,
+            ..Default::default()
+        };
+        let c = build("", &o).unwrap();
+        assert_eq!(c.agent.targets[0].to_string(), "punix:/tmp/other.sock");
+        let o =
+            Overrides { listen: vec!["punix:/run/sluice/br0.mgmt".into()], ..Default::default() };
+        let e = bad("", &o);
+        assert!(e.msg.contains("control socket already"), "{e}");
+        // Bad names and paths name the key.
+        for n in ["", ".h", "-x", "a/b", "a b", &"x".repeat(65)] {
+            let o = Overrides { name: Some(n.to_string()), ..Default::default() };
+            assert_eq!(bad("", &o).key, "--name", "{n:?}");
+        }
+        assert_eq!(bad("name = \"a/b\"\n", &Overrides::default()).key, "name");
+        let o = Overrides { rundir: Some("/".repeat(2).repeat(60).into()), ..Default::default() };
+        let e = bad("", &o);
+        assert!(e.key == "--rundir" && e.msg.contains("at most 107"), "{e}");
+        let o = Overrides { rundir: Some(PathBuf::new()), ..Default::default() };
+        assert_eq!(bad("", &o).key, "--rundir");
+    }
+
+    #[test]
+    fn rundir_precedence() {
+        let env = Some(std::ffi::OsString::from("/e"));
+        assert_eq!(rundir(Some("/f".into()), env.clone()), (PathBuf::from("/f"), true));
+        assert_eq!(rundir(None, env), (PathBuf::from("/e"), true));
+        assert_eq!(rundir(None, Some("".into())), (PathBuf::from(DEFAULT_RUNDIR), false));
+        assert_eq!(rundir(None, None), (PathBuf::from(DEFAULT_RUNDIR), false));
+        assert_eq!(control_path(Path::new("/r"), "br0"), PathBuf::from("/r/br0.mgmt"));
+        assert!(check_switch_name("br0").is_ok() && check_switch_name("a.b_c-1").is_ok());
     }
 
     proptest::proptest! {

@@ -10,16 +10,24 @@
 //! the connection close, then the workers). A plain-TCP listener on every
 //! address (`ptcp:` without an IP, `0.0.0.0`, `[::]`) is logged as a
 //! warning: whoever reaches the port controls the switch.
+//!
+//! The local control socket (`punix:RUNDIR/NAME.mgmt`, see
+//! [`crate::config::ControlSocket`]) is one more passive target: the daemon
+//! creates the run directory (mode 0755) and the agent the socket (mode
+//! 0660, a stale file taken over, a live one refused, removed on a clean
+//! exit). If another switch answers on it, starting fails and says so. If
+//! the run directory is the built-in default and this process may not
+//! write it (not root), the switch runs without the socket and warns.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_agent::{Agent, Target, Transport};
+use anyhow::Context;
+use sluice_agent::{Agent, AgentConfig, AgentError, Endpoint, Target, Transport};
 use tracing::{info, warn};
 
-use crate::config::DaemonConfig;
+use crate::config::{ControlSocket, DaemonConfig};
 use crate::Datapath;
 
 /// A running switch.
@@ -28,19 +36,61 @@ pub struct Daemon {
     agent: Option<Agent>,
     rt: Option<tokio::runtime::Runtime>,
     dp: Datapath,
-    listeners: Vec<(Target, SocketAddr)>,
+    listeners: Vec<(Target, Endpoint)>,
 }
 
 impl Daemon {
     /// Starts the datapath and, if any target is configured, the agent.
     pub fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
-        let dp = Datapath::start(cfg.datapath)?;
-        if cfg.agent.targets.is_empty() {
+        let DaemonConfig { name, datapath, agent: mut agent_cfg, control } = cfg;
+        // A second `sluice run` of the same switch must not open (and, for
+        // pcap outputs, truncate) the first one's ports: ask the socket
+        // before anything is opened. The agent's bind checks again.
+        if let Some(c) = &control {
+            if std::os::unix::net::UnixStream::connect(&c.path).is_ok() {
+                return Err(name_taken(&name, &c.path));
+            }
+        }
+        let dp = Datapath::start(datapath)?;
+        let mut control = control;
+        if let Some(c) = &control {
+            if !make_rundir(c)? {
+                drop_control(&mut agent_cfg, &mut control);
+            }
+        }
+        if agent_cfg.targets.is_empty() {
             info!("no listener or controller configured: running without an OpenFlow channel");
             return Ok(Daemon { agent: None, rt: None, dp, listeners: Vec::new() });
         }
         let rt = agent_runtime()?;
-        let agent = rt.block_on(Agent::start(cfg.agent, dp.switch()))?;
+        let started = match rt.block_on(Agent::start(agent_cfg.clone(), dp.switch())) {
+            Err(AgentError::Bind { target, err })
+                if control.as_ref().is_some_and(|c| !c.rundir_chosen && is_control(c, &target))
+                    && err.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                warn!(
+                    socket = %target.addr,
+                    "no control socket: {err} (run as root, or give --rundir DIR or \
+                     --no-control-socket)"
+                );
+                drop_control(&mut agent_cfg, &mut control);
+                if agent_cfg.targets.is_empty() {
+                    info!("no listener or controller left: running without an OpenFlow channel");
+                    return Ok(Daemon { agent: None, rt: Some(rt), dp, listeners: Vec::new() });
+                }
+                rt.block_on(Agent::start(agent_cfg, dp.switch()))
+            }
+            other => other,
+        };
+        let agent = match started {
+            Ok(a) => a,
+            Err(AgentError::InUse { target, path })
+                if control.as_ref().is_some_and(|c| is_control(c, &target)) =>
+            {
+                return Err(name_taken(&name, &path));
+            }
+            Err(e) => return Err(e.into()),
+        };
         let n = agent.notifier();
         dp.set_notifier(move || n.notify());
         let mut watch = agent.watch_controllers();
@@ -57,6 +107,10 @@ impl Daemon {
         let listeners = agent.listeners().to_vec();
         for (t, a) in &listeners {
             info!(target = %t, addr = %a, "OpenFlow listener ready");
+            if control.as_ref().is_some_and(|c| is_control(c, t)) {
+                info!(switch = %name, "control socket ready: sluice ctl {name} COMMAND");
+            }
+            let Some(a) = a.inet() else { continue };
             if t.transport == Transport::Tcp && a.ip().is_unspecified() {
                 warn!(
                     target = %t,
@@ -75,7 +129,7 @@ impl Daemon {
     }
 
     /// Passive targets and the addresses they are bound to.
-    pub fn listeners(&self) -> &[(Target, SocketAddr)] {
+    pub fn listeners(&self) -> &[(Target, Endpoint)] {
         &self.listeners
     }
 
@@ -93,6 +147,51 @@ impl Daemon {
             rt.shutdown_timeout(Duration::from_secs(2));
         }
         // `self.dp` stops on drop.
+    }
+}
+
+/// Another switch of this name answers on its control socket.
+fn name_taken(name: &str, path: &std::path::Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "control socket {}: another switch named {name} is running and listening on it (stop \
+         it, or give this one another --name)",
+        path.display()
+    )
+}
+
+/// Whether `t` is the control socket's target.
+fn is_control(c: &ControlSocket, t: &Target) -> bool {
+    t.addr == Endpoint::Unix(c.path.clone())
+}
+
+/// Forgets the control socket (its target included).
+fn drop_control(agent: &mut AgentConfig, control: &mut Option<ControlSocket>) {
+    if let Some(c) = control.take() {
+        agent.targets.retain(|t| !is_control(&c, t));
+    }
+}
+
+/// Creates the run directory (mode 0755, parents too). `Ok(false)`: the
+/// directory is the built-in default and this process may not create it
+/// (warned); a chosen one that cannot be created is an error.
+fn make_rundir(c: &ControlSocket) -> anyhow::Result<bool> {
+    use std::os::unix::fs::DirBuilderExt;
+    let made = std::fs::DirBuilder::new().recursive(true).mode(0o755).create(&c.rundir);
+    match made {
+        Ok(()) => Ok(true),
+        Err(e)
+            if !c.rundir_chosen
+                && (e.kind() == std::io::ErrorKind::PermissionDenied
+                    || e.raw_os_error() == Some(libc::EROFS)) =>
+        {
+            warn!(
+                rundir = %c.rundir.display(),
+                "no control socket: cannot create the run directory: {e} (run as root, or give \
+                 --rundir DIR or --no-control-socket)"
+            );
+            Ok(false)
+        }
+        Err(e) => Err(e).with_context(|| format!("creating run directory {}", c.rundir.display())),
     }
 }
 

@@ -132,6 +132,8 @@ fn pcap_ports_forward_in_standalone_mode_and_sigterm_stops() {
         format!("pcap:{},out={}=2", d.path("empty.pcap").display(), d.path("out2.pcap").display());
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["run", "--fail-mode", "standalone", "--port", &p1, "--port", &p2])
+        // Tests run switches side by side: no shared control socket.
+        .arg("--no-control-socket")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -44,6 +44,8 @@ impl Switch {
         let file = std::fs::File::create(&log).expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .arg("run")
+            // Tests run switches side by side: no shared control socket.
+            .arg("--no-control-socket")
             .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())

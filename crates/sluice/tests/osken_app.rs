@@ -80,6 +80,8 @@ fn start_controller(dir: &TempDir, listen: &[String]) -> Proc {
 fn start_switch(dir: &TempDir, tag: &str, lab: &Lab, config: &Path, args: &[String]) -> Proc {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
     cmd.arg("run")
+        // Tests run switches side by side: no shared control socket.
+        .arg("--no-control-socket")
         .args(["--config", &config.display().to_string()])
         .args(["--netns", lab.sw.name(), "--fail-mode", "secure", "--dpid", DPID])
         .args(args)

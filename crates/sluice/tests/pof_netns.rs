@@ -112,6 +112,8 @@ impl Switch {
         let port = free_port();
         let mut args: Vec<String> = vec![
             "run".into(),
+            // Tests run switches side by side: no shared control socket.
+            "--no-control-socket".into(),
             "--netns".into(),
             ns.name().into(),
             "--listen".into(),

@@ -1,4 +1,4 @@
-//! `sluice ctl TARGET COMMAND [ARGS]`: talk to a running OpenFlow 1.3
+//! `sluice ctl [TARGET] COMMAND [ARGS]`: talk to a running OpenFlow 1.3
 //! switch, in ovs-ofctl's words.
 //!
 //! # What
@@ -11,8 +11,13 @@
 //! replies are printed in ovs-ofctl's format ([`sluice_ofp::print`]), so
 //! `sluice ctl tcp:127.0.0.1:6653 dump-flows` reads like
 //! `ovs-ofctl -O OpenFlow13 dump-flows tcp:127.0.0.1:6653`.
-//! TARGET is `tcp:IP[:PORT]` (port 6653 by default; IPv6 in brackets) or
-//! `unix:PATH`. `ovs-ofctl`'s order (`COMMAND TARGET`) is accepted too.
+//! TARGET is `tcp:IP[:PORT]` (port 6653 by default; IPv6 in brackets),
+//! `unix:PATH`, or a switch name: `br0` is the control socket
+//! `RUNDIR/br0.mgmt` that `sluice run --name br0` opens (RUNDIR is
+//! `--rundir`, else `$SLUICE_RUNDIR`, else `/run/sluice`). Without a
+//! TARGET, the one control socket in RUNDIR is used (none or several is an
+//! error that lists them). `ovs-ofctl`'s order (`COMMAND TARGET`) is
+//! accepted too; see [`Words`] for how the words are told apart.
 //!
 //! # Behaviour (as ovs-ofctl)
 //! 1. All text is parsed first; a syntax error is printed with a caret
@@ -39,7 +44,7 @@
 //! See [`COMMANDS`] (also printed by `sluice ctl --help`).
 //!
 //! # Deliberate differences
-//! No bridge names as targets (there is no local database to ask); no
+//! A bridge name is only a socket name (there is no database to ask); no
 //! OpenFlow versions other than 1.3; `dump-groups GROUP` filters the group
 //! descriptions on the client (OpenFlow 1.3's request has no group id);
 //! `--timeout` ends `monitor` successfully (it is its bound), while for
@@ -119,12 +124,15 @@ expression with pcap_filter=\"EXPR\".";
 #[derive(clap::Args)]
 #[command(after_help = COMMANDS)]
 pub struct Args {
-    /// The switch: tcp:IP[:PORT] (default port 6653) or unix:PATH.
-    pub target: String,
-    /// What to do (see the list below).
-    pub command: String,
-    /// The command's arguments.
-    pub args: Vec<String>,
+    /// `[TARGET] COMMAND [ARGS...]`. TARGET: tcp:IP[:PORT] (default port
+    /// 6653), unix:PATH, or a switch name (its control socket
+    /// RUNDIR/NAME.mgmt); without one, the only switch in RUNDIR. COMMAND:
+    /// see the list below.
+    #[arg(required = true, value_name = "[TARGET] COMMAND [ARGS]")]
+    pub words: Vec<String>,
+    /// Where switches' control sockets are (default: $SLUICE_RUNDIR, else /run/sluice).
+    #[arg(long, value_name = "DIR")]
+    pub rundir: Option<std::path::PathBuf>,
     /// mod-flows / del-flows: match exactly (including priority).
     #[arg(long)]
     pub strict: bool,
@@ -188,11 +196,13 @@ struct Flags {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let (target, command) = match (Target::parse(&args.target), Target::parse(&args.command)) {
-        (Ok(t), _) => (t, args.command.as_str()),
-        // ovs-ofctl's order: COMMAND TARGET.
-        (Err(_), Ok(t)) => (t, args.target.as_str()),
-        (Err(e), Err(_)) => bail!("{e}"),
+    let env = std::env::var_os(sluice_datapath::config::RUNDIR_ENV);
+    let (rundir, _) = sluice_datapath::config::rundir(args.rundir.clone(), env);
+    let words = Words::split(&args.words, &rundir)?;
+    let command = words.command.as_str();
+    let target = match words.target {
+        Some(t) => t,
+        None => Target::Unix(only_socket(&rundir)?),
     };
     if let Some(p) = &args.protocols {
         if !p.split(',').any(|v| v.trim().eq_ignore_ascii_case("OpenFlow13")) {
@@ -205,9 +215,182 @@ pub fn run(args: Args) -> Result<()> {
         Some(s) => bail!("--timeout {s}: expected a number of seconds"),
     };
     let flags = Flags { strict: args.strict, delete: args.delete };
-    let plan = plan(command, &args.args, flags)?;
+    let plan = plan(command, &words.args, flags)?;
     let mut conn = Conn::connect(&target, deadline)?;
     execute(&mut conn, plan, deadline, args.count)
+}
+
+/// Every command [`plan`] knows (a test keeps the two in step).
+const COMMAND_NAMES: &[&str] = &[
+    "show",
+    "dump-desc",
+    "dump-flows",
+    "dump-aggregate",
+    "add-flow",
+    "mod-flows",
+    "del-flows",
+    "add-flows",
+    "add-group",
+    "mod-group",
+    "del-groups",
+    "del-group",
+    "add-groups",
+    "dump-groups",
+    "dump-group-stats",
+    "dump-group-features",
+    "add-meter",
+    "mod-meter",
+    "del-meter",
+    "del-meters",
+    "dump-meters",
+    "meter-stats",
+    "meter-features",
+    "dump-ports",
+    "dump-ports-desc",
+    "queue-stats",
+    "dump-tables",
+    "dump-table-features",
+    "get-config",
+    "set-config",
+    "packet-out",
+    "monitor",
+    "barrier",
+    "load-filter-prog",
+    "unload-filter-prog",
+    "update-map",
+    "dump-map",
+];
+
+fn is_command(word: &str) -> bool {
+    COMMAND_NAMES.contains(&word)
+}
+
+/// The positional words of `sluice ctl`, told apart.
+///
+/// The first word decides:
+/// 1. `tcp:...` or `unix:...`: the target; the command follows.
+/// 2. A command name: the command. The word after it is the target if it
+///    is `tcp:...`/`unix:...` (ovs-ofctl's `COMMAND TARGET` order), or a
+///    switch name whose socket `RUNDIR/NAME.mgmt` exists (`dump-flows
+///    br0`); otherwise it is the command's first argument and the target
+///    is the only socket in RUNDIR.
+/// 3. Anything else that can be a switch name: that switch's socket
+///    (`br0 dump-flows`); the command follows.
+#[derive(Debug, PartialEq, Eq)]
+struct Words {
+    /// `None`: the only control socket in the run directory.
+    target: Option<Target>,
+    command: String,
+    args: Vec<String>,
+}
+
+impl Words {
+    fn split(words: &[String], rundir: &std::path::Path) -> Result<Words> {
+        use sluice_datapath::config::{check_switch_name, control_path};
+        let Some((first, rest)) = words.split_first() else {
+            bail!("missing COMMAND; see `sluice ctl --help`");
+        };
+        let after_target = |target: Target, rest: &[String]| -> Result<Words> {
+            let Some((command, args)) = rest.split_first() else {
+                bail!("`{first}`: missing COMMAND after the target; see `sluice ctl --help`");
+            };
+            Ok(Words { target: Some(target), command: command.clone(), args: args.to_vec() })
+        };
+        if first.starts_with("tcp:") || first.starts_with("unix:") {
+            let t = Target::parse(first).map_err(|e| anyhow!("{e}"))?;
+            return after_target(t, rest);
+        }
+        if is_command(first) {
+            let named = |w: &String| {
+                if w.starts_with("tcp:") || w.starts_with("unix:") {
+                    return Target::parse(w).ok();
+                }
+                let path = control_path(rundir, w);
+                (check_switch_name(w).is_ok() && is_socket(&path)).then_some(Target::Unix(path))
+            };
+            return Ok(match rest.split_first() {
+                Some((w, args)) if named(w).is_some() => {
+                    Words { target: named(w), command: first.clone(), args: args.to_vec() }
+                }
+                _ => Words { target: None, command: first.clone(), args: rest.to_vec() },
+            });
+        }
+        if let Err(why) = check_switch_name(first) {
+            bail!(
+                "`{first}` is neither a command nor a target (tcp:IP[:PORT], unix:PATH or a \
+                 switch name: {why}); see `sluice ctl --help`"
+            );
+        }
+        let path = control_path(rundir, first);
+        if !is_socket(&path) {
+            let hint = match rest.first() {
+                Some(c) if !is_command(c) => format!(" and `{c}` is not a command either"),
+                _ => String::new(),
+            };
+            bail!(
+                "`{first}`: no switch of that name: {} is not a socket{hint} (is `sluice run \
+                 --name {first}` running with this run directory? see --rundir)",
+                path.display()
+            );
+        }
+        after_target(Target::Unix(path), rest)
+    }
+}
+
+fn is_socket(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket())
+}
+
+/// The control sockets (`*.mgmt` sockets) in `rundir`, sorted.
+fn control_sockets(rundir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
+    let suffix = sluice_datapath::config::CONTROL_SUFFIX;
+    let entries = match std::fs::read_dir(rundir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => bail!("reading run directory {}: {e}", rundir.display()),
+    };
+    let mut found: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.to_str().is_some_and(|s| s.ends_with(suffix)) && is_socket(p))
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+fn suffix_of() -> &'static str {
+    sluice_datapath::config::CONTROL_SUFFIX
+}
+
+/// The one control socket in `rundir`, or an error that says what is there
+/// and how to choose.
+fn only_socket(rundir: &std::path::Path) -> Result<std::path::PathBuf> {
+    let found = control_sockets(rundir)?;
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => bail!(
+            "no switch to talk to: no control socket (NAME.mgmt) in {}; start one with \
+             `sluice run`, give --rundir DIR (or $SLUICE_RUNDIR) where it runs, or a target \
+             (tcp:IP[:PORT] or unix:PATH)",
+            rundir.display()
+        ),
+        many => {
+            let names: Vec<String> = many
+                .iter()
+                .filter_map(|p| {
+                    p.file_name()?.to_str()?.strip_suffix(suffix_of()).map(String::from)
+                })
+                .collect();
+            bail!(
+                "{} switches run in {} ({}): name one, e.g. `sluice ctl {} COMMAND`",
+                many.len(),
+                rundir.display(),
+                names.join(", "),
+                names.first().map_or("NAME", String::as_str)
+            )
+        }
+    }
 }
 
 fn joined(args: &[String]) -> String {
@@ -694,5 +877,78 @@ mod tests {
         assert_eq!(e, "dump-flows: --delete applies only to update-map");
         let e = plan("unload-filter-prog", &s(&["0"]), false).err().unwrap().to_string();
         assert!(e.contains("`0` is reserved"), "{e}");
+    }
+
+    #[test]
+    fn every_command_name_is_planned() {
+        for name in COMMAND_NAMES {
+            if let Err(e) = plan(name, &[], false) {
+                assert!(!e.to_string().contains("unknown command"), "{name}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn words_find_the_target() {
+        use std::os::unix::net::UnixListener;
+        let dir = std::env::temp_dir().join(format!("sluice-ctl-words-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let br0 = dir.join("br0.mgmt");
+        let _l = UnixListener::bind(&br0).unwrap();
+        let split = |w: &[&str]| Words::split(&s(w), &dir);
+        let w = |target: Option<Target>, command: &str, args: &[&str]| Words {
+            target,
+            command: command.into(),
+            args: s(args),
+        };
+        let unix = Some(Target::Unix(br0.clone()));
+        let tcp = Target::parse("tcp:127.0.0.1:6653").ok();
+        assert_eq!(split(&["dump-flows"]).unwrap(), w(None, "dump-flows", &[]));
+        assert_eq!(
+            split(&["add-flow", "priority=1,actions=drop"]).unwrap(),
+            w(None, "add-flow", &["priority=1,actions=drop"])
+        );
+        assert_eq!(split(&["br0", "dump-flows"]).unwrap(), w(unix.clone(), "dump-flows", &[]));
+        assert_eq!(
+            split(&["dump-flows", "br0", "table=1"]).unwrap(),
+            w(unix, "dump-flows", &["table=1"])
+        );
+        assert_eq!(
+            split(&["tcp:127.0.0.1", "dump-ports", "1"]).unwrap(),
+            w(tcp.clone(), "dump-ports", &["1"])
+        );
+        assert_eq!(split(&["dump-tables", "tcp:127.0.0.1"]).unwrap(), w(tcp, "dump-tables", &[]));
+        // A word after the command that names no socket is an argument.
+        assert_eq!(split(&["dump-ports", "eth0"]).unwrap(), w(None, "dump-ports", &["eth0"]));
+        let e = split(&["br1", "dump-flows"]).unwrap_err().to_string();
+        assert!(e.contains("br1.mgmt") && e.contains("no switch of that name"), "{e}");
+        let e = split(&["br0"]).unwrap_err().to_string();
+        assert!(e.contains("missing COMMAND"), "{e}");
+        let e = split(&["a/b", "show"]).unwrap_err().to_string();
+        assert!(e.contains("neither a command nor a target"), "{e}");
+        assert!(split(&["unix:", "show"]).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_only_socket_or_a_list() {
+        use std::os::unix::net::UnixListener;
+        let dir = std::env::temp_dir().join(format!("sluice-ctl-only-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let e = only_socket(&dir).unwrap_err().to_string();
+        assert!(e.contains("no control socket") && e.contains("--rundir"), "{e}");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("notes.mgmt"), b"not a socket").unwrap();
+        let _a = UnixListener::bind(dir.join("a.mgmt")).unwrap();
+        let _o = UnixListener::bind(dir.join("other.sock")).unwrap();
+        assert_eq!(only_socket(&dir).unwrap(), dir.join("a.mgmt"));
+        let _b = UnixListener::bind(dir.join("b.mgmt")).unwrap();
+        let e = only_socket(&dir).unwrap_err().to_string();
+        assert!(
+            e.contains("2 switches") && e.contains("a, b") && e.contains("sluice ctl a"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

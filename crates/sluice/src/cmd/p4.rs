@@ -93,7 +93,8 @@ pub struct RunArgs {
     /// number the program sees, otherwise the lowest free one from 1).
     #[arg(long = "port", value_name = "SPEC", required = true)]
     ports: Vec<String>,
-    /// Passive listener for `sluice p4 ctl`, e.g. `ptcp:9559:127.0.0.1` (repeatable).
+    /// Passive listener for `sluice p4 ctl`, e.g. `ptcp:9559:127.0.0.1` or
+    /// `punix:/tmp/p4.sock` (repeatable).
     #[arg(long, value_name = "TARGET")]
     listen: Vec<String>,
     /// Open the ports in this network namespace (`ip netns` name).
@@ -129,7 +130,7 @@ fn run_switch(a: RunArgs) -> Result<()> {
         let target: sluice_datapath::agent::Target =
             t.parse().map_err(|e| anyhow::anyhow!("--listen: {e}"))?;
         if !target.passive {
-            bail!("--listen {t}: a listener is ptcp:PORT[:IP]");
+            bail!("--listen {t}: a listener is ptcp:PORT[:IP] or punix:PATH");
         }
         agent.targets.push(target);
     }

@@ -6,6 +6,12 @@
 //! anything is opened; an invalid one fails with a message naming the key.
 //! Runs until SIGINT or SIGTERM, then closes the controller connections and
 //! stops the workers. Logs go to stderr (`RUST_LOG` filters, default info).
+//!
+//! Like Open vSwitch's bridges, a switch has a name (`--name`, default
+//! `br0`) and listens on a local control socket, `RUNDIR/NAME.mgmt`
+//! (`--rundir`, else `$SLUICE_RUNDIR`, else `/run/sluice`), so
+//! `sluice ctl dump-flows` or `sluice ctl br0 dump-flows` needs no address.
+//! `--no-control-socket` turns it off.
 
 use std::path::PathBuf;
 
@@ -14,6 +20,15 @@ use sluice_datapath::config::{DaemonConfig, Overrides};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// The switch's name; its control socket is RUNDIR/NAME.mgmt (default br0).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Directory of the control socket (default: $SLUICE_RUNDIR, else /run/sluice).
+    #[arg(long, value_name = "DIR")]
+    pub rundir: Option<PathBuf>,
+    /// Do not open the local control socket.
+    #[arg(long)]
+    pub no_control_socket: bool,
     /// TOML configuration file (ports, dpid, controllers, listener, TLS, limits).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -24,7 +39,8 @@ pub struct Args {
     /// `=N` is the OpenFlow port number, otherwise the lowest free one).
     #[arg(long = "port", value_name = "SPEC")]
     pub ports: Vec<String>,
-    /// Passive OpenFlow listener, e.g. `ptcp:6634` or `ptcp:6634:127.0.0.1` (repeatable).
+    /// Passive OpenFlow listener, e.g. `ptcp:6634`, `ptcp:6634:127.0.0.1` or
+    /// `punix:/path/to/socket` (repeatable).
     #[arg(long, value_name = "TARGET")]
     pub listen: Vec<String>,
     /// Controller to connect to, e.g. `tcp:127.0.0.1:6653` or `ssl:...` (repeatable).
@@ -57,7 +73,11 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
+    let env = std::env::var_os(sluice_datapath::config::RUNDIR_ENV).filter(|e| !e.is_empty());
     let over = Overrides {
+        name: a.name,
+        rundir: a.rundir.or(env.map(PathBuf::from)),
+        no_control_socket: a.no_control_socket,
         dpid: a.dpid,
         ports: a.ports,
         listen: a.listen,
@@ -83,6 +103,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 
 fn print_config(cfg: &DaemonConfig) {
     let d = &cfg.datapath;
+    println!("name: {}", cfg.name);
+    match &cfg.control {
+        Some(c) => println!("control socket: {}", c.path.display()),
+        None => println!("control socket: off"),
+    }
     println!("dpid: {:#018x}", d.pipeline.datapath_id);
     println!("workers: {}", d.workers);
     println!("fail_mode: {:?}", d.fail_mode);

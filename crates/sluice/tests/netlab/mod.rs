@@ -361,6 +361,8 @@ impl Lab {
     pub fn start_switch(&self, dir: &Scratch, args: &[&str]) -> Proc {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
         cmd.arg("run")
+            // Tests run switches side by side: no shared control socket.
+            .arg("--no-control-socket")
             .args(["--netns", self.sw.name()])
             .args(args)
             .args(self.port_args())

@@ -113,6 +113,8 @@ impl PcapSwitch {
             (1..=2u32).map(|i| format!("pcap:in{i}.pcap,out=out{i}.pcap={i}")).collect();
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["run", "--dpid", "0x5a", "--fail-mode", "secure", "--workers", "1"])
+            // Its own run directory: tests run switches side by side.
+            .args(["--rundir", "."])
             .args(["--listen", &format!("ptcp:{}:{}", self.port, self.listen_ip)])
             .args(["--port", &ports[0], "--port", &ports[1]])
             .current_dir(&self.dir)

@@ -84,10 +84,12 @@ pub mod config;
 mod control;
 pub mod csum;
 pub mod daemon;
+pub mod flowpacket;
 pub mod learn;
 pub mod p4switch;
 mod shared;
 mod sys;
+pub mod trace;
 pub mod worker;
 
 #[cfg(test)]

@@ -707,6 +707,25 @@ mod tests {
     }
 
     #[test]
+    fn trace_plans_a_flow_or_a_frame() {
+        let Plan::Trace { req, port: None } =
+            plan("trace", &s(&["in_port=1", "tcp", "tp_dst=80"]), false).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(req, TraceRequest::Flow("in_port=1,tcp,tp_dst=80".into()));
+        let Plan::Trace { req, port: Some(PortArg::No(3)) } =
+            trace_packet(&s(&["in_port=3"]), "0a0b").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(req, TraceRequest::Frame { in_port: 0, frame: vec![10, 11] });
+        assert!(trace_packet(&s(&["1"]), "zz").is_err());
+        assert!(trace_packet(&s(&[]), "00").is_err());
+        assert!(plan("trace", &[], false).is_err());
+    }
+
+    #[test]
     fn text_errors_come_before_any_connection() {
         let e = plan("add-flow", &s(&["in_port=1,frob=2,actions=drop"]), false)
             .err()

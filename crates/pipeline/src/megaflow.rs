@@ -146,8 +146,12 @@ fn served_str(s: &Served) -> String {
     }
 }
 
-fn closed_str(c: Closed) -> String {
-    format!("recording stopped at {c}; the lookups after it run live on a cache hit")
+fn closed_str(c: Closed, hops: usize) -> String {
+    let s = if hops == 1 { "" } else { "s" };
+    format!(
+        "not cacheable after {hops} recorded lookup{s}: recording stopped at {c}; \
+         the lookups after it run live on a cache hit"
+    )
 }
 
 /// The trace's cache lines: `Megaflow: ...` and `Cache: ...`.
@@ -160,7 +164,7 @@ pub fn cache_lines(t: &CacheTrace) -> Vec<String> {
         Served::Miss(r) => {
             let mut l = format!("Megaflow: {}", megaflow_str(r));
             if let Some(c) = r.closed {
-                l.push_str(&format!(" (partial: {})", closed_str(c)));
+                l.push_str(&format!(" ({})", closed_str(c, r.hops)));
             }
             if t.mode == CacheMode::Off {
                 l.push_str(

@@ -22,12 +22,16 @@ priority=0,actions=drop
 
 /// Each run gets its own directory: the tests run in parallel.
 fn trace(extra: &[&str]) -> Output {
+    trace_flows(FLOWS, extra)
+}
+
+fn trace_flows(flow_text: &str, extra: &[&str]) -> Output {
     static N: AtomicU32 = AtomicU32::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("sluice-trace-flow-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let flows = dir.join("flows.txt");
-    std::fs::write(&flows, FLOWS).expect("write flows");
+    std::fs::write(&flows, flow_text).expect("write flows");
     let mut args = vec!["trace", "--flows", flows.to_str().expect("utf-8 path")];
     args.extend_from_slice(extra);
     let out = Command::new(SLUICE).args(&args).output().expect("run sluice");
@@ -139,6 +143,14 @@ fn the_trace_ends_with_the_megaflow_and_the_serving_cache() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("this pipeline's caches are off") && text.contains("Cache: off"),
+        "{text}"
+    );
+    // A structural edit ends the recording: said, with the reason.
+    let pop = "ip,actions=pop_vlan,goto_table:1\ntable=1,ip,nw_dst=10.0.0.1,actions=output:2\n";
+    let out = trace_flows(pop, &["--flow", "in_port=1,ip,nw_dst=10.0.0.1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Megaflow: ip (not cacheable after 1 recorded lookup: recording stopped at a structural edit"),
         "{text}"
     );
     let e = refused(&["--flow", "in_port=1,tcp", "--cache", "sometimes"]);

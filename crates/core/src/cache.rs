@@ -448,6 +448,41 @@ impl MegaSubtable {
     }
 }
 
+/// Why a walk's recording ended before the walk did ([`Recorder::closed`]):
+/// the lookups after it run live on a cache hit, and the entry gets no
+/// composed program. Reported by traces ([`crate::walk::run_served`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Closed {
+    /// An op that changes the frame's structure or reads fields the key
+    /// does not follow: push/pop, a set-field that moves headers, a TTL
+    /// copy, a field copy.
+    Structural,
+    /// A POF window edit.
+    Window,
+    /// A TTL decrement while extract windows exist (a window may cover
+    /// the TTL).
+    TtlWithWindows,
+    /// A meter (it may drop or remark by time, not by key).
+    Meter,
+    /// A lookup in a table with guards after the frame was edited.
+    GuardAfterEdit,
+    /// The chain holds no more hops.
+    ChainFull,
+}
+
+impl std::fmt::Display for Closed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Closed::Structural => "a structural edit (push/pop, a header-moving set-field, a copy)",
+            Closed::Window => "a POF window edit",
+            Closed::TtlWithWindows => "a TTL decrement while POF windows exist",
+            Closed::Meter => "a meter",
+            Closed::GuardAfterEdit => "a guarded lookup after an edit of the frame",
+            Closed::ChainFull => "the chain is full",
+        })
+    }
+}
+
 /// What the slow path records while it walks the tables.
 #[derive(Clone, Debug)]
 pub struct Recorder {
@@ -457,6 +492,8 @@ pub struct Recorder {
     pub chain: Chain,
     /// Still recording: no action has made later lookups unpredictable.
     pub open: bool,
+    /// Why the recording ended, once it has ([`Recorder::close`]).
+    pub closed: Option<Closed>,
     /// A header `set_field` ran since the last lookup: add the bits that
     /// decide whether it applied before recording the next lookup.
     pub dirty: bool,
@@ -482,6 +519,7 @@ impl Recorder {
             wc: FlowMask::ZERO,
             chain: Chain::default(),
             open: true,
+            closed: None,
             dirty: false,
             answers,
             guard_len: 0,
@@ -496,6 +534,15 @@ impl Recorder {
         let mut c = *self.answers.as_deref()?.chain();
         c.truncate(self.guard_len);
         (self.guard_len > 0).then_some(c)
+    }
+
+    /// End the recording (the first reason is kept).
+    #[inline]
+    pub fn close(&mut self, why: Closed) {
+        if self.open {
+            self.open = false;
+            self.closed = Some(why);
+        }
     }
     /// What ops a walk ran do to the recording (see *Basic design*):
     /// structural edits end it, header set-fields make the next lookup pin
@@ -517,7 +564,7 @@ impl Recorder {
                 | Op::Nop => {}
                 Op::DecNwTtl | Op::DecMplsTtl => {
                     if self.windows {
-                        self.open = false;
+                        self.close(Closed::TtlWithWindows);
                     }
                 }
                 Op::Key(p) => {
@@ -528,9 +575,10 @@ impl Recorder {
                 Op::SetField { field, .. } => match set_field_effect(*field) {
                     SetFieldEffect::Neutral => {}
                     SetFieldEffect::InPlace => self.dirty = true,
-                    SetFieldEffect::Structural => self.open = false,
+                    SetFieldEffect::Structural => self.close(Closed::Structural),
                 },
-                _ => self.open = false,
+                Op::Window(_) => self.close(Closed::Window),
+                _ => self.close(Closed::Structural),
             }
         }
     }

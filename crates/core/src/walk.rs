@@ -50,7 +50,7 @@
 //!   worker's own.
 
 use crate::cache::{
-    CacheStats, Caches, Chain, Guarded, Hop, Item, Recorder, Resolved, HOT_ADDRS, NO_PROG,
+    CacheStats, Caches, Chain, Closed, Guarded, Hop, Item, Recorder, Resolved, HOT_ADDRS, NO_PROG,
 };
 use crate::extract::Extract;
 use crate::graph::{Graph, Next, Node};
@@ -360,6 +360,102 @@ pub fn run<F: Frontend>(f: &F, w: &mut Worker<F>, pkt: &mut Pkt, tx: &mut dyn Tx
     w.cache = cache;
 }
 
+/// Which cache served a packet run by [`run_served`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Served {
+    /// The caches are off: the tables.
+    Tables,
+    /// An exact-match cache hit.
+    Exact,
+    /// A megaflow cache hit.
+    Megaflow,
+    /// A miss: the tables, recording; what the recording gave.
+    Miss(Box<Recording>),
+}
+
+/// What a cache miss's recording gave (see [`Served::Miss`]): the same
+/// [`Recorder`] every miss fills, read back after the install.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recording {
+    /// The key the entries are for (the packet's key as received).
+    pub key: FlowKey,
+    /// The un-wildcarding mask: every key bit the walk consulted while it
+    /// recorded. The megaflow entry matches `key & wc`.
+    pub wc: FlowMask,
+    /// Hops (lookups and key-bit branches) recorded.
+    pub hops: usize,
+    /// Why the recording ended before the walk did, if it did: the
+    /// lookups after that run live on a hit.
+    pub closed: Option<Closed>,
+    /// Whether entries were installed (not when nothing was recorded or
+    /// a lookup saw more guard results than an entry holds).
+    pub installed: bool,
+    /// Whether the entry got a composed program.
+    pub composed: bool,
+}
+
+/// [`run`] for traces and tests: the same caches, lookups and recording,
+/// run in cache mode `mode` instead of the front end's (a trace of a
+/// pipeline with caches off passes [`CacheMode::Megaflow`] to see what a
+/// cache would install), and it says which cache served the packet and,
+/// on a miss, what the recording gave. A hit whose guards answer
+/// differently goes on to the slow path as in [`run`] and is still
+/// reported as the hit. Not for the forwarding path: it copies the
+/// recorder out.
+pub fn run_served<F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    pkt: &mut Pkt,
+    tx: &mut dyn Tx,
+    mode: CacheMode,
+) -> Served {
+    let mut cache = std::mem::take(&mut w.cache);
+    let served = served_with(f, w, &mut cache, pkt, tx, mode);
+    w.cache = cache;
+    served
+}
+
+fn served_with<F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    cache: &mut Caches<Program<F::Ctx>>,
+    pkt: &mut Pkt,
+    tx: &mut dyn Tx,
+    mode: CacheMode,
+) -> Served {
+    if mode == CacheMode::Off {
+        walk(f, w, cache, pkt, tx, None, None);
+        return Served::Tables;
+    }
+    let gen = f.generation();
+    let mut served = Served::Exact;
+    let mut hit = None;
+    if mode == CacheMode::On {
+        hit = cache.lookup_exact(&pkt.key, gen);
+    }
+    if hit.is_none() {
+        served = Served::Megaflow;
+        hit = cache.lookup_megaflow(&pkt.key, gen);
+        if let (Some(r), CacheMode::On) = (&hit, mode) {
+            cache.promote(&pkt.key, r, gen);
+        }
+    }
+    if let Some(r) = hit {
+        run_hit(f, w, cache, pkt, tx, &r);
+        return served;
+    }
+    let mut rec = Recorder::new(pkt.key, None);
+    let (installed, composed) = record_into(f, w, cache, pkt, tx, &mut rec, mode);
+    Served::Miss(Box::new(Recording {
+        key: rec.key,
+        wc: rec.wc,
+        hops: rec.chain.hops().len(),
+        closed: rec.closed,
+        installed,
+        composed,
+    }))
+}
+
 fn run_with<F: Frontend>(
     f: &F,
     w: &mut Worker<F>,
@@ -514,19 +610,37 @@ fn record_walk<F: Frontend>(
     tx: &mut dyn Tx,
     answers: Option<Box<Answers>>,
 ) {
-    let (mode, gen) = (f.cache_mode(), f.generation());
     // The walk may rewrite the packet's key: the recorder keeps the one
     // the cache entry is for.
     let mut rec = Recorder::new(pkt.key, answers);
+    record_into(f, w, cache, pkt, tx, &mut rec, f.cache_mode());
+}
+
+/// [`record_walk`] with the recorder and cache mode given: walks, then
+/// installs what it may. Returns whether it installed and whether the
+/// entry got a composed program.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn record_into<F: Frontend>(
+    f: &F,
+    w: &mut Worker<F>,
+    cache: &mut Caches<Program<F::Ctx>>,
+    pkt: &mut Pkt,
+    tx: &mut dyn Tx,
+    rec: &mut Recorder,
+    mode: CacheMode,
+) -> (bool, bool) {
+    let gen = f.generation();
     rec.windows = pkt.extract.is_some();
-    walk(f, w, cache, pkt, tx, None, Some(&mut rec));
+    walk(f, w, cache, pkt, tx, None, Some(&mut *rec));
     if rec.chain.is_empty() || rec.guard_overflow {
         cache.stats.uncacheable += 1;
-        return;
+        return (false, false);
     }
     cache.stats.installs += 1;
     let composed = compose(f, &rec.chain);
-    if composed.is_some() {
+    let was_composed = composed.is_some();
+    if was_composed {
         cache.stats.composed += 1;
     }
     let hot = composed.as_deref().map_or([0; HOT_ADDRS], |p| hot_counters(p, w.shard));
@@ -550,6 +664,7 @@ fn record_walk<F: Frontend>(
     if prog != NO_PROG {
         cache.drop_if_unused(prog);
     }
+    (true, was_composed)
 }
 
 /// The program that replays a packet's whole way through the tables
@@ -722,7 +837,7 @@ fn walk<F: Frontend>(
                         cache.settle(r);
                         test.unwildcard(&mut r.wc);
                         if !r.chain.push(Hop { table: Hop::BRANCH, entry: u32::from(taken) }) {
-                            r.open = false;
+                            r.close(Closed::ChainFull);
                         }
                     }
                 }
@@ -775,7 +890,7 @@ fn walk<F: Frontend>(
             // A DSCP remark would change the key by time, not by key:
             // later lookups are not predictable.
             if let Some(r) = rec.as_deref_mut() {
-                r.open = false;
+                r.close(Closed::Meter);
             }
             if let Flow::Stop = f.meter(w, m, pkt) {
                 return;
@@ -847,15 +962,15 @@ fn walk_lookup<T: Table, P: ?Sized>(
                 t.lookup_scan_wc(&pkt.key, &mut r.wc)
             };
             if !r.chain.push(Hop { table, entry: i.map_or(Hop::NO_ENTRY, |i| i as u32) }) {
-                r.open = false;
+                r.close(Closed::ChainFull);
             }
             i
         }
         rec => {
             let answers = match rec {
                 Some(r) => {
-                    if guarded {
-                        r.open = false;
+                    if guarded && r.open {
+                        r.close(Closed::GuardAfterEdit);
                     }
                     &mut r.answers
                 }
@@ -1213,4 +1328,243 @@ fn cached_first_hops<F: Frontend>(
 fn first_entry<'a, F: Frontend>(f: &'a F, c: &Chain) -> Option<&'a <F::Table as Table>::Entry> {
     let h = c.hops().first()?;
     f.table(h.table)?.entries().get(h.entry as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_packet::{Field, FIXED_LAYOUT};
+
+    /// A rule of the test front end: a mask/value match and its ops.
+    struct Rule {
+        mask: FlowMask,
+        value: FlowKey,
+        ops: Arc<EntryOps>,
+        guards: GuardSet,
+        counters: Tally,
+    }
+
+    impl Entry for Rule {
+        fn ops(&self) -> &Arc<EntryOps> {
+            &self.ops
+        }
+        fn guards(&self) -> &GuardSet {
+            &self.guards
+        }
+        fn counters(&self) -> &Tally {
+            &self.counters
+        }
+        fn counting(&self) -> Counting {
+            Counting { packets: true, bytes: true }
+        }
+    }
+
+    /// A linear-scan table: every examined rule's mask is consulted.
+    struct Scan {
+        rules: Vec<Rule>,
+        counters: Arc<Tally>,
+    }
+
+    impl Table for Scan {
+        type Entry = Rule;
+        fn counters(&self) -> &Arc<Tally> {
+            &self.counters
+        }
+        fn entries(&self) -> &[Rule] {
+            &self.rules
+        }
+        fn has_guards(&self) -> bool {
+            false
+        }
+        fn lookup_fast(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
+            self.lookup_scan_wc(key, wc)
+        }
+        fn lookup_scan(&self, key: &FlowKey) -> Option<usize> {
+            self.rules.iter().position(|r| key.matches(&r.mask, &r.value))
+        }
+        fn lookup_scan_wc(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
+            for (i, r) in self.rules.iter().enumerate() {
+                for (w, m) in wc.words.iter_mut().zip(r.mask.words) {
+                    *w |= m;
+                }
+                if key.matches(&r.mask, &r.value) {
+                    return Some(i);
+                }
+            }
+            None
+        }
+        fn lookup_guarded(
+            &self,
+            key: &FlowKey,
+            wc: &mut FlowMask,
+            _indexed: bool,
+            _accept: &mut dyn FnMut(usize) -> bool,
+        ) -> Option<usize> {
+            self.lookup_scan_wc(key, wc)
+        }
+    }
+
+    struct Front {
+        graph: Graph,
+        tables: Vec<Scan>,
+        mode: CacheMode,
+    }
+
+    impl Frontend for Front {
+        type Table = Scan;
+        type Ctx = ();
+        type Ext = ();
+        type Rule = ();
+        fn graph(&self) -> &Graph {
+            &self.graph
+        }
+        fn table(&self, id: u8) -> Option<&Scan> {
+            self.tables.get(usize::from(id))
+        }
+        fn generation(&self) -> u64 {
+            1
+        }
+        fn cache_mode(&self) -> CacheMode {
+            self.mode
+        }
+        fn indexed(&self) -> bool {
+            true
+        }
+        fn ctx(&self, _table: u8, _e: &Rule) {}
+        fn meter(&self, _w: &mut Worker<Self>, _id: u32, _pkt: &mut Pkt) -> Flow {
+            Flow::Continue
+        }
+        fn forward(
+            &self,
+            _w: &mut Worker<Self>,
+            op: &Op,
+            pkt: &mut Pkt,
+            _: (),
+            tx: &mut dyn Tx,
+        ) -> Flow {
+            if let Op::Output { port, .. } = op {
+                tx.transmit(*port, None, pkt.data());
+            }
+            Flow::Continue
+        }
+        fn ttl_expired(&self, _w: &mut Worker<Self>, _pkt: &Pkt, _ctx: ()) {}
+    }
+
+    /// A rule matching `field` exactly on `value`, whose ops are `apply`,
+    /// going on to `next`.
+    fn rule(fields: &[(Field, &[u8])], apply: Vec<Op>, next: Option<u8>) -> Rule {
+        let (mut value, mut mask) = (FlowKey::ZERO, FlowMask::ZERO);
+        for (f, v) in fields {
+            FIXED_LAYOUT.add_match(&mut value, &mut mask, *f, v, None).expect("a valid field");
+        }
+        let ops = EntryOps { apply: apply.into(), next, ..EntryOps::default() };
+        Rule {
+            mask,
+            value,
+            ops: Arc::new(ops),
+            guards: GuardSet::default(),
+            counters: Tally::new(3, 1),
+        }
+    }
+
+    fn table(rules: Vec<Rule>) -> Scan {
+        Scan { rules, counters: Arc::new(Tally::new(2, 1)) }
+    }
+
+    /// Ethernet + IPv4 to 10.1.2.3, 60 bytes.
+    fn frame() -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[16..18].copy_from_slice(&46u16.to_be_bytes());
+        f[22] = 64;
+        f[30..34].copy_from_slice(&[10, 1, 2, 3]);
+        f
+    }
+
+    fn run_once(front: &Front, w: &mut Worker<Front>, mode: CacheMode) -> (Served, Vec<u32>) {
+        let mut pkt = w.take_pkt();
+        let meta = Meta { in_port: 1, in_phy_port: 1, metadata: 0, tunnel_id: 0 };
+        assert!(pkt.load(&frame(), meta));
+        let mut out = Vec::new();
+        let served = run_served(
+            front,
+            w,
+            &mut pkt,
+            &mut |p: u32, _: Option<u32>, _: &[u8]| out.push(p),
+            mode,
+        );
+        w.put_pkt(pkt);
+        (served, out)
+    }
+
+    fn mask_of(fields: &[Field]) -> FlowMask {
+        let mut m = FlowMask::ZERO;
+        for f in fields {
+            let ones = vec![0xff; f.len()];
+            FIXED_LAYOUT.set_field_mask(&mut m, *f, &ones).expect("a valid field");
+        }
+        // Only the fields' own bits (not the presence bits they depend on).
+        m.words[sluice_packet::key::PRESENCE_WORD] = 0;
+        m
+    }
+
+    /// The recording [`run_served`] reports is the one installed: its mask
+    /// holds exactly the consulted fields, the second packet hits the
+    /// cache the mode puts first, and a structural edit is named.
+    #[test]
+    fn run_served_reports_the_recording_and_the_serving_cache() {
+        let eth = [0x08u8, 0x00];
+        let t0 = table(vec![
+            rule(&[(Field::EthDst, &[2, 0, 0, 0, 0, 9])], vec![], None),
+            rule(&[(Field::EthType, &eth)], vec![], Some(1)),
+        ]);
+        let t1 = table(vec![rule(
+            &[(Field::EthType, &eth), (Field::Ipv4Dst, &[10, 1, 2, 3])],
+            vec![Op::Output { port: 2, max_len: 0 }],
+            None,
+        )]);
+        let front = Front { graph: Graph::tables(2), tables: vec![t0, t1], mode: CacheMode::On };
+        let mut w = Worker::new(Shard::OWNER, ());
+        let (first, out) = run_once(&front, &mut w, CacheMode::On);
+        assert_eq!(out, [2]);
+        let Served::Miss(rec) = first else { panic!("a miss first: {first:?}") };
+        assert!(rec.installed && rec.composed, "{rec:?}");
+        assert_eq!(rec.hops, 2);
+        assert_eq!(rec.closed, None);
+        let want = mask_of(&[Field::EthDst, Field::EthType, Field::Ipv4Dst]);
+        // The presence bits the fields depend on are consulted too.
+        let fields_only = FlowMask {
+            words: std::array::from_fn(|i| {
+                if i == sluice_packet::key::PRESENCE_WORD {
+                    0
+                } else {
+                    rec.wc.words[i]
+                }
+            }),
+        };
+        assert_eq!(fields_only, want);
+        assert_eq!(run_once(&front, &mut w, CacheMode::On).0, Served::Exact);
+        let mut w = Worker::new(Shard::OWNER, ());
+        run_once(&front, &mut w, CacheMode::Megaflow);
+        assert_eq!(run_once(&front, &mut w, CacheMode::Megaflow).0, Served::Megaflow);
+        assert_eq!(run_once(&front, &mut w, CacheMode::Off).0, Served::Tables);
+
+        // A pop of a (missing) VLAN tag in table 0 ends the recording:
+        // table 1's lookup is not in the mask.
+        let t0 = table(vec![rule(&[(Field::EthType, &eth)], vec![Op::PopVlan], Some(1))]);
+        let t1 = table(vec![rule(&[(Field::Ipv4Dst, &[10, 1, 2, 3])], vec![], None)]);
+        let front = Front { graph: Graph::tables(2), tables: vec![t0, t1], mode: CacheMode::On };
+        let mut w = Worker::new(Shard::OWNER, ());
+        let Served::Miss(rec) = run_once(&front, &mut w, CacheMode::Megaflow).0 else {
+            panic!("a miss first")
+        };
+        assert_eq!(rec.closed, Some(Closed::Structural));
+        assert!(rec.installed && !rec.composed);
+        assert_eq!(rec.hops, 1);
+        let ip = mask_of(&[Field::Ipv4Dst]);
+        assert!(rec.wc.words.iter().zip(ip.words).all(|(w, m)| w & m == 0), "{:?}", rec.wc);
+    }
 }

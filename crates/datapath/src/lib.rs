@@ -84,10 +84,12 @@ pub mod config;
 mod control;
 pub mod csum;
 pub mod daemon;
+pub mod flowpacket;
 pub mod learn;
 pub mod p4switch;
 mod shared;
 mod sys;
+pub mod trace;
 pub mod worker;
 
 #[cfg(test)]
@@ -383,6 +385,11 @@ impl DatapathSwitch {
         raw: &[u8],
         publish: bool,
     ) -> Vec<Outgoing> {
+        if let Message::Experimenter(e) = msg {
+            if let Some(req) = sluice_ofp::tracemsg::TraceRequest::parse(e) {
+                return vec![self.live_trace(xid, req, raw)];
+            }
+        }
         let mut tx = PortTx { shared: &self.shared };
         let mut pb = lock(&self.shared.publisher);
         if matches!(msg, Message::BarrierRequest) {
@@ -398,6 +405,35 @@ impl DatapathSwitch {
             pb.publish();
         }
         out
+    }
+}
+
+impl DatapathSwitch {
+    /// Answers a live trace request (`sluice_ofp::tracemsg`): the packet
+    /// through the master pipeline's reference trace and a fresh worker's
+    /// caches ([`trace::answer`]); nothing is sent out of a port or to a
+    /// controller. The master is not published afterwards: a trace
+    /// changes no table (only counters, which every copy shares). A
+    /// request that cannot be traced gets `SLICTR_BAD_TRACE` with the
+    /// reason.
+    fn live_trace(
+        &self,
+        xid: u32,
+        req: sluice_ofp::filterprog::Decoded<sluice_ofp::tracemsg::TraceRequest>,
+        raw: &[u8],
+    ) -> Outgoing {
+        use sluice_ofp::filterprog::Refusal;
+        let answer = req.and_then(|req| {
+            let mut pb = lock(&self.shared.publisher);
+            let p = pb.master_mut();
+            p.advance(self.shared.now_ns());
+            trace::answer(p, &req).map_err(|e| Refusal::exp(sluice_ofp::tracemsg::BAD_TRACE, e))
+        });
+        let msg = match answer {
+            Ok(text) => sluice_ofp::tracemsg::reply(&text),
+            Err(r) => r.to_error(raw),
+        };
+        Outgoing { xid, msg }
     }
 }
 

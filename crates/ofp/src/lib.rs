@@ -39,6 +39,7 @@ pub mod pof;
 pub mod port;
 pub mod print;
 pub mod queue;
+pub mod tracemsg;
 pub mod wire;
 
 pub use error::{ErrorCode, Result};

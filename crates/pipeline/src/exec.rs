@@ -625,6 +625,22 @@ impl Pipeline {
         })
     }
 
+    /// [`Pipeline::trace`] whose packet-ins and reports go nowhere: for a
+    /// switch's live trace, which must not send the controllers anything.
+    pub fn trace_detached(
+        &mut self,
+        in_port: u32,
+        frame: &[u8],
+        tx: &mut dyn Tx,
+    ) -> Vec<TraceEvent> {
+        self.with_local(|p, w| {
+            w.ext.trace = Some(Vec::new());
+            p.process_with(w, in_port, frame, tx);
+            w.upcalls.clear();
+            w.ext.trace.take().unwrap_or_default()
+        })
+    }
+
     /// Execute a PACKET_OUT.
     pub fn packet_out(&mut self, po: &PacketOut, tx: &mut dyn Tx) -> Result<()> {
         let in_port = po.in_port;

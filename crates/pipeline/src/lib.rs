@@ -85,6 +85,7 @@ pub mod flow_mod;
 mod fuzz;
 pub mod group;
 pub mod lower;
+pub mod megaflow;
 pub mod meter;
 pub mod oxm_field;
 pub mod pof;

@@ -7,7 +7,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 mod flowfile;
-mod flowpacket;
+use sluice_datapath::flowpacket;
 
 #[derive(Parser)]
 #[command(name = "sluice", version, about = "A programmable OpenFlow 1.3 software switch")]

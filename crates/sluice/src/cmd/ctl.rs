@@ -6,7 +6,9 @@
 //! dump flows, groups, meters, ports, tables and their statistics; send a
 //! packet out; watch asynchronous messages; load and unload sluice's
 //! eBPF filter programs and read and write their maps ([`filterprog`],
-//! sluice's experimenter extension). Flows, groups, meters and
+//! sluice's experimenter extension); trace a packet through the running
+//! switch's tables and caches (`trace`, sluice's experimenter
+//! `TRACE_REQUEST`). Flows, groups, meters and
 //! actions are written in ovs-ofctl's syntax ([`sluice_ofp::ofctl`]) and
 //! replies are printed in ovs-ofctl's format ([`sluice_ofp::print`]), so
 //! `sluice ctl tcp:127.0.0.1:6653 dump-flows` reads like
@@ -54,7 +56,7 @@ pub(crate) mod conn;
 mod filterprog;
 mod input;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use conn::{error_names, Conn, Received, SwitchError, Target};
 use input::{Item, PortArg};
 use sluice_ofp::consts::{port_no, queue_id};
@@ -66,6 +68,7 @@ use sluice_ofp::multipart::MultipartRequestBody as Req;
 use sluice_ofp::multipart::{FlowStatsRequest, MultipartReply, MultipartReplyBody};
 use sluice_ofp::ofctl::{parse_flow, Usage};
 use sluice_ofp::print::print_message;
+use sluice_ofp::tracemsg::TraceRequest;
 use std::time::{Duration, Instant};
 
 /// The commands, as `--help` lists them.
@@ -109,6 +112,11 @@ Commands (FLOW, GROUP, METER and ACTIONS in ovs-ofctl syntax):
                                sets miss_send_len first (Open vSwitch sends
                                nothing to a ptcp: connection until it is set)
   barrier                      send a barrier and wait for its reply
+  trace FLOW                   trace a packet built from FLOW (a match with
+                               in_port=N, e.g. in_port=1,tcp,nw_dst=10.0.0.1)
+                               through the switch's tables and caches, like
+                               sluice trace; nothing is sent
+  trace --packet HEX IN_PORT   trace this frame, received on IN_PORT
 Filter programs (sluice's experimenter extension; ID is 1..4294967294):
   load-filter-prog ID FILE     load the eBPF ELF object FILE as program ID
   unload-filter-prog ID        unload program ID (refused while a flow names it)
@@ -148,6 +156,9 @@ pub struct Args {
     /// monitor: stop after N messages.
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+    /// trace: the frame to trace, as hex.
+    #[arg(long, value_name = "HEX")]
+    pub packet: Option<String>,
 }
 
 /// What a command does once connected; built before connecting.
@@ -186,6 +197,11 @@ enum Plan {
         items: Vec<Item>,
     },
     DumpMap(sluice_ofp::filterprog::DumpMapRequest),
+    /// A live trace: the request, and the in-port of a frame to resolve.
+    Trace {
+        req: TraceRequest,
+        port: Option<PortArg>,
+    },
 }
 
 /// Command-line switches that change what a command sends.
@@ -215,7 +231,11 @@ pub fn run(args: Args) -> Result<()> {
         Some(s) => bail!("--timeout {s}: expected a number of seconds"),
     };
     let flags = Flags { strict: args.strict, delete: args.delete };
-    let plan = plan(command, &words.args, flags)?;
+    let plan = match (&args.packet, command) {
+        (Some(hex), "trace") => trace_packet(&words.args, hex)?,
+        (Some(_), _) => bail!("{command}: --packet applies only to trace"),
+        (None, _) => plan(command, &words.args, flags)?,
+    };
     let mut conn = Conn::connect(&target, deadline)?;
     execute(&mut conn, plan, deadline, args.count)
 }
@@ -259,6 +279,7 @@ const COMMAND_NAMES: &[&str] = &[
     "unload-filter-prog",
     "update-map",
     "dump-map",
+    "trace",
 ];
 
 fn is_command(word: &str) -> bool {
@@ -391,6 +412,18 @@ fn only_socket(rundir: &std::path::Path) -> Result<std::path::PathBuf> {
             )
         }
     }
+}
+
+/// `trace --packet HEX IN_PORT` (or `in_port=IN_PORT`).
+fn trace_packet(args: &[String], hex: &str) -> Result<Plan> {
+    let port = exactly_one("trace", args, "in-port")?;
+    let port = port.strip_prefix("in_port=").unwrap_or(port);
+    let frame = crate::cmd::ofp_print::parse_hex(&[hex.to_string()]).context("trace: --packet")?;
+    if frame.is_empty() {
+        bail!("trace: --packet is empty");
+    }
+    let req = TraceRequest::Frame { in_port: 0, frame };
+    Ok(Plan::Trace { req, port: Some(input::port_arg(port)) })
 }
 
 fn joined(args: &[String]) -> String {
@@ -594,6 +627,13 @@ fn plan(cmd: &str, args: &[String], flags: Flags) -> Result<Plan> {
             items: filterprog::update_map(cmd, args, flags.delete)?,
         },
         "dump-map" => Plan::DumpMap(filterprog::dump_map_request(cmd, args)?),
+        "trace" => {
+            // The switch builds the packet and names a bad token itself.
+            if args.is_empty() {
+                bail!("trace: missing the flow description (or --packet HEX IN_PORT)");
+            }
+            Plan::Trace { req: TraceRequest::Flow(args.join(",")), port: None }
+        }
         other => bail!("unknown command `{other}`; see `sluice ctl --help`"),
     })
 }
@@ -776,6 +816,21 @@ fn execute(
         }
         Plan::LoadFilterProg { items } => filterprog::load_exec(conn, &items)?,
         Plan::DumpMap(req) => filterprog::dump_exec(conn, &req)?,
+        Plan::Trace { mut req, port } => {
+            if let (Some(p), TraceRequest::Frame { in_port, .. }) = (&port, &mut req) {
+                *in_port = resolve_port(conn, p)?;
+            }
+            let r = conn.transact(&req.to_message(), "the trace")?;
+            let text = match &r.msg {
+                Ok(Message::Experimenter(e)) => sluice_ofp::tracemsg::parse_reply(e),
+                _ => None,
+            };
+            match text {
+                Some(Ok(t)) => emit(&t)?,
+                Some(Err(e)) => bail!("{}: {e}", conn.target()),
+                None => bail!("{} answered the trace with `{}`", conn.target(), r.print()),
+            }
+        }
     }
     Ok(())
 }
@@ -833,6 +888,25 @@ mod tests {
             plan("monitor", &s(&["128"]), false).unwrap(),
             Plan::Monitor { miss_len: Some(128) }
         ));
+    }
+
+    #[test]
+    fn trace_plans_a_flow_or_a_frame() {
+        let Plan::Trace { req, port: None } =
+            plan("trace", &s(&["in_port=1", "tcp", "tp_dst=80"]), false).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(req, TraceRequest::Flow("in_port=1,tcp,tp_dst=80".into()));
+        let Plan::Trace { req, port: Some(PortArg::No(3)) } =
+            trace_packet(&s(&["in_port=3"]), "0a0b").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(req, TraceRequest::Frame { in_port: 0, frame: vec![10, 11] });
+        assert!(trace_packet(&s(&["1"]), "zz").is_err());
+        assert!(trace_packet(&s(&[]), "00").is_err());
+        assert!(plan("trace", &[], false).is_err());
     }
 
     #[test]

@@ -4,7 +4,12 @@
 //! Prints every table looked up with the entry hit (priority, cookie,
 //! match), each instruction, meter verdicts, group buckets chosen, the
 //! action set executed, each output, packet-ins and drops, and finally
-//! `outputs: P,Q,...` (ports, `LOCAL`, `CONTROLLER`) or `outputs: drop`.
+//! `outputs: P,Q,...` (ports, `LOCAL`, `CONTROLLER`) or `outputs: drop`,
+//! then the megaflow the fast walk installs for the packet (`Megaflow:
+//! in_port=1,ip,nw_dst=10.0.0.0/8`, from the cache's own recording) and
+//! which cache serves it (`Cache:`, for `--cache`, the daemon's `on` by
+//! default); the text is `sluice_datapath::trace`'s, which a running
+//! switch also answers `sluice ctl TARGET trace` with.
 //! `crates/sluice/tests/trace_vs_ovs.rs` checks that line against Open
 //! vSwitch's `ofproto/trace` on a corpus of cases.
 //!
@@ -20,9 +25,9 @@ use crate::flowfile::{self, Files};
 use crate::flowpacket;
 use anyhow::{bail, Context, Result};
 use pcap_file::pcap::PcapReader;
-use sluice_ofp::print::actions::{actions, instructions};
-use sluice_ofp::print::fields::{match_str, port};
-use sluice_pipeline::{meter::Verdict, TraceEvent};
+use sluice_datapath::config::parse_cache;
+use sluice_datapath::trace::trace_text;
+use sluice_ofp::print::fields::port;
 use std::path::PathBuf;
 
 /// Arguments of `sluice trace`.
@@ -64,6 +69,11 @@ pub struct Args {
     /// (`ID=FILE.o`, repeatable): flows name it with `filter_prog=ID`.
     #[arg(long = "filter-prog", value_name = "ID=FILE.o", value_parser = flowfile::parse_filter_prog)]
     pub filter_prog: Vec<(u32, std::path::PathBuf)>,
+    /// The caches the `Megaflow:` and `Cache:` lines are for: `on`
+    /// (exact-match then megaflow, the daemon's default), `megaflow` or
+    /// `off` (the megaflow line then shows what a cache would install).
+    #[arg(long, default_value = "on", value_name = "on|megaflow|off")]
+    pub cache: String,
 }
 
 /// The frame and the in-port it arrives on.
@@ -116,61 +126,10 @@ pub fn run(a: Args) -> Result<()> {
         filter_progs: &a.filter_prog,
     })?;
     flowfile::set_down(&mut p, &a.down.concat())?;
-    println!("packet: in_port={} len={}", in_port, frame.len());
-    let mut outputs = Vec::new();
-    let events =
-        p.trace(in_port, &frame, &mut |port: u32, _q: Option<u32>, _f: &[u8]| outputs.push(port));
-    for e in &events {
-        match e {
-            TraceEvent::Lookup { table, entry: Some((prio, cookie, m)) } => {
-                let ms = match_str(m);
-                let ms = if ms.is_empty() { "(all packets)".to_string() } else { ms };
-                println!("table {table}: priority={prio} cookie={cookie:#x} {ms}");
-            }
-            TraceEvent::Lookup { table, entry: None } => println!("table {table}: no match"),
-            TraceEvent::Instruction(i) => println!("    {}", instructions(std::slice::from_ref(i))),
-            TraceEvent::Meter { meter, verdict } => {
-                let v = match verdict {
-                    Verdict::Pass => "pass".to_string(),
-                    Verdict::Drop => "drop".to_string(),
-                    Verdict::Remark(n) => format!("dscp_remark prec_level={n}"),
-                };
-                println!("    meter {meter}: {v}");
-            }
-            TraceEvent::Group { group, buckets } => {
-                println!("    group {group}: buckets {buckets:?}")
-            }
-            TraceEvent::ActionSet(set) => {
-                let s = actions(set);
-                println!("action set: {}", if s.is_empty() { "(empty)".to_string() } else { s });
-            }
-            TraceEvent::Output { port: p } => println!("    -> output:{}", port(*p)),
-            TraceEvent::PacketIn { reason, table } => {
-                let r = match reason {
-                    0 => "no_match",
-                    1 => "action",
-                    2 => "invalid_ttl",
-                    _ => "unknown",
-                };
-                println!("    -> controller (reason={r}, table_id={table})");
-            }
-            TraceEvent::Drop(why) => println!("    drop: {why}"),
-            TraceEvent::Guard { table, priority, guard, result, changes } => {
-                let verdict = if *result { "match" } else { "no match" };
-                println!("table {table}: priority={priority} {guard}: {verdict}");
-                for c in changes {
-                    println!("    {c}");
-                }
-            }
-        }
-    }
-    let mut final_out: Vec<String> = outputs.iter().map(|&p| port(p)).collect();
-    if events.iter().any(|e| matches!(e, TraceEvent::PacketIn { .. })) {
-        final_out.push("CONTROLLER".into());
-    }
-    println!(
-        "outputs: {}",
-        if final_out.is_empty() { "drop".to_string() } else { final_out.join(",") }
-    );
+    let Some(mode) = parse_cache(&a.cache) else {
+        bail!("--cache {}: must be on, megaflow or off", a.cache)
+    };
+    p.set_cache(mode);
+    print!("{}", trace_text(&mut p, in_port, &frame, false));
     Ok(())
 }

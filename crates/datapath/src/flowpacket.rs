@@ -1,5 +1,5 @@
 //! A packet built from an ovs-ofctl-style flow description, for
-//! `sluice trace --flow`, like the flow argument of `ovs-appctl
+//! `sluice trace --flow` and the switch's live trace, like the flow argument of `ovs-appctl
 //! ofproto/trace` (`in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.1.2.3,tp_dst=80`).
 //!
 //! # What?
@@ -24,11 +24,24 @@
 //! Masked values (`nw_dst=10.0.0.0/8`) contribute their value bits
 //! (value AND mask).
 //!
+//! # POF fields
+//! `pof(POS,LEN)=VALUE[/MASK]` (`sluice_ofp::ofctl::pof`'s syntax) writes
+//! its value bits, where the mask is 1, into the frame once the headers
+//! are built, at the offset the switch's parser finds for its base
+//! (`l3+96` is 96 bits into the IPv4 header). A field past the end of the
+//! frame grows it with zero bytes (up to [`MAX_POF_FRAME`]). Refused,
+//! naming the field: a base the packet does not have (`l2.5` is never
+//! built; `l4` of an ARP packet), and a write that changes a field the
+//! description also gives (its value would no longer be the one asked
+//! for). Checksums are not recomputed after the write: a `pof` field over
+//! header bytes leaves the header's checksum as built (the switch's parser
+//! does not check checksums).
+//!
 //! # Refusals
 //! A field the builder cannot place is an error naming it, never ignored:
 //! fields outside the packet (`metadata`, `tun_id`, `in_phy_port`),
-//! MPLS/PBB (and their ethertypes), `ipv6_exthdr`, ND fields, sluice's
-//! experimenter matches, flow-mod keys (`table`, `priority`, `cookie`,
+//! MPLS/PBB (and their ethertypes), `ipv6_exthdr`, ND fields, the
+//! `filter_prog` and `pcap_filter` matches, flow-mod keys (`table`, `priority`, `cookie`,
 //! timeouts, flags), and any field the chosen headers do not carry (e.g.
 //! `tcp_dst` in a UDP packet, `nw_src` without `ip`). Every field of the
 //! parsed match is checked off as it is written; what is left is refused.
@@ -44,7 +57,9 @@ use anyhow::{anyhow, bail, Result};
 use sluice_ofp::ofctl::fields::canonical_name;
 use sluice_ofp::ofctl::{parse_flow, Usage};
 use sluice_ofp::oxm::{FieldId, Oxm};
-use sluice_packet::checksum;
+use sluice_ofp::pof::PofMatch;
+use sluice_ofp::print::fields::pof_match;
+use sluice_packet::{checksum, FlowKey, Meta, ParseInfo, FIXED_LAYOUT};
 
 /// Source MAC used when the description gives none (locally administered).
 pub const DEFAULT_DL_SRC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
@@ -179,13 +194,20 @@ pub fn build(desc: &str) -> Result<Built> {
         bail!("--flow: `{k}` belongs to a flow entry, not to a packet");
     }
     let mut list = Vec::new();
+    let mut pofs = Vec::new();
     for o in &spec.r#match.oxms {
         match o {
             Oxm::Basic { field, value, mask } => {
                 let v = value.to_u128() & mask.as_ref().map_or(u128::MAX, |m| m.to_u128());
                 list.push((*field, v));
             }
-            _ => bail!("--flow: a sluice experimenter match (filter_prog, pcap_filter, pof) cannot be put in a packet"),
+            o => match PofMatch::from_oxm(o) {
+                Some(Ok(m)) => pofs.push(m),
+                Some(Err(e)) => bail!("--flow: a pof field that does not decode: {e}"),
+                None => bail!(
+                    "--flow: a sluice experimenter match (filter_prog, pcap_filter) cannot be put in a packet"
+                ),
+            },
         }
     }
     let used = vec![false; list.len()];
@@ -202,10 +224,73 @@ pub fn build(desc: &str) -> Result<Built> {
             canonical_name(field)
         );
     }
+    let mut frame = frame;
+    place_pof(&mut frame, &pofs, &f.list)?;
     Ok(Built {
         frame,
         in_port: f.list.iter().find(|(g, _)| *g == FieldId::InPort).map(|&(_, v)| v as u32),
     })
+}
+
+/// The longest frame a `pof` field may grow the built frame to.
+pub const MAX_POF_FRAME: usize = 1514;
+
+/// The key of `frame` as the switch's parser reads it, and its offsets.
+fn parsed(frame: &[u8]) -> (FlowKey, ParseInfo) {
+    let mut key = FlowKey::ZERO;
+    let info = sluice_packet::parse(frame, &Meta::default(), &mut key);
+    (key, info)
+}
+
+/// Writes each `pof` field's value bits (where its mask is 1) into the
+/// built frame, from the offsets the switch's parser finds in it (see
+/// the module docs). Refuses, naming the field, a base the frame does not
+/// have, a field past [`MAX_POF_FRAME`], and a write that changes a field
+/// the description also gives (`given`).
+fn place_pof(frame: &mut Vec<u8>, pofs: &[PofMatch], given: &[(FieldId, u128)]) -> Result<()> {
+    if pofs.is_empty() {
+        return Ok(());
+    }
+    let (before, info) = parsed(frame);
+    for m in pofs {
+        let text = pof_match(m);
+        let name = text.split('=').next().unwrap_or(&text);
+        let Some(at) = sluice_pipeline::pof::base(m.field.pos.base).offset(&info) else {
+            bail!("--flow: cannot place field `{name}` in the packet: the packet has no header at its base")
+        };
+        let len = u64::from(m.field.bit_len);
+        let start = at as u64 * 8 + u64::from(m.field.pos.bit_offset);
+        let bytes = (start + len).div_ceil(8);
+        if bytes > MAX_POF_FRAME as u64 {
+            bail!("--flow: cannot place field `{name}` in the packet: it ends past byte {MAX_POF_FRAME}");
+        }
+        if frame.len() < bytes as usize {
+            frame.resize(bytes as usize, 0);
+        }
+        let mask = m.mask.unwrap_or(u128::MAX);
+        for i in 0..len {
+            let shift = len - 1 - i;
+            if (mask >> shift) & 1 == 0 {
+                continue;
+            }
+            let bit = start + i;
+            let (byte, b) = ((bit / 8) as usize, 7 - (bit % 8) as u32);
+            if let Some(x) = frame.get_mut(byte) {
+                *x = (*x & !(1 << b)) | ((((m.value >> shift) & 1) as u8) << b);
+            }
+        }
+    }
+    let (after, _) = parsed(frame);
+    for &(f, _) in given {
+        let field = sluice_pipeline::oxm_field::field(f);
+        if FIXED_LAYOUT.get(&before, field) != FIXED_LAYOUT.get(&after, field) {
+            bail!(
+                "--flow: the pof fields change field `{}`, which the description also gives",
+                canonical_name(f)
+            );
+        }
+    }
+    Ok(())
 }
 
 fn emit(f: &mut Fields, ttl: Option<u8>, tcp_flags: &mut Option<u16>) -> Result<Vec<u8>> {
@@ -388,7 +473,7 @@ fn fill_checksum(l4: &mut [u8], proto: u8, pseudo: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_packet::{parse, Field, FlowKey, Meta, FIXED_LAYOUT};
+    use sluice_packet::{parse, Field};
 
     fn key(frame: &[u8]) -> FlowKey {
         let mut k = FlowKey::default();
@@ -529,5 +614,33 @@ mod tests {
         let b = build("").unwrap();
         assert_eq!(b.frame.len(), 60);
         assert_eq!(b.in_port, None);
+    }
+
+    #[test]
+    fn pof_fields_set_their_bits_or_are_refused_by_name() {
+        // The IPv4 identification, 32 bits into the IPv4 header.
+        let b = build("in_port=1,ip,pof(l3+32,16)=0x1234").unwrap();
+        assert_eq!(b.frame[18..20], [0x12, 0x34]);
+        assert_eq!(b.frame.len(), 60);
+        // Only the mask's bits are written.
+        let b = build("dl_type=0x88b5,pof(l2end+0,16)=0xab00/0xff00").unwrap();
+        assert_eq!(b.frame[14..16], [0xab, 0]);
+        // Past the end of the frame: it grows.
+        let b = build("pof(480,32)=0xdeadbeef").unwrap();
+        assert_eq!(b.frame.len(), 64);
+        assert_eq!(b.frame[60..64], [0xde, 0xad, 0xbe, 0xef]);
+        let err = |d: &str| format!("{:#}", build(d).expect_err(d));
+        assert!(
+            err("arp,pof(l4+0,16)=1").contains("`pof(l4+0,16)`"),
+            "{}",
+            err("arp,pof(l4+0,16)=1")
+        );
+        assert!(err("ip,pof(l2.5+0,20)=1").contains("`pof(l2.5+0,20)`"));
+        assert!(err("pof(12112,16)=1").contains("past byte 1514"));
+        let e = err("ip,nw_dst=10.0.0.1,pof(l3+128,32)=0x0a000002");
+        assert!(e.contains("`nw_dst`"), "{e}");
+        // Agreeing with a given field is fine.
+        let b = build("ip,nw_dst=10.0.0.1,pof(l3+128,32)=0x0a000001").unwrap();
+        assert_eq!(b.frame[30..34], [10, 0, 0, 1]);
     }
 }

@@ -23,6 +23,9 @@
 //!   (headers, validity, stack indices, metadata, `parser_error`).
 //! - Compiled programs never panic and do bounded work per frame.
 
+pub mod action;
+pub(crate) mod control;
+pub mod engine;
 pub mod layout;
 pub mod parser;
 

@@ -1,0 +1,1219 @@
+//! P4 statements and expressions compiled into key programs
+//! ([`sluice_core::keyop::KeyProg`]): the stage that turns action bodies,
+//! straight-line control code and computed conditions into ops over the
+//! header vector.
+//!
+//! # What
+//! [`Gen`] compiles statements of a control (and the actions it calls)
+//! into the instructions of one [`KeyProg`]: assignments (also `op=` and
+//! to slices), `if`/`else` (forward jumps), blocks, local variables and
+//! constants, `setValid()`/`setInvalid()`, `mark_to_drop(std)` and direct
+//! action calls with copy-in/copy-out. Expressions: literals, constants,
+//! fields, locals, action data, `isValid()`, `+ - * & | ^ ~ << >>`,
+//! comparisons, `&& || !`, `|+| |-|`, slices, `++`, casts and `?:`, all
+//! within 64 bits; a field over 64 bits may only be copied from a field
+//! of the same shape or set to a constant.
+//!
+//! # Basic design
+//! Expressions evaluate into registers; every register value is reduced
+//! to its type's width, as the interpreter's values are (`int<W>` held
+//! as its two's-complement bits, sign-extended where an operation needs
+//! it). An `int` literal stays a compile-time number until it meets a
+//! typed operand, the target of an assignment or a parameter, whose type
+//! it takes — the interpreter's rule. Locals, `in`/`inout`/`out`
+//! parameters of called actions and values the engine computes
+//! (conditions, table keys) live in scratch key slots ([`Scratch`]) after
+//! the layout's words; a name always gets the same slot, so an action
+//! compiled again for another table entry writes the same bits.
+//!
+//! # Invariants
+//! - Anything outside the list above is refused at its span by
+//!   [`super::refuse`], never compiled into something else.
+//! - Semantics are the interpreter's (`crate::interp::exec`):
+//!   `setValid()` on an invalid header zeroes its fields, `out`
+//!   parameters start at zero, shifts by at least the width give zero
+//!   (arithmetic shifts: the sign), `mark_to_drop` writes `egress_spec`
+//!   511 and `mcast_grp` 0.
+
+use std::collections::HashMap;
+
+use sluice_core::keyop::{ones, BinOp as KOp, Insn, KeyProg, Reg, Slot, REGS};
+use sluice_packet::key::KEY_WORDS;
+
+use super::layout::{FieldTy, Layout, Root};
+use super::refuse;
+use crate::ast::{ActionDecl, Arg, BinOp, Decl, Direction, Expr, ExprKind, Program, Stmt, UnOp};
+use crate::diag::{Diagnostic, Result, Span};
+use crate::types::{Ty, TypeEnv};
+use crate::value::{Bits, Value};
+
+/// Scratch key slots after the header vector, allocated by name.
+#[derive(Clone, Debug)]
+pub struct Scratch {
+    next_bit: u32,
+    named: HashMap<String, Slot>,
+}
+
+impl Scratch {
+    /// Scratch space starting at the first word the layout does not use.
+    pub fn new(l: &Layout) -> Scratch {
+        let mut max = u32::from(l.cursor.word);
+        let mut see = |s: &Slot| max = max.max(u32::from(s.word));
+        for f in &l.fields {
+            f.slots.iter().for_each(&mut see);
+            if let Some(s) = &f.len {
+                see(s);
+            }
+        }
+        for h in &l.headers {
+            see(&h.valid);
+        }
+        for s in &l.stacks {
+            see(&s.next);
+        }
+        Scratch { next_bit: (max + 1) * 64, named: HashMap::new() }
+    }
+
+    /// The slot named `name` (`width` bits, 1 to 64), allocated on first
+    /// use; `None` when the key is full.
+    pub fn slot(&mut self, name: &str, width: u32) -> Option<Slot> {
+        if let Some(s) = self.named.get(name) {
+            return (u32::from(s.width) == width).then_some(*s);
+        }
+        if !(1..=64).contains(&width) {
+            return None;
+        }
+        let mut word = self.next_bit / 64;
+        let mut shift = self.next_bit % 64;
+        if shift + width > 64 {
+            word += 1;
+            shift = 0;
+        }
+        if word as usize >= KEY_WORDS {
+            return None;
+        }
+        let s = Slot { word: word as u8, shift: shift as u8, width: width as u8 };
+        self.next_bit = word * 64 + shift + width;
+        self.named.insert(name.to_string(), s);
+        Some(s)
+    }
+}
+
+/// A scalar type of at most 64 bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum T1 {
+    Bits { w: u8, signed: bool },
+    Bool,
+}
+
+impl T1 {
+    pub fn width(self) -> u8 {
+        match self {
+            T1::Bits { w, .. } => w,
+            T1::Bool => 1,
+        }
+    }
+    fn signed(self) -> bool {
+        matches!(self, T1::Bits { signed: true, .. })
+    }
+    /// `bit<w>`, if `w` is 1 to 64.
+    pub fn bits_of(w: u32) -> Option<T1> {
+        T1::bits(w, false)
+    }
+    fn bits(w: u32, signed: bool) -> Option<T1> {
+        (1..=64).contains(&w).then_some(T1::Bits { w: w as u8, signed })
+    }
+}
+
+/// A compiled expression: an `int` still to be typed, or a register.
+#[derive(Clone, Copy, Debug)]
+enum E {
+    Int(i128),
+    R(Reg, T1),
+}
+
+/// What a name denotes inside the code being compiled.
+#[derive(Clone, Debug)]
+pub enum Bind {
+    Slot(Slot, T1),
+    Const(Value),
+}
+
+/// A location an expression denotes.
+enum Place {
+    Field(usize),
+    Header(usize),
+    Local(Slot, T1),
+    Const(Value),
+}
+
+/// The scalar type a layout field holds (`None`: wider than 64 bits or
+/// a varbit).
+fn field_t1(t: &FieldTy) -> Option<T1> {
+    match t {
+        FieldTy::Bits { signed, width } => T1::bits(*width, *signed),
+        FieldTy::Bool => Some(T1::Bool),
+        FieldTy::Error | FieldTy::Enum(_) => T1::bits(32, false),
+        FieldTy::Varbit(_) => None,
+    }
+}
+
+/// A resolved type as a scalar.
+pub fn ty_t1(t: &Ty) -> Option<T1> {
+    match t {
+        Ty::Bits { signed, width } => T1::bits(*width, *signed),
+        Ty::Bool => Some(T1::Bool),
+        Ty::Error => T1::bits(32, false),
+        Ty::Enum(e) => match e.underlying {
+            Some((signed, w)) => T1::bits(w, signed),
+            None => T1::bits(32, false),
+        },
+        _ => None,
+    }
+}
+
+const MAX_DEPTH: u32 = 64;
+
+/// Compiles statements of one control (and the actions it calls) into
+/// one key program.
+pub struct Gen<'a> {
+    pub env: &'a TypeEnv,
+    pub l: &'a Layout,
+    pub prog: &'a Program,
+    pub scratch: &'a mut Scratch,
+    /// The control's parameter names and the roots they denote.
+    pub roots: Vec<(String, Root)>,
+    /// The control's local actions.
+    pub local_actions: Vec<&'a ActionDecl>,
+    scopes: Vec<Vec<(String, Bind)>>,
+    insns: Vec<Insn>,
+    next_reg: u8,
+    depth: u32,
+}
+
+impl<'a> Gen<'a> {
+    pub fn new(
+        env: &'a TypeEnv,
+        l: &'a Layout,
+        prog: &'a Program,
+        scratch: &'a mut Scratch,
+        roots: Vec<(String, Root)>,
+        local_actions: Vec<&'a ActionDecl>,
+        base: Vec<(String, Bind)>,
+    ) -> Gen<'a> {
+        Gen {
+            env,
+            l,
+            prog,
+            scratch,
+            roots,
+            local_actions,
+            scopes: vec![base],
+            insns: Vec::new(),
+            next_reg: 0,
+            depth: 0,
+        }
+    }
+
+    /// The program compiled so far.
+    pub fn finish(self, span: Span) -> Result<KeyProg> {
+        KeyProg::new(self.insns)
+            .map_err(|e| Diagnostic::new(span, format!("lowering: key program refused: {e}")))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.insns.is_empty()
+    }
+
+    fn emit(&mut self, i: Insn) {
+        self.insns.push(i);
+    }
+
+    fn reg(&mut self, span: Span) -> Result<Reg> {
+        if usize::from(self.next_reg) >= REGS {
+            return Err(refuse(span, "an expression needing more than 32 registers"));
+        }
+        self.next_reg += 1;
+        Ok(self.next_reg - 1)
+    }
+
+    fn konst(&self, r: Reg, v: u64) -> Insn {
+        Insn::Const { dst: r, value: v }
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Bind> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.iter().rev().find(|(n, _)| n == name).map(|(_, b)| b))
+    }
+
+    fn root(&self, name: &str) -> Option<Root> {
+        self.roots.iter().find(|(n, _)| n == name).map(|(_, r)| *r)
+    }
+
+    /// Whether `e` names something in scope (a local, parameter or the
+    /// control's roots): then it is not a compile-time constant.
+    fn mentions_scope(&self, e: &Expr, d: u32) -> bool {
+        if d > MAX_DEPTH {
+            return true;
+        }
+        match &e.kind {
+            ExprKind::Name { id, dot_prefix } => {
+                !dot_prefix && (self.lookup(&id.name).is_some() || self.root(&id.name).is_some())
+            }
+            ExprKind::Member(b, _) => self.mentions_scope(b, d + 1),
+            ExprKind::Index(a, b) => self.mentions_scope(a, d + 1) || self.mentions_scope(b, d + 1),
+            ExprKind::Slice(a, b, c) | ExprKind::Mux(a, b, c) => {
+                self.mentions_scope(a, d + 1)
+                    || self.mentions_scope(b, d + 1)
+                    || self.mentions_scope(c, d + 1)
+            }
+            ExprKind::Call { func, args, .. } => {
+                self.mentions_scope(func, d + 1)
+                    || args.iter().any(|a| self.mentions_scope(&a.value, d + 1))
+            }
+            ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => self.mentions_scope(a, d + 1),
+            ExprKind::Binary(_, a, b) => {
+                self.mentions_scope(a, d + 1) || self.mentions_scope(b, d + 1)
+            }
+            ExprKind::List(v) => v.iter().any(|x| self.mentions_scope(x, d + 1)),
+            ExprKind::StructInit(v) => v.iter().any(|(_, x)| self.mentions_scope(x, d + 1)),
+            _ => false,
+        }
+    }
+
+    /// `e` as a compile-time constant, if it is one.
+    pub fn const_value(&self, e: &Expr) -> Option<Value> {
+        if self.mentions_scope(e, 0) {
+            return None;
+        }
+        let look = |n: &str| match self.lookup(n) {
+            Some(Bind::Const(v)) => Some(v.clone()),
+            _ => None,
+        };
+        self.env.eval_const(e, None, &look).ok()
+    }
+
+    /// The root-relative path `e` denotes (`hdr.ipv4.ttl` → Headers,
+    /// `ipv4.ttl`).
+    pub fn path(&self, e: &Expr, d: u32) -> Result<Option<(Root, String)>> {
+        if d > MAX_DEPTH {
+            return Err(refuse(e.span, "an expression this deep"));
+        }
+        Ok(match &e.kind {
+            ExprKind::Name { id, dot_prefix: false } => {
+                if self.lookup(&id.name).is_some() {
+                    return Ok(None);
+                }
+                self.root(&id.name).map(|r| (r, String::new()))
+            }
+            ExprKind::Member(b, m) => match self.path(b, d + 1)? {
+                Some((r, p)) if p.is_empty() => Some((r, m.name.clone())),
+                Some((r, p)) => {
+                    if m.name == "last" || m.name == "next" || m.name == "lastIndex" {
+                        return Err(refuse(e.span, format!("`.{}` outside a parser", m.name)));
+                    }
+                    Some((r, format!("{p}.{}", m.name)))
+                }
+                None => None,
+            },
+            ExprKind::Index(b, i) => match self.path(b, d + 1)? {
+                Some((r, p)) => {
+                    let Some(ix) = self.const_value(i).and_then(|v| v.to_u64()) else {
+                        return Err(refuse(i.span, "a header stack index that is not a constant"));
+                    };
+                    Some((r, format!("{p}[{ix}]")))
+                }
+                None => None,
+            },
+            _ => None,
+        })
+    }
+
+    fn place(&self, e: &Expr) -> Result<Option<Place>> {
+        if let ExprKind::Name { id, dot_prefix: false } = &e.kind {
+            match self.lookup(&id.name) {
+                Some(Bind::Slot(s, t)) => return Ok(Some(Place::Local(*s, *t))),
+                Some(Bind::Const(v)) => return Ok(Some(Place::Const(v.clone()))),
+                None => {}
+            }
+        }
+        let Some((root, path)) = self.path(e, 0)? else { return Ok(None) };
+        if root == Root::Std && path == "mcast_grp" {
+            return Err(refuse(e.span, "multicast (`mcast_grp`) in a compiled pipeline"));
+        }
+        if let Some(f) = self.l.field(root, &path) {
+            return Ok(Some(Place::Field(f)));
+        }
+        if let Some(h) = self.l.header(root, &path) {
+            return Ok(Some(Place::Header(h)));
+        }
+        Err(refuse(e.span, "this kind of value (a struct, stack or union as a whole)"))
+    }
+
+    fn value_e(&mut self, v: &Value, span: Span) -> Result<E> {
+        let (x, t) = match v {
+            Value::Int(i) => return Ok(E::Int(*i)),
+            Value::Bool(b) => (u64::from(*b), T1::Bool),
+            Value::Bits(b) | Value::Signed(b) => {
+                let Some(t) = T1::bits(b.width(), matches!(v, Value::Signed(_))) else {
+                    return Err(refuse(span, "a constant over 64 bits in an expression"));
+                };
+                (b.low_u64(), t)
+            }
+            Value::Error(n) => {
+                let Some(c) = self.l.error_code(n) else {
+                    return Err(refuse(span, format!("`error.{n}` (not declared)")));
+                };
+                (u64::from(c), T1::Bits { w: 32, signed: false })
+            }
+            Value::Enum { ty, member } => {
+                let idx = match self.env.named(ty) {
+                    Some(Ty::Enum(e)) => e.members.iter().position(|(m, _)| m == member),
+                    _ => None,
+                };
+                let Some(i) = idx else {
+                    return Err(refuse(span, "this enum constant"));
+                };
+                (i as u64, T1::Bits { w: 32, signed: false })
+            }
+            other => return Err(refuse(span, format!("a {} value here", other.kind_name()))),
+        };
+        let r = self.reg(span)?;
+        let i = self.konst(r, x);
+        self.emit(i);
+        Ok(E::R(r, t))
+    }
+
+    /// An `int` as a `t` value in a register.
+    fn typed(&mut self, e: E, t: T1, span: Span) -> Result<Reg> {
+        match e {
+            E::R(r, _) => Ok(r),
+            E::Int(i) => {
+                let r = self.reg(span)?;
+                let v = (i as u64) & ones(t.width());
+                let i = self.konst(r, v);
+                self.emit(i);
+                Ok(r)
+            }
+        }
+    }
+
+    /// `e` evaluated to a typed register (an `int` takes `want`).
+    fn scalar(&mut self, e: &Expr, want: Option<T1>) -> Result<(Reg, T1)> {
+        match self.expr(e)? {
+            E::R(r, t) => Ok((r, t)),
+            E::Int(i) => {
+                let Some(t) = want else {
+                    return Err(refuse(e.span, "an `int` value whose width is not known here"));
+                };
+                Ok((self.typed(E::Int(i), t, e.span)?, t))
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<E> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(refuse(e.span, "an expression this deep"));
+        }
+        let r = self.expr_inner(e);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self, e: &Expr) -> Result<E> {
+        if let Some(v) = self.const_value(e) {
+            return self.value_e(&v, e.span);
+        }
+        match &e.kind {
+            ExprKind::Name { .. } | ExprKind::Member(..) | ExprKind::Index(..) => {
+                match self.place(e)? {
+                    Some(Place::Local(s, t)) => {
+                        let r = self.reg(e.span)?;
+                        self.emit(Insn::Load { dst: r, from: s });
+                        Ok(E::R(r, t))
+                    }
+                    Some(Place::Const(v)) => self.value_e(&v, e.span),
+                    Some(Place::Field(f)) => {
+                        let fl = &self.l.fields[f];
+                        let (Some(t), [s]) = (field_t1(&fl.ty), fl.slots.as_slice()) else {
+                            return Err(refuse(e.span, "a field over 64 bits in an expression"));
+                        };
+                        let s = *s;
+                        let r = self.reg(e.span)?;
+                        self.emit(Insn::Load { dst: r, from: s });
+                        Ok(E::R(r, t))
+                    }
+                    Some(Place::Header(_)) => Err(refuse(e.span, "a header as a value")),
+                    None => Err(refuse(e.span, "this name")),
+                }
+            }
+            ExprKind::Call { func, args, .. } => {
+                if let ExprKind::Member(b, m) = &func.kind {
+                    if m.name == "isValid" && args.is_empty() {
+                        if let Some(Place::Header(h)) = self.place(b)? {
+                            let s = self.l.headers[h].valid;
+                            let r = self.reg(e.span)?;
+                            self.emit(Insn::Load { dst: r, from: s });
+                            return Ok(E::R(r, T1::Bool));
+                        }
+                        return Err(refuse(e.span, "`isValid()` of this"));
+                    }
+                }
+                Err(refuse(e.span, "this call in an expression"))
+            }
+            ExprKind::Unary(op, a) => {
+                let v = self.expr(a)?;
+                match (op, v) {
+                    (UnOp::Plus, v) => Ok(v),
+                    (UnOp::Neg, E::Int(i)) => Ok(E::Int(i.wrapping_neg())),
+                    (UnOp::Neg, E::R(r, t)) => {
+                        let d = self.reg(e.span)?;
+                        self.emit(Insn::Neg { dst: d, a: r, width: t.width() });
+                        Ok(E::R(d, t))
+                    }
+                    (UnOp::BitNot, E::R(r, t)) => {
+                        let d = self.reg(e.span)?;
+                        self.emit(Insn::Not { dst: d, a: r, width: t.width() });
+                        Ok(E::R(d, t))
+                    }
+                    (UnOp::Not, E::R(r, T1::Bool)) => {
+                        let one = self.reg(e.span)?;
+                        self.emit(self.konst(one, 1));
+                        self.emit(Insn::Bin { op: KOp::Xor, dst: one, a: r, b: one, width: 1 });
+                        Ok(E::R(one, T1::Bool))
+                    }
+                    _ => Err(refuse(e.span, "this unary operation")),
+                }
+            }
+            ExprKind::Binary(op, a, b) => self.binary(e, *op, a, b),
+            ExprKind::Slice(a, hi, lo) => {
+                let (Some(hi), Some(lo)) = (
+                    self.const_value(hi).and_then(|v| v.to_u64()),
+                    self.const_value(lo).and_then(|v| v.to_u64()),
+                ) else {
+                    return Err(refuse(e.span, "a slice with bounds that are not constants"));
+                };
+                let (r, t) = self.scalar(a, None)?;
+                if hi < lo || hi >= u64::from(t.width()) {
+                    return Err(refuse(e.span, "this slice"));
+                }
+                let w = (hi - lo + 1) as u8;
+                let d = self.reg(e.span)?;
+                self.emit(self.konst(d, lo));
+                self.emit(Insn::Bin { op: KOp::Shr, dst: d, a: r, b: d, width: t.width() });
+                self.emit(Insn::Trunc { dst: d, a: d, width: w });
+                Ok(E::R(d, T1::Bits { w, signed: false }))
+            }
+            ExprKind::Mux(c, a, b) => {
+                let (cr, _) = self.scalar(c, Some(T1::Bool))?;
+                let dst = self.reg(e.span)?;
+                let jz = self.insns.len();
+                self.emit(Insn::JumpIfZero { cond: cr, to: 0 });
+                let ea = self.expr(a)?;
+                let ta = match ea {
+                    E::R(_, t) => Some(t),
+                    E::Int(_) => None,
+                };
+                // The type comes from whichever arm has one.
+                let mark = self.insns.len();
+                let save = self.next_reg;
+                let eb_probe = self.expr(b)?;
+                let tb = match eb_probe {
+                    E::R(_, t) => Some(t),
+                    E::Int(_) => None,
+                };
+                self.insns.truncate(mark);
+                self.next_reg = save;
+                let Some(t) = ta.or(tb) else {
+                    return Err(refuse(e.span, "`?:` of two `int`s"));
+                };
+                let ra = self.typed(ea, t, a.span)?;
+                self.emit(Insn::Mov { dst, a: ra });
+                let jend = self.insns.len();
+                self.emit(Insn::Jump { to: 0 });
+                let else_at = self.insns.len();
+                let eb = self.expr(b)?;
+                let rb = self.typed(eb, t, b.span)?;
+                self.emit(Insn::Mov { dst, a: rb });
+                let end = self.insns.len();
+                self.patch(jz, else_at)?;
+                self.patch(jend, end)?;
+                Ok(E::R(dst, t))
+            }
+            ExprKind::Cast(ty, a) => {
+                let to = self.env.resolve(ty, &[])?;
+                let Some(tt) = ty_t1(&to) else {
+                    return Err(refuse(e.span, format!("a cast to {to}")));
+                };
+                match self.expr(a)? {
+                    E::Int(i) => Ok(E::R(self.typed(E::Int(i), tt, e.span)?, tt)),
+                    E::R(r, ft) => {
+                        let d = self.reg(e.span)?;
+                        if ft.signed() && tt.width() > ft.width() {
+                            self.emit(Insn::SExt { dst: d, a: r, from: ft.width() });
+                            self.emit(Insn::Trunc { dst: d, a: d, width: tt.width() });
+                        } else {
+                            self.emit(Insn::Trunc { dst: d, a: r, width: tt.width() });
+                        }
+                        Ok(E::R(d, tt))
+                    }
+                }
+            }
+            _ => Err(refuse(e.span, "this expression")),
+        }
+    }
+
+    fn patch(&mut self, at: usize, to: usize) -> Result<()> {
+        let to16 = u16::try_from(to)
+            .map_err(|_| Diagnostic::bare("lowering: a key program over 65535 instructions"))?;
+        match self.insns.get_mut(at) {
+            Some(Insn::JumpIfZero { to: t, .. }) | Some(Insn::Jump { to: t }) => *t = to16,
+            _ => return Err(Diagnostic::bare("lowering: internal error: jump patch")),
+        }
+        Ok(())
+    }
+
+    fn binary(&mut self, e: &Expr, op: BinOp, a: &Expr, b: &Expr) -> Result<E> {
+        let ea = self.expr(a)?;
+        let eb = self.expr(b)?;
+        let span = e.span;
+        if let (E::Int(x), E::Int(y)) = (ea, eb) {
+            return self.fold(op, x, y, span);
+        }
+        // Shifts: the left operand's type, the amount unsigned.
+        if matches!(op, BinOp::Shl | BinOp::Shr) {
+            let E::R(ra, t) = ea else {
+                return Err(refuse(span, "a shift of an `int` by a non-constant"));
+            };
+            let w = t.width();
+            let amt = match eb {
+                E::Int(n) => {
+                    if n < 0 {
+                        return Err(refuse(span, "a negative shift"));
+                    }
+                    let r = self.reg(span)?;
+                    self.emit(self.konst(r, n.min(i128::from(w)) as u64));
+                    r
+                }
+                E::R(rb, tb) => {
+                    if tb.signed() {
+                        return Err(refuse(span, "a shift by a signed amount"));
+                    }
+                    if tb.width() <= w {
+                        rb
+                    } else {
+                        // amt = rb < w ? rb : w (so that bits above the
+                        // operand's width cannot wrap the amount).
+                        let r = self.reg(span)?;
+                        let c = self.reg(span)?;
+                        self.emit(self.konst(r, u64::from(w)));
+                        self.emit(Insn::Bin {
+                            op: KOp::Lt,
+                            dst: c,
+                            a: rb,
+                            b: r,
+                            width: tb.width(),
+                        });
+                        let jz = self.insns.len();
+                        self.emit(Insn::JumpIfZero { cond: c, to: 0 });
+                        self.emit(Insn::Mov { dst: r, a: rb });
+                        let end = self.insns.len();
+                        self.patch(jz, end)?;
+                        r
+                    }
+                }
+            };
+            let kop = match (op, t.signed()) {
+                (BinOp::Shl, _) => KOp::Shl,
+                (_, true) => KOp::Sar,
+                _ => KOp::Shr,
+            };
+            let d = self.reg(span)?;
+            self.emit(Insn::Bin { op: kop, dst: d, a: ra, b: amt, width: w });
+            return Ok(E::R(d, t));
+        }
+        if op == BinOp::Concat {
+            let (E::R(ra, ta), E::R(rb, tb)) = (ea, eb) else {
+                return Err(refuse(span, "`++` of an `int`"));
+            };
+            let w = u32::from(ta.width()) + u32::from(tb.width());
+            let Some(t) = T1::bits(w, ta.signed()) else {
+                return Err(refuse(span, "`++` over 64 bits"));
+            };
+            let d = self.reg(span)?;
+            self.emit(self.konst(d, u64::from(tb.width())));
+            self.emit(Insn::Bin { op: KOp::Shl, dst: d, a: ra, b: d, width: t.width() });
+            self.emit(Insn::Bin { op: KOp::Or, dst: d, a: d, b: rb, width: t.width() });
+            return Ok(E::R(d, t));
+        }
+        let t = match (ea, eb) {
+            (E::R(_, t), _) | (_, E::R(_, t)) => t,
+            _ => return Err(Diagnostic::bare("lowering: internal error: binary types")),
+        };
+        let ra = self.typed(ea, t, a.span)?;
+        let rb = self.typed(eb, t, b.span)?;
+        let w = t.width();
+        let s = t.signed();
+        let (kop, swap, res) = match op {
+            BinOp::Add => (KOp::Add, false, t),
+            BinOp::Sub => (KOp::Sub, false, t),
+            BinOp::Mul => (KOp::Mul, false, t),
+            BinOp::AddSat => (if s { KOp::AddSatS } else { KOp::AddSat }, false, t),
+            BinOp::SubSat => (if s { KOp::SubSatS } else { KOp::SubSat }, false, t),
+            BinOp::BitAnd | BinOp::And => (KOp::And, false, t),
+            BinOp::BitOr | BinOp::Or => (KOp::Or, false, t),
+            BinOp::BitXor => (KOp::Xor, false, t),
+            BinOp::Eq => (KOp::Eq, false, T1::Bool),
+            BinOp::Ne => (KOp::Ne, false, T1::Bool),
+            BinOp::Lt => (if s { KOp::LtS } else { KOp::Lt }, false, T1::Bool),
+            BinOp::Le => (if s { KOp::LeS } else { KOp::Le }, false, T1::Bool),
+            BinOp::Gt => (if s { KOp::LtS } else { KOp::Lt }, true, T1::Bool),
+            BinOp::Ge => (if s { KOp::LeS } else { KOp::Le }, true, T1::Bool),
+            _ => return Err(refuse(span, format!("operator {op:?} in a compiled pipeline"))),
+        };
+        let (x, y) = if swap { (rb, ra) } else { (ra, rb) };
+        let d = self.reg(span)?;
+        self.emit(Insn::Bin { op: kop, dst: d, a: x, b: y, width: w });
+        Ok(E::R(d, res))
+    }
+
+    fn fold(&mut self, op: BinOp, x: i128, y: i128, span: Span) -> Result<E> {
+        let b = |v: bool| E::Int(i128::from(v));
+        let int = match op {
+            BinOp::Add => x.checked_add(y),
+            BinOp::Sub => x.checked_sub(y),
+            BinOp::Mul => x.checked_mul(y),
+            BinOp::BitAnd => Some(x & y),
+            BinOp::BitOr => Some(x | y),
+            BinOp::BitXor => Some(x ^ y),
+            _ => None,
+        };
+        if let Some(v) = int {
+            return Ok(E::Int(v));
+        }
+        let cmp = match op {
+            BinOp::Eq => Some(x == y),
+            BinOp::Ne => Some(x != y),
+            BinOp::Lt => Some(x < y),
+            BinOp::Le => Some(x <= y),
+            BinOp::Gt => Some(x > y),
+            BinOp::Ge => Some(x >= y),
+            _ => None,
+        };
+        match cmp {
+            Some(c) => {
+                let _ = b;
+                let r = self.reg(span)?;
+                self.emit(self.konst(r, u64::from(c)));
+                Ok(E::R(r, T1::Bool))
+            }
+            None => Err(refuse(span, "this operation on `int` values")),
+        }
+    }
+
+    /// Stores register `r` (type `t`) into the location `lhs` denotes.
+    fn store(&mut self, lhs: &Expr, r: Reg, span: Span) -> Result<()> {
+        if let ExprKind::Slice(base, hi, lo) = &lhs.kind {
+            let (Some(hi), Some(lo)) = (
+                self.const_value(hi).and_then(|v| v.to_u64()),
+                self.const_value(lo).and_then(|v| v.to_u64()),
+            ) else {
+                return Err(refuse(lhs.span, "a slice with bounds that are not constants"));
+            };
+            let (old, t) = self.scalar(base, None)?;
+            let w = t.width();
+            if hi < lo || hi >= u64::from(w) {
+                return Err(refuse(lhs.span, "this slice"));
+            }
+            let sw = (hi - lo + 1) as u8;
+            // new = (old & ~(mask << lo)) | ((r & mask) << lo)
+            let m = self.reg(span)?;
+            let sh = self.reg(span)?;
+            let v = self.reg(span)?;
+            self.emit(self.konst(m, ones(sw)));
+            self.emit(self.konst(sh, lo));
+            self.emit(Insn::Bin { op: KOp::And, dst: v, a: r, b: m, width: 64 });
+            self.emit(Insn::Bin { op: KOp::Shl, dst: v, a: v, b: sh, width: w });
+            self.emit(Insn::Bin { op: KOp::Shl, dst: m, a: m, b: sh, width: w });
+            self.emit(Insn::Not { dst: m, a: m, width: w });
+            self.emit(Insn::Bin { op: KOp::And, dst: m, a: old, b: m, width: w });
+            self.emit(Insn::Bin { op: KOp::Or, dst: v, a: v, b: m, width: w });
+            return self.store(base, v, span);
+        }
+        match self.place(lhs)? {
+            Some(Place::Local(s, _)) => {
+                self.emit(Insn::Store { src: r, to: s });
+                Ok(())
+            }
+            Some(Place::Field(f)) => match self.l.fields[f].slots.as_slice() {
+                [s] if field_t1(&self.l.fields[f].ty).is_some() => {
+                    let s = *s;
+                    self.emit(Insn::Store { src: r, to: s });
+                    Ok(())
+                }
+                _ => Err(refuse(lhs.span, "this write to a field over 64 bits")),
+            },
+            _ => Err(refuse(lhs.span, "an assignment to this")),
+        }
+    }
+
+    /// The scalar type of the location `lhs` (for typing an `int`).
+    fn lhs_t1(&self, lhs: &Expr) -> Result<Option<T1>> {
+        if let ExprKind::Slice(_, hi, lo) = &lhs.kind {
+            let (Some(hi), Some(lo)) = (
+                self.const_value(hi).and_then(|v| v.to_u64()),
+                self.const_value(lo).and_then(|v| v.to_u64()),
+            ) else {
+                return Ok(None);
+            };
+            return Ok(hi.checked_sub(lo).and_then(|d| T1::bits(d as u32 + 1, false)));
+        }
+        Ok(match self.place(lhs)? {
+            Some(Place::Local(_, t)) => Some(t),
+            Some(Place::Field(f)) => field_t1(&self.l.fields[f].ty),
+            _ => None,
+        })
+    }
+
+    /// `lhs = rhs` where `lhs` is a field over 64 bits: from a constant
+    /// or a field of the same shape.
+    fn assign_wide(&mut self, f: usize, rhs: &Expr, span: Span) -> Result<()> {
+        let fl = self.l.fields[f].clone();
+        let FieldTy::Bits { width, .. } = fl.ty else {
+            return Err(refuse(span, "this assignment"));
+        };
+        let konst = match self.const_value(rhs) {
+            Some(v) => Some(v),
+            None => match self.place(rhs)? {
+                Some(Place::Const(v)) => Some(v),
+                Some(Place::Field(g)) => {
+                    let gl = &self.l.fields[g];
+                    if gl.ty.width() != width || gl.slots.len() != fl.slots.len() {
+                        return Err(refuse(span, "a copy between fields of different shapes"));
+                    }
+                    let pairs: Vec<(Slot, Slot)> =
+                        gl.slots.iter().copied().zip(fl.slots.iter().copied()).collect();
+                    let r = self.reg(span)?;
+                    for (from, to) in pairs {
+                        if from.width != to.width {
+                            return Err(refuse(span, "a copy between fields of different shapes"));
+                        }
+                        self.emit(Insn::Load { dst: r, from });
+                        self.emit(Insn::Store { src: r, to });
+                    }
+                    return Ok(());
+                }
+                _ => return Err(refuse(span, "this value assigned to a field over 64 bits")),
+            },
+        };
+        let bits = match konst {
+            Some(Value::Bits(b)) | Some(Value::Signed(b)) => b.resize(width),
+            Some(Value::Int(i)) => Bits::from_i128(width, i),
+            _ => return Err(refuse(span, "this value assigned to a field over 64 bits")),
+        };
+        let r = self.reg(span)?;
+        let mut hi = width;
+        for s in &fl.slots {
+            let lo = hi - u32::from(s.width);
+            let v = bits.slice(hi - 1, lo).low_u64();
+            self.emit(self.konst(r, v));
+            self.emit(Insn::Store { src: r, to: *s });
+            hi = lo;
+        }
+        Ok(())
+    }
+
+    /// Compiles statements.
+    pub fn stmts(&mut self, ss: &[Stmt]) -> Result<()> {
+        self.scopes.push(Vec::new());
+        for s in ss {
+            self.stmt(s)?;
+        }
+        self.scopes.pop();
+        Ok(())
+    }
+
+    pub fn stmt(&mut self, s: &Stmt) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(refuse(stmt_span(s), "statements nested this deep"));
+        }
+        let save = self.next_reg;
+        let r = self.stmt_inner(s);
+        self.next_reg = save;
+        self.depth -= 1;
+        r
+    }
+
+    fn stmt_inner(&mut self, s: &Stmt) -> Result<()> {
+        match s {
+            Stmt::Assign { lhs, op, rhs, span } => {
+                if let Some(Place::Field(f)) = self.place_opt(lhs) {
+                    if field_t1(&self.l.fields[f].ty).is_none() {
+                        if op.is_some() {
+                            return Err(refuse(*span, "compound assignment over 64 bits"));
+                        }
+                        return self.assign_wide(f, rhs, *span);
+                    }
+                }
+                let want = self.lhs_t1(lhs)?;
+                let v = match op {
+                    Some(op) => {
+                        let e = Expr {
+                            kind: ExprKind::Binary(
+                                *op,
+                                Box::new(lhs.clone()),
+                                Box::new(rhs.clone()),
+                            ),
+                            span: *span,
+                        };
+                        self.expr(&e)?
+                    }
+                    None => self.expr(rhs)?,
+                };
+                let Some(t) = want.or(match v {
+                    E::R(_, t) => Some(t),
+                    E::Int(_) => None,
+                }) else {
+                    return Err(refuse(*span, "an assignment to this"));
+                };
+                let r = self.typed(v, t, rhs.span)?;
+                self.store(lhs, r, *span)
+            }
+            Stmt::Call(e) => self.call(e),
+            Stmt::If { cond, then, otherwise, .. } => {
+                let (c, _) = self.scalar(cond, Some(T1::Bool))?;
+                let jz = self.insns.len();
+                self.emit(Insn::JumpIfZero { cond: c, to: 0 });
+                self.stmt(then)?;
+                match otherwise {
+                    None => {
+                        let end = self.insns.len();
+                        self.patch(jz, end)
+                    }
+                    Some(o) => {
+                        let j = self.insns.len();
+                        self.emit(Insn::Jump { to: 0 });
+                        let at = self.insns.len();
+                        self.patch(jz, at)?;
+                        self.stmt(o)?;
+                        let end = self.insns.len();
+                        self.patch(j, end)
+                    }
+                }
+            }
+            Stmt::Block(b) => self.stmts(&b.stmts),
+            Stmt::Var(v) => {
+                let ty = self.env.resolve(&v.ty, &[])?;
+                let Some(t) = ty_t1(&ty) else {
+                    return Err(refuse(v.span, format!("a local variable of type {ty}")));
+                };
+                let name = format!("var {} @{}:{}", v.name.name, v.span.file, v.span.start);
+                let Some(slot) = self.scratch.slot(&name, u32::from(t.width())) else {
+                    return Err(refuse(v.span, "more locals than the key has room for"));
+                };
+                let r = match &v.init {
+                    Some(init) => {
+                        let x = self.expr(init)?;
+                        self.typed(x, t, init.span)?
+                    }
+                    None => {
+                        let r = self.reg(v.span)?;
+                        self.emit(self.konst(r, 0));
+                        r
+                    }
+                };
+                self.emit(Insn::Store { src: r, to: slot });
+                self.bind(&v.name.name, Bind::Slot(slot, t));
+                Ok(())
+            }
+            Stmt::Const(c) => {
+                let ty = self.env.resolve(&c.ty, &[])?;
+                let look = |n: &str| match self.lookup(n) {
+                    Some(Bind::Const(v)) => Some(v.clone()),
+                    _ => None,
+                };
+                let v = self.env.eval_const(&c.value, Some(&ty), &look)?;
+                self.bind(&c.name.name, Bind::Const(v));
+                Ok(())
+            }
+            Stmt::Empty(_) => Ok(()),
+            Stmt::Exit(sp) => Err(refuse(*sp, "`exit` here")),
+            Stmt::Return(_, sp) => Err(refuse(*sp, "`return` here")),
+            Stmt::Switch { span, .. } => Err(refuse(*span, "`switch` here")),
+        }
+    }
+
+    fn place_opt(&self, e: &Expr) -> Option<Place> {
+        self.place(e).ok().flatten()
+    }
+
+    pub fn bind(&mut self, name: &str, b: Bind) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.push((name.to_string(), b));
+        }
+    }
+
+    fn std_field(&self, name: &str) -> Option<Slot> {
+        let f = self.l.field(Root::Std, name)?;
+        match self.l.fields[f].slots.as_slice() {
+            [s] => Some(*s),
+            _ => None,
+        }
+    }
+
+    fn call(&mut self, e: &Expr) -> Result<()> {
+        let ExprKind::Call { func, args, .. } = &e.kind else {
+            return Err(refuse(e.span, "this statement"));
+        };
+        match &func.kind {
+            ExprKind::Member(b, m) if (m.name == "setValid" || m.name == "setInvalid") => {
+                let Some(Place::Header(h)) = self.place(b)? else {
+                    return Err(refuse(e.span, format!("`{}()` of this", m.name)));
+                };
+                let hd = self.l.headers[h].clone();
+                if hd.union.is_some() && m.name == "setValid" {
+                    // The interpreter keeps at most one member valid.
+                    return Err(refuse(e.span, format!("`{}()` of a header union member", m.name)));
+                }
+                let r = self.reg(e.span)?;
+                if m.name == "setInvalid" {
+                    self.emit(self.konst(r, 0));
+                    self.emit(Insn::Store { src: r, to: hd.valid });
+                    return Ok(());
+                }
+                // An invalid header is zeroed first (the interpreter's,
+                // and bmv2's, setValid).
+                self.emit(Insn::Load { dst: r, from: hd.valid });
+                let jz = self.insns.len();
+                let z = self.reg(e.span)?;
+                self.emit(Insn::Const { dst: z, value: 1 });
+                self.emit(Insn::Bin { op: KOp::Xor, dst: z, a: r, b: z, width: 1 });
+                self.emit(Insn::JumpIfZero { cond: z, to: 0 });
+                let _ = jz;
+                let jz = self.insns.len() - 1;
+                self.emit(self.konst(r, 0));
+                for &f in &hd.fields {
+                    let fl = &self.l.fields[f];
+                    let slots: Vec<Slot> = fl.slots.iter().chain(fl.len.iter()).copied().collect();
+                    for s in slots {
+                        self.emit(Insn::Store { src: r, to: s });
+                    }
+                }
+                let end = self.insns.len();
+                self.patch(jz, end)?;
+                self.emit(self.konst(r, 1));
+                self.emit(Insn::Store { src: r, to: hd.valid });
+                Ok(())
+            }
+            ExprKind::Name { id, .. } if id.name == "mark_to_drop" => {
+                let ok = args.len() == 1
+                    && matches!(self.path(&args[0].value, 0)?, Some((Root::Std, p)) if p.is_empty());
+                if !ok {
+                    return Err(refuse(e.span, "`mark_to_drop` of this"));
+                }
+                let r = self.reg(e.span)?;
+                if let Some(s) = self.std_field("egress_spec") {
+                    self.emit(self.konst(r, u64::from(crate::interp::DROP_PORT)));
+                    self.emit(Insn::Store { src: r, to: s });
+                }
+                if let Some(s) = self.std_field("mcast_grp") {
+                    self.emit(self.konst(r, 0));
+                    self.emit(Insn::Store { src: r, to: s });
+                }
+                Ok(())
+            }
+            ExprKind::Name { id, dot_prefix } => {
+                let Some(a) = self.find_action(&id.name, *dot_prefix) else {
+                    return Err(refuse(e.span, format!("a call of `{}`", id.name)));
+                };
+                self.call_action(a, &[], args, e.span)
+            }
+            ExprKind::Member(_, m) => Err(refuse(e.span, format!("a call of `.{}()`", m.name))),
+            _ => Err(refuse(e.span, "this call")),
+        }
+    }
+
+    pub fn find_action(&self, name: &str, global: bool) -> Option<&'a ActionDecl> {
+        if !global {
+            if let Some(a) = self.local_actions.iter().find(|a| a.name.name == name) {
+                return Some(a);
+            }
+        }
+        self.prog.decls.iter().find_map(|d| match d {
+            Decl::Action(a) if a.name.name == name => Some(a),
+            _ => None,
+        })
+    }
+
+    /// Inlines action `a`: `data` binds its directionless parameters
+    /// after `args` (a table entry's action data); `args` the others,
+    /// in order, with copy-in/copy-out through scratch slots.
+    pub fn call_action(
+        &mut self,
+        a: &ActionDecl,
+        data: &[Value],
+        args: &[Arg],
+        span: Span,
+    ) -> Result<()> {
+        if args.iter().any(|x| x.name.is_some()) {
+            return Err(refuse(span, "named arguments"));
+        }
+        if args.len() + data.len() != a.params.len() {
+            return Err(refuse(span, "a call with a different number of arguments"));
+        }
+        let mut binds = Vec::new();
+        let mut outs = Vec::new();
+        for (i, p) in a.params.iter().enumerate() {
+            let ty = self.env.resolve(&p.ty, &[])?;
+            if i >= args.len() {
+                let v = &data[i - args.len()];
+                binds.push((
+                    p.name.name.clone(),
+                    Bind::Const(crate::value::coerce(v, &ty).unwrap_or_else(|_| v.clone())),
+                ));
+                continue;
+            }
+            let arg = &args[i].value;
+            if p.dir == Direction::None {
+                if let Some(v) = self.const_value(arg) {
+                    let v =
+                        crate::value::coerce(&v, &ty).map_err(|m| Diagnostic::new(arg.span, m))?;
+                    binds.push((p.name.name.clone(), Bind::Const(v)));
+                    continue;
+                }
+            }
+            let Some(t) = ty_t1(&ty) else {
+                return Err(refuse(
+                    p.span,
+                    format!("a parameter of type {ty} given a non-constant"),
+                ));
+            };
+            let name = format!("param {}.{} @{}", a.name.name, p.name.name, a.span.start);
+            let Some(slot) = self.scratch.slot(&name, u32::from(t.width())) else {
+                return Err(refuse(p.span, "more locals than the key has room for"));
+            };
+            let save = self.next_reg;
+            let r = match p.dir {
+                Direction::Out => {
+                    if matches!(arg.kind, ExprKind::DontCare) {
+                        let r = self.reg(span)?;
+                        self.emit(self.konst(r, 0));
+                        r
+                    } else {
+                        let r = self.reg(span)?;
+                        self.emit(self.konst(r, 0));
+                        outs.push((arg.clone(), slot));
+                        r
+                    }
+                }
+                _ => {
+                    let x = self.expr(arg)?;
+                    let r = self.typed(x, t, arg.span)?;
+                    if p.dir == Direction::InOut {
+                        outs.push((arg.clone(), slot));
+                    }
+                    r
+                }
+            };
+            self.emit(Insn::Store { src: r, to: slot });
+            self.next_reg = save;
+            binds.push((p.name.name.clone(), Bind::Slot(slot, t)));
+        }
+        // The action sees its parameters and the globals, not the
+        // caller's locals; the control's own bindings stay (its locals).
+        let base = self.scopes.first().cloned().unwrap_or_default();
+        let saved = std::mem::replace(&mut self.scopes, vec![base, binds]);
+        let res = self.stmts(&a.body.stmts);
+        self.scopes = saved;
+        res?;
+        for (arg, slot) in outs {
+            let save = self.next_reg;
+            let r = self.reg(span)?;
+            self.emit(Insn::Load { dst: r, from: slot });
+            self.store(&arg, r, span)?;
+            self.next_reg = save;
+        }
+        Ok(())
+    }
+
+    /// Compiles `cond` and stores it (0 or 1) into `slot`.
+    pub fn cond_into(&mut self, cond: &Expr, slot: Slot) -> Result<()> {
+        let (r, _) = self.scalar(cond, Some(T1::Bool))?;
+        self.emit(Insn::Store { src: r, to: slot });
+        self.next_reg = 0;
+        Ok(())
+    }
+
+    /// Compiles `e` (a table key) into `slot`.
+    pub fn value_into(&mut self, e: &Expr, t: T1, slot: Slot) -> Result<()> {
+        let x = self.expr(e)?;
+        let r = self.typed(x, t, e.span)?;
+        self.emit(Insn::Store { src: r, to: slot });
+        self.next_reg = 0;
+        Ok(())
+    }
+
+    /// The layout field `e` denotes, if it is one.
+    pub fn field_index(&self, e: &Expr) -> Result<Option<usize>> {
+        Ok(match self.place(e)? {
+            Some(Place::Field(f)) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// The layout header `e` denotes, if it is one.
+    pub fn header_index(&self, e: &Expr) -> Result<Option<usize>> {
+        Ok(match self.place(e)? {
+            Some(Place::Header(h)) => Some(h),
+            _ => None,
+        })
+    }
+
+    /// Where a table key lives when it is a plain location (a field, a
+    /// local, a header's validity); `None`: it must be computed.
+    pub fn key_place(&self, e: &Expr) -> Result<Option<crate::coretable::KeyPlace>> {
+        use crate::coretable::KeyPlace;
+        if let ExprKind::Call { func, args, .. } = &e.kind {
+            if let ExprKind::Member(b, m) = &func.kind {
+                if m.name == "isValid" && args.is_empty() {
+                    if let Some(Place::Header(h)) = self.place(b)? {
+                        let s = self.l.headers[h].valid;
+                        return Ok(Some(KeyPlace { slots: vec![s], width: 1 }));
+                    }
+                }
+            }
+            return Ok(None);
+        }
+        if !matches!(e.kind, ExprKind::Name { .. } | ExprKind::Member(..) | ExprKind::Index(..)) {
+            return Ok(None);
+        }
+        Ok(match self.place(e)? {
+            Some(Place::Local(s, t)) => {
+                Some(KeyPlace { slots: vec![s], width: u32::from(t.width()) })
+            }
+            Some(Place::Field(f)) => {
+                let fl = &self.l.fields[f];
+                if matches!(fl.ty, FieldTy::Varbit(_)) {
+                    return Err(refuse(e.span, "a varbit table key"));
+                }
+                Some(KeyPlace { slots: fl.slots.clone(), width: fl.ty.width() })
+            }
+            _ => None,
+        })
+    }
+}
+
+pub fn stmt_span(s: &Stmt) -> Span {
+    match s {
+        Stmt::Assign { span, .. } | Stmt::If { span, .. } | Stmt::Switch { span, .. } => *span,
+        Stmt::Call(e) => e.span,
+        Stmt::Block(b) => b.span,
+        Stmt::Exit(s) | Stmt::Return(_, s) | Stmt::Empty(s) => *s,
+        Stmt::Var(v) => v.span,
+        Stmt::Const(c) => c.span,
+    }
+}

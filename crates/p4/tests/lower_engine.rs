@@ -62,10 +62,12 @@ fn programs() -> Vec<(String, PathBuf, PathBuf)> {
     out
 }
 
-const MODES: [(CacheMode, bool); 4] = [
+const MODES: [(CacheMode, bool); 6] = [
     (CacheMode::Off, true),
     (CacheMode::Off, false),
     (CacheMode::Megaflow, true),
+    (CacheMode::Megaflow, false),
+    (CacheMode::On, true),
     (CacheMode::On, false),
 ];
 

@@ -469,15 +469,15 @@ impl<'a> Gen<'a> {
                 match (op, v) {
                     (UnOp::Plus, v) => Ok(v),
                     (UnOp::Neg, E::Int(i)) => Ok(E::Int(i.wrapping_neg())),
+                    // A sub-expression's register is its own temporary:
+                    // computed in place.
                     (UnOp::Neg, E::R(r, t)) => {
-                        let d = self.reg(e.span)?;
-                        self.emit(Insn::Neg { dst: d, a: r, width: t.width() });
-                        Ok(E::R(d, t))
+                        self.emit(Insn::Neg { dst: r, a: r, width: t.width() });
+                        Ok(E::R(r, t))
                     }
                     (UnOp::BitNot, E::R(r, t)) => {
-                        let d = self.reg(e.span)?;
-                        self.emit(Insn::Not { dst: d, a: r, width: t.width() });
-                        Ok(E::R(d, t))
+                        self.emit(Insn::Not { dst: r, a: r, width: t.width() });
+                        Ok(E::R(r, t))
                     }
                     (UnOp::Not, E::R(r, T1::Bool)) => {
                         let one = self.reg(e.span)?;
@@ -577,6 +577,9 @@ impl<'a> Gen<'a> {
     }
 
     fn binary(&mut self, e: &Expr, op: BinOp, a: &Expr, b: &Expr) -> Result<E> {
+        // Every register the operands use is allocated from here on; the
+        // result of a final single instruction may take the first.
+        let base = self.next_reg;
         let ea = self.expr(a)?;
         let eb = self.expr(b)?;
         let span = e.span;
@@ -631,7 +634,8 @@ impl<'a> Gen<'a> {
                 (_, true) => KOp::Sar,
                 _ => KOp::Shr,
             };
-            let d = self.reg(span)?;
+            let d = base;
+            self.next_reg = base + 1;
             self.emit(Insn::Bin { op: kop, dst: d, a: ra, b: amt, width: w });
             return Ok(E::R(d, t));
         }
@@ -675,7 +679,9 @@ impl<'a> Gen<'a> {
             _ => return Err(refuse(span, format!("operator {op:?} in a compiled pipeline"))),
         };
         let (x, y) = if swap { (rb, ra) } else { (ra, rb) };
-        let d = self.reg(span)?;
+        // The instruction reads both operands before it writes `base`.
+        let d = base;
+        self.next_reg = base + 1;
         self.emit(Insn::Bin { op: kop, dst: d, a: x, b: y, width: w });
         Ok(E::R(d, res))
     }

@@ -99,6 +99,11 @@ impl Scratch {
     }
 }
 
+/// A control's parameter names and what each denotes: a root of the
+/// header vector and a path below it (empty: the root itself; a nested
+/// control's parameter bound to `hdr.h` denotes `(Headers, "h")`).
+pub type Roots = Vec<(String, Root, String)>;
+
 /// A scalar type of at most 64 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum T1 {
@@ -181,8 +186,8 @@ pub struct Gen<'a> {
     pub l: &'a Layout,
     pub prog: &'a Program,
     pub scratch: &'a mut Scratch,
-    /// The control's parameter names and the roots they denote.
-    pub roots: Vec<(String, Root)>,
+    /// The control's parameter names and what they denote.
+    pub roots: Roots,
     /// The control's local actions.
     pub local_actions: Vec<&'a ActionDecl>,
     scopes: Vec<Vec<(String, Bind)>>,
@@ -197,7 +202,7 @@ impl<'a> Gen<'a> {
         l: &'a Layout,
         prog: &'a Program,
         scratch: &'a mut Scratch,
-        roots: Vec<(String, Root)>,
+        roots: Roots,
         local_actions: Vec<&'a ActionDecl>,
         base: Vec<(String, Bind)>,
     ) -> Gen<'a> {
@@ -248,8 +253,8 @@ impl<'a> Gen<'a> {
             .find_map(|s| s.iter().rev().find(|(n, _)| n == name).map(|(_, b)| b))
     }
 
-    fn root(&self, name: &str) -> Option<Root> {
-        self.roots.iter().find(|(n, _)| n == name).map(|(_, r)| *r)
+    fn root(&self, name: &str) -> Option<(Root, String)> {
+        self.roots.iter().find(|(n, _, _)| n == name).map(|(_, r, p)| (*r, p.clone()))
     }
 
     /// Whether `e` names something in scope (a local, parameter or the
@@ -306,7 +311,7 @@ impl<'a> Gen<'a> {
                 if self.lookup(&id.name).is_some() {
                     return Ok(None);
                 }
-                self.root(&id.name).map(|r| (r, String::new()))
+                self.root(&id.name)
             }
             ExprKind::Member(b, m) => match self.path(b, d + 1)? {
                 Some((r, p)) if p.is_empty() => Some((r, m.name.clone())),

@@ -43,11 +43,11 @@ use sluice_core::graph::{KeyTest, Next, Node, NodeId};
 use sluice_core::keyop::KeyProg;
 use sluice_core::op::Op;
 
-use super::action::{stmt_span, ty_t1, Bind, Gen, Scratch, T1};
+use super::action::{stmt_span, ty_t1, Bind, Gen, Roots, Scratch, T1};
 use super::layout::{Layout, Root};
 use super::refuse;
 use crate::ast::{
-    ActionDecl, Block, ControlDecl, Decl, Expr, ExprKind, Local, Stmt, SwitchLabel, UnOp,
+    ActionDecl, Block, ControlDecl, Decl, Direction, Expr, ExprKind, Local, Stmt, SwitchLabel, UnOp,
 };
 use crate::coretable::KeyPlace;
 use crate::diag::{Diagnostic, Result, Span};
@@ -69,7 +69,7 @@ pub enum TabDef {
 pub struct Ctl {
     pub decl: usize,
     pub inst: usize,
-    pub roots: Vec<(String, Root)>,
+    pub roots: Roots,
     pub base: Vec<(String, Bind)>,
 }
 
@@ -174,9 +174,16 @@ impl<'a> Builder<'a> {
         ))
     }
 
-    /// Lowers control instance `inst` (a pipeline stage with parameters
-    /// `(hdr, meta, std)`), continuing at `next`; its start node.
-    pub fn control(&mut self, inst: usize, next: NodeId) -> Result<NodeId> {
+    /// Lowers control instance `inst`, continuing at `next`, `exit`
+    /// going to `exit`; its start node. `roots`: what its parameters
+    /// denote (`None`: a pipeline stage, `(hdr, meta, std)`).
+    pub fn control(
+        &mut self,
+        inst: usize,
+        roots: Option<Roots>,
+        next: NodeId,
+        exit: NodeId,
+    ) -> Result<NodeId> {
         let Some(Inst::Block(b)) = self.s.insts.get(inst) else {
             return Err(Diagnostic::bare("lowering: internal error: not a control instance"));
         };
@@ -187,12 +194,15 @@ impl<'a> Builder<'a> {
                 "a generic control or one with constructor parameters",
             ));
         }
-        let roots: Vec<(String, Root)> = c
-            .params
-            .iter()
-            .zip([Root::Headers, Root::Meta, Root::Std])
-            .map(|(p, r)| (p.name.name.clone(), r))
-            .collect();
+        let roots: Roots = match roots {
+            Some(r) => r,
+            None => c
+                .params
+                .iter()
+                .zip([Root::Headers, Root::Meta, Root::Std])
+                .map(|(p, r)| (p.name.name.clone(), r, String::new()))
+                .collect(),
+        };
         let mut base: Vec<(String, Bind)> = Vec::new();
         let mut init: Vec<Stmt> = Vec::new();
         for loc in &c.locals {
@@ -212,14 +222,7 @@ impl<'a> Builder<'a> {
                     init.push(Stmt::Var(v.clone()));
                     self.bind_var(v, &mut base)?;
                 }
-                Local::Instance(i) => {
-                    if let Some(Obj::Inst(id)) = b.objects.get(&i.name.name) {
-                        if matches!(self.s.insts.get(*id), Some(Inst::Block(_))) {
-                            return Err(refuse(i.span, "a nested control instance"));
-                        }
-                    }
-                }
-                Local::Action(_) | Local::Table(_) => {}
+                Local::Action(_) | Local::Instance(_) | Local::Table(_) => {}
                 Local::ValueSet { span, .. } => return Err(refuse(*span, "a value set")),
             }
         }
@@ -247,9 +250,16 @@ impl<'a> Builder<'a> {
                 _ => {}
             }
         }
-        self.ctls.push(Ctl { decl: b.decl, inst, roots, base });
-        let ci = self.ctls.len() - 1;
-        let body = self.block(ci, &c.apply.stmts, next, next)?;
+        // A control instance applied again with the same arguments is the
+        // same control (its tables are applied from both places).
+        let ci = match self.ctls.iter().position(|x| x.inst == inst && x.roots == roots) {
+            Some(ci) => ci,
+            None => {
+                self.ctls.push(Ctl { decl: b.decl, inst, roots, base });
+                self.ctls.len() - 1
+            }
+        };
+        let body = self.block(ci, &c.apply.stmts, next, exit)?;
         if init.is_empty() {
             return Ok(body);
         }
@@ -383,7 +393,7 @@ impl<'a> Builder<'a> {
             Stmt::Block(b) => self.block(ci, &b.stmts, next, exit),
             Stmt::Call(e) => match self.apply_of(ci, e) {
                 Some(t) => self.apply(ci, t, After::To(next), e.span),
-                None => Err(refuse(e.span, "this apply (of a control instance?)")),
+                None => self.nested(ci, e, next, exit),
             },
             Stmt::If { cond, then, otherwise, span } => {
                 let t = self.block(ci, std::slice::from_ref(then), next, exit)?;
@@ -470,6 +480,74 @@ impl<'a> Builder<'a> {
             }
             other => Err(refuse(stmt_span(other), "this statement in a control")),
         }
+    }
+
+    /// `c.apply(args)` of a nested control instance: inlined, each
+    /// parameter denoting the location its argument names. Copy-in/
+    /// copy-out is then the identity, as long as no two arguments
+    /// overlap (refused otherwise) and every argument is a location.
+    fn nested(&mut self, ci: usize, e: &Expr, next: NodeId, exit: NodeId) -> Result<NodeId> {
+        let ExprKind::Call { func, args, .. } = &e.kind else {
+            return Err(refuse(e.span, "this call"));
+        };
+        let inst = match &func.kind {
+            ExprKind::Member(b, m) if m.name == "apply" => match &b.kind {
+                ExprKind::Name { id, .. } => {
+                    let Some(Inst::Block(outer)) = self.s.insts.get(self.ctls[ci].inst) else {
+                        return Err(refuse(e.span, "this apply"));
+                    };
+                    match outer.objects.get(&id.name) {
+                        Some(Obj::Inst(i)) => *i,
+                        _ => return Err(refuse(e.span, "this apply")),
+                    }
+                }
+                _ => return Err(refuse(e.span, "this apply")),
+            },
+            _ => return Err(refuse(e.span, "this apply")),
+        };
+        let Some(Inst::Block(inner)) = self.s.insts.get(inst) else {
+            return Err(refuse(e.span, "this apply"));
+        };
+        if inner.is_parser {
+            return Err(refuse(e.span, "a sub-parser"));
+        }
+        let c = self.control_decl(inner.decl)?;
+        if args.len() != c.params.len() || args.iter().any(|a| a.name.is_some()) {
+            return Err(refuse(e.span, "this nested control call's arguments"));
+        }
+        let mut scratch = std::mem::replace(&mut self.scratch, Scratch::new(self.l));
+        let res = (|| {
+            let g = Builder::gen(self.s, self.l, &mut scratch, &self.ctls[ci])?;
+            let mut roots: Roots = Vec::new();
+            for (p, a) in c.params.iter().zip(args) {
+                if !matches!(p.dir, Direction::In | Direction::InOut) {
+                    // `out` starts from zero, not from the argument.
+                    return Err(refuse(
+                        p.span,
+                        "a nested control parameter that is not `in`/`inout`",
+                    ));
+                }
+                let Some((r, path)) = g.path(&a.value, 0)? else {
+                    return Err(refuse(a.span, "a nested control argument that is not a location"));
+                };
+                let overlaps = roots.iter().any(|(_, r2, p2)| {
+                    *r2 == r
+                        && (p2.is_empty()
+                            || path.is_empty()
+                            || *p2 == path
+                            || path.starts_with(&format!("{p2}."))
+                            || p2.starts_with(&format!("{path}.")))
+                });
+                if overlaps {
+                    return Err(refuse(a.span, "nested control arguments that overlap"));
+                }
+                roots.push((p.name.name.clone(), r, path));
+            }
+            Ok(roots)
+        })();
+        self.scratch = scratch;
+        let roots = res?;
+        self.control(inst, Some(roots), next, exit)
     }
 
     /// The keys of table `tid` (placed once).

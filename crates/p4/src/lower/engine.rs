@@ -422,7 +422,7 @@ impl Compiled {
         let end = b.node(Node::End)?;
         let out = b.fixed(vec![Op::Output { port: 0, max_len: 0 }], end, span)?;
         let eg_drop = b.node(Node::Branch { test: drop_test, then: end, otherwise: out })?;
-        let egress = b.control(s.pipeline[3], eg_drop)?;
+        let egress = b.control(s.pipeline[3], None, eg_drop, eg_drop)?;
         let mut tm = vec![
             Insn::Load { dst: 0, from: spec },
             Insn::Store { src: 0, to: eport },
@@ -436,7 +436,7 @@ impl Compiled {
         let tm = KeyProg::new(tm).map_err(|e| Diagnostic::bare(format!("lowering: {e}")))?;
         let tm = b.fixed(vec![Op::Key(Arc::new(tm))], egress, span)?;
         let ig_drop = b.node(Node::Branch { test: drop_test, then: end, otherwise: tm })?;
-        let start = b.control(s.pipeline[2], ig_drop)?;
+        let start = b.control(s.pipeline[2], None, ig_drop, ig_drop)?;
         let graph = Graph::new(std::mem::take(&mut b.nodes), start)
             .map_err(|e| Diagnostic::bare(format!("lowering: control graph refused: {e}")))?;
         let verify = checksums(&s, l, s.pipeline[1], "verify_checksum")?;
@@ -693,7 +693,7 @@ fn simple_gen<'a>(
     s: &'a Static,
     l: &'a Layout,
     scratch: &'a mut super::action::Scratch,
-    roots: Vec<(String, Root)>,
+    roots: super::action::Roots,
 ) -> Gen<'a> {
     Gen::new(&s.env, l, &s.prog, scratch, roots, Vec::new(), Vec::new())
 }
@@ -713,11 +713,11 @@ fn checksums(s: &Static, l: &Layout, inst: usize, which: &str) -> Result<Vec<Csu
         };
         return Err(refuse(sp, "declarations in a checksum control"));
     }
-    let roots: Vec<(String, Root)> = c
+    let roots: super::action::Roots = c
         .params
         .iter()
         .zip([Root::Headers, Root::Meta])
-        .map(|(p, r)| (p.name.name.clone(), r))
+        .map(|(p, r)| (p.name.name.clone(), r, String::new()))
         .collect();
     let mut scratch = super::action::Scratch::new(l);
     let g = simple_gen(s, l, &mut scratch, roots);
@@ -801,7 +801,8 @@ fn deparser(s: &Static, l: &Layout, inst: usize) -> Result<Vec<usize>> {
         return Err(refuse(c.span, "this deparser"));
     };
     let mut scratch = super::action::Scratch::new(l);
-    let g = simple_gen(s, l, &mut scratch, vec![(hdr.name.name.clone(), Root::Headers)]);
+    let g =
+        simple_gen(s, l, &mut scratch, vec![(hdr.name.name.clone(), Root::Headers, String::new())]);
     let mut out = Vec::new();
     for st in &c.apply.stmts {
         let e: &Expr = match st {

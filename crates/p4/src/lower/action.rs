@@ -191,6 +191,15 @@ pub struct Gen<'a> {
     /// The control's local actions.
     pub local_actions: Vec<&'a ActionDecl>,
     scopes: Vec<Vec<(String, Bind)>>,
+    /// Jumps to patch to the end of each action being inlined (`return`,
+    /// `exit`), innermost last.
+    ret: Vec<Vec<usize>>,
+    /// Jumps to patch to the end of the program (after an `exit`).
+    end: Vec<usize>,
+    /// The control's exit flag: `exit` sets it (`None`: `exit` refused).
+    pub exit_flag: Option<Slot>,
+    /// Whether the code may set the exit flag.
+    pub may_exit: bool,
     insns: Vec<Insn>,
     next_reg: u8,
     depth: u32,
@@ -217,11 +226,19 @@ impl<'a> Gen<'a> {
             insns: Vec::new(),
             next_reg: 0,
             depth: 0,
+            ret: Vec::new(),
+            end: Vec::new(),
+            exit_flag: None,
+            may_exit: false,
         }
     }
 
     /// The program compiled so far.
-    pub fn finish(self, span: Span) -> Result<KeyProg> {
+    pub fn finish(mut self, span: Span) -> Result<KeyProg> {
+        let at = self.insns.len();
+        for j in std::mem::take(&mut self.end) {
+            self.patch(j, at)?;
+        }
         KeyProg::new(self.insns)
             .map_err(|e| Diagnostic::new(span, format!("lowering: key program refused: {e}")))
     }
@@ -952,8 +969,28 @@ impl<'a> Gen<'a> {
                 Ok(())
             }
             Stmt::Empty(_) => Ok(()),
-            Stmt::Exit(sp) => Err(refuse(*sp, "`exit` here")),
-            Stmt::Return(_, sp) => Err(refuse(*sp, "`return` here")),
+            Stmt::Exit(sp) => {
+                // Inside an action: set the control's exit flag and leave
+                // the action (its copy-out still runs, spec 12.5); the
+                // caller then leaves too (see `call_action`).
+                let (Some(flag), false) = (self.exit_flag, self.ret.is_empty()) else {
+                    return Err(refuse(*sp, "`exit` here"));
+                };
+                let r = self.reg(*sp)?;
+                self.emit(self.konst(r, 1));
+                self.emit(Insn::Store { src: r, to: flag });
+                self.may_exit = true;
+                self.jump_out();
+                Ok(())
+            }
+            Stmt::Return(None, sp) => {
+                if self.ret.is_empty() {
+                    return Err(refuse(*sp, "`return` here"));
+                }
+                self.jump_out();
+                Ok(())
+            }
+            Stmt::Return(Some(_), sp) => Err(refuse(*sp, "`return` with a value")),
             Stmt::Switch { span, .. } => Err(refuse(*span, "`switch` here")),
         }
     }
@@ -1138,9 +1175,17 @@ impl<'a> Gen<'a> {
         // caller's locals; the control's own bindings stay (its locals).
         let base = self.scopes.first().cloned().unwrap_or_default();
         let saved = std::mem::replace(&mut self.scopes, vec![base, binds]);
+        let exited_before = self.may_exit;
+        self.may_exit = false;
+        self.ret.push(Vec::new());
         let res = self.stmts(&a.body.stmts);
         self.scopes = saved;
+        let rets = self.ret.pop().unwrap_or_default();
         res?;
+        let at = self.insns.len();
+        for j in rets {
+            self.patch(j, at)?;
+        }
         for (arg, slot) in outs {
             let save = self.next_reg;
             let r = self.reg(span)?;
@@ -1148,7 +1193,36 @@ impl<'a> Gen<'a> {
             self.store(&arg, r, span)?;
             self.next_reg = save;
         }
+        if self.may_exit {
+            // The action may have exited: so does its caller.
+            if let Some(flag) = self.exit_flag {
+                let save = self.next_reg;
+                let r = self.reg(span)?;
+                self.emit(Insn::Load { dst: r, from: flag });
+                self.emit(Insn::Not { dst: r, a: r, width: 1 });
+                let j = self.insns.len();
+                self.emit(Insn::JumpIfZero { cond: r, to: 0 });
+                self.push_out(j);
+                self.next_reg = save;
+            }
+        }
+        self.may_exit |= exited_before;
         Ok(())
+    }
+
+    /// A jump out of the innermost action being inlined (or, at the top,
+    /// to the end of the program).
+    fn jump_out(&mut self) {
+        let j = self.insns.len();
+        self.emit(Insn::Jump { to: 0 });
+        self.push_out(j);
+    }
+
+    fn push_out(&mut self, j: usize) {
+        match self.ret.last_mut() {
+            Some(v) => v.push(j),
+            None => self.end.push(j),
+        }
     }
 
     /// Compiles `cond` and stores it (0 or 1) into `slot`.

@@ -71,6 +71,8 @@ pub struct Ctl {
     pub inst: usize,
     pub roots: Roots,
     pub base: Vec<(String, Bind)>,
+    /// Set by an `exit` inside an action (one per pipeline stage).
+    pub exit_flag: Option<sluice_core::keyop::Slot>,
 }
 
 /// A P4 table's keys in the key.
@@ -83,6 +85,8 @@ pub struct TableKeys {
     pub ctl: usize,
     pub real: u8,
     pub default: u8,
+    /// Whether one of its actions may `exit`.
+    pub may_exit: bool,
 }
 
 pub struct Builder<'a> {
@@ -163,7 +167,7 @@ impl<'a> Builder<'a> {
             Some(Decl::Control(c)) => c,
             _ => return Err(Diagnostic::bare("lowering: internal error: not a control")),
         };
-        Ok(Gen::new(
+        let mut g = Gen::new(
             &s.env,
             l,
             &s.prog,
@@ -171,7 +175,9 @@ impl<'a> Builder<'a> {
             ctl.roots.clone(),
             Builder::local_actions(c),
             ctl.base.clone(),
-        ))
+        );
+        g.exit_flag = ctl.exit_flag;
+        Ok(g)
     }
 
     /// Lowers control instance `inst`, continuing at `next`, `exit`
@@ -184,6 +190,21 @@ impl<'a> Builder<'a> {
         next: NodeId,
         exit: NodeId,
     ) -> Result<NodeId> {
+        self.control_in(inst, roots, next, exit, None)
+    }
+
+    fn control_in(
+        &mut self,
+        inst: usize,
+        roots: Option<Roots>,
+        next: NodeId,
+        exit: NodeId,
+        exit_flag: Option<sluice_core::keyop::Slot>,
+    ) -> Result<NodeId> {
+        let exit_flag = match exit_flag {
+            Some(f) => Some(f),
+            None => self.scratch.slot(&format!("exit flag {inst}"), 1),
+        };
         let Some(Inst::Block(b)) = self.s.insts.get(inst) else {
             return Err(Diagnostic::bare("lowering: internal error: not a control instance"));
         };
@@ -255,7 +276,7 @@ impl<'a> Builder<'a> {
         let ci = match self.ctls.iter().position(|x| x.inst == inst && x.roots == roots) {
             Some(ci) => ci,
             None => {
-                self.ctls.push(Ctl { decl: b.decl, inst, roots, base });
+                self.ctls.push(Ctl { decl: b.decl, inst, roots, base, exit_flag });
                 self.ctls.len() - 1
             }
         };
@@ -263,7 +284,7 @@ impl<'a> Builder<'a> {
         if init.is_empty() {
             return Ok(body);
         }
-        self.straight(ci, &init, body, c.apply.span)
+        self.straight(ci, &init, body, exit, c.apply.span)
     }
 
     fn bind_var(&mut self, v: &crate::ast::VarDecl, base: &mut Vec<(String, Bind)>) -> Result<()> {
@@ -343,7 +364,27 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn straight(&mut self, ci: usize, ss: &[Stmt], next: NodeId, span: Span) -> Result<NodeId> {
+    /// A branch to `exit` when the control's exit flag is set, else to
+    /// `next`.
+    fn exit_check(&mut self, ci: usize, next: NodeId, exit: NodeId) -> Result<NodeId> {
+        match self.ctls[ci].exit_flag {
+            Some(f) => self.node(Node::Branch {
+                test: KeyTest { word: f.word, mask: f.mask(), value: f.mask() },
+                then: exit,
+                otherwise: next,
+            }),
+            None => Ok(next),
+        }
+    }
+
+    fn straight(
+        &mut self,
+        ci: usize,
+        ss: &[Stmt],
+        next: NodeId,
+        exit: NodeId,
+        span: Span,
+    ) -> Result<NodeId> {
         let mut scratch = std::mem::replace(&mut self.scratch, Scratch::new(self.l));
         let res = (|| {
             let mut g = Builder::gen(self.s, self.l, &mut scratch, &self.ctls[ci])?;
@@ -353,12 +394,16 @@ impl<'a> Builder<'a> {
             if g.is_empty() {
                 return Ok(None);
             }
-            Ok(Some(g.finish(span)?))
+            let may_exit = g.may_exit;
+            Ok(Some((g.finish(span)?, may_exit)))
         })();
         self.scratch = scratch;
         match res? {
             None => Ok(next),
-            Some(p) => self.fixed(vec![Op::Key(std::sync::Arc::new(p))], next, span),
+            Some((p, may_exit)) => {
+                let after = if may_exit { self.exit_check(ci, next, exit)? } else { next };
+                self.fixed(vec![Op::Key(std::sync::Arc::new(p))], after, span)
+            }
         }
     }
 
@@ -374,7 +419,7 @@ impl<'a> Builder<'a> {
             if !pending.is_empty() {
                 pending.reverse();
                 let sp = stmt_span(&pending[0]);
-                cur = self.straight(ci, &pending, cur, sp)?;
+                cur = self.straight(ci, &pending, cur, exit, sp)?;
                 pending.clear();
             }
             cur = self.complex(ci, s, cur, exit)?;
@@ -382,7 +427,7 @@ impl<'a> Builder<'a> {
         if !pending.is_empty() {
             pending.reverse();
             let sp = stmt_span(&pending[0]);
-            cur = self.straight(ci, &pending, cur, sp)?;
+            cur = self.straight(ci, &pending, cur, exit, sp)?;
         }
         Ok(cur)
     }
@@ -392,7 +437,7 @@ impl<'a> Builder<'a> {
             Stmt::Exit(_) | Stmt::Return(None, _) => Ok(exit),
             Stmt::Block(b) => self.block(ci, &b.stmts, next, exit),
             Stmt::Call(e) => match self.apply_of(ci, e) {
-                Some(t) => self.apply(ci, t, After::To(next), e.span),
+                Some(t) => self.apply(ci, t, After::To(next), exit, e.span),
                 None => self.nested(ci, e, next, exit),
             },
             Stmt::If { cond, then, otherwise, span } => {
@@ -415,7 +460,7 @@ impl<'a> Builder<'a> {
                             _ => return Err(refuse(c.span, format!("`.{}` of an apply", m.name))),
                         };
                         let (h, mi) = if hit != neg { (t, o) } else { (o, t) };
-                        return self.apply(ci, tid, After::Hit { hit: h, miss: mi }, c.span);
+                        return self.apply(ci, tid, After::Hit { hit: h, miss: mi }, exit, c.span);
                     }
                 }
                 if Self::has_apply(cond, 0) {
@@ -476,7 +521,7 @@ impl<'a> Builder<'a> {
                         .map_or(dflt, |(_, n)| *n);
                     arms.push((i as u32, to));
                 }
-                self.apply(ci, tid, After::Action { arms, default: dflt }, *span)
+                self.apply(ci, tid, After::Action { arms, default: dflt }, exit, *span)
             }
             other => Err(refuse(stmt_span(other), "this statement in a control")),
         }
@@ -547,7 +592,8 @@ impl<'a> Builder<'a> {
         })();
         self.scratch = scratch;
         let roots = res?;
-        self.control(inst, Some(roots), next, exit)
+        let flag = self.ctls[ci].exit_flag;
+        self.control_in(inst, Some(roots), next, exit, flag)
     }
 
     /// The keys of table `tid` (placed once).
@@ -583,19 +629,59 @@ impl<'a> Builder<'a> {
                 }
             }
             let pre = if g.is_empty() { None } else { Some(g.finish(span)?) };
-            Ok((places, pre))
+            // Every action compiles (with zero action data), so entries
+            // cannot be refused later; and whether one may `exit`.
+            let mut may_exit = false;
+            for a in &ts.actions {
+                let Some(decl) = action_decl(self.s, a) else {
+                    return Err(refuse(span, format!("action `{}`", a.name)));
+                };
+                let data: Vec<crate::value::Value> =
+                    a.data.iter().map(|(_, t)| t.default_value()).collect();
+                let mut g = Builder::gen(self.s, self.l, &mut scratch, &self.ctls[ci])?;
+                g.call_action(decl, &data, &a.bound, decl.span)?;
+                may_exit |= g.may_exit;
+                g.finish(decl.span)?;
+            }
+            Ok((places, pre, may_exit))
         })();
         self.scratch = scratch;
-        let (places, pre) = res?;
+        let (places, pre, may_exit) = res?;
         let real = self.table(TabDef::Real(tid), span)?;
         let default = self.table(TabDef::Default(tid), span)?;
-        let k = TableKeys { places, pre, ctl: ci, real, default };
+        let k = TableKeys { places, pre, ctl: ci, real, default, may_exit };
         self.tables.insert(tid, k.clone());
         Ok(k)
     }
 
-    fn apply(&mut self, ci: usize, tid: usize, after: After, span: Span) -> Result<NodeId> {
+    fn apply(
+        &mut self,
+        ci: usize,
+        tid: usize,
+        after: After,
+        exit: NodeId,
+        span: Span,
+    ) -> Result<NodeId> {
         let k = self.keys(ci, tid, span)?;
+        // After an action that may `exit`, every way on checks the flag.
+        let after = if k.may_exit {
+            match after {
+                After::To(n) => After::To(self.exit_check(ci, n, exit)?),
+                After::Hit { hit, miss } => After::Hit {
+                    hit: self.exit_check(ci, hit, exit)?,
+                    miss: self.exit_check(ci, miss, exit)?,
+                },
+                After::Action { arms, default } => {
+                    let mut a2 = Vec::with_capacity(arms.len());
+                    for (id, n) in arms {
+                        a2.push((id, self.exit_check(ci, n, exit)?));
+                    }
+                    After::Action { arms: a2, default: self.exit_check(ci, default, exit)? }
+                }
+            }
+        } else {
+            after
+        };
         let node = match after {
             After::To(n) => {
                 let d = self.node(Node::Apply { table: k.default, next: Next::To(n) })?;
@@ -618,6 +704,27 @@ impl<'a> Builder<'a> {
             Some(p) => self.fixed(vec![Op::Key(std::sync::Arc::new(p))], node, span),
             None => Ok(node),
         }
+    }
+}
+
+/// The declaration of a table's action.
+pub fn action_decl<'a>(
+    s: &'a Static,
+    a: &crate::interp::table::ActionSpec,
+) -> Option<&'a ActionDecl> {
+    use crate::interp::table::ActionLoc;
+    match a.loc {
+        ActionLoc::Global(i) => match s.prog.decls.get(i) {
+            Some(Decl::Action(a)) => Some(a),
+            _ => None,
+        },
+        ActionLoc::Local { decl, idx } => match s.prog.decls.get(decl) {
+            Some(Decl::Control(c)) => match c.locals.get(idx) {
+                Some(Local::Action(a)) => Some(a),
+                _ => None,
+            },
+            _ => None,
+        },
     }
 }
 

@@ -66,7 +66,7 @@ use super::refuse;
 use crate::ast::{BigValue, Decl, Expr, ExprKind, Local, Stmt};
 use crate::coretable::{self, Index, KeyPlace, Pat, Rule};
 use crate::diag::{Diagnostic, Result};
-use crate::interp::table::{ActionLoc, Lookup, Pat as IPat};
+use crate::interp::table::{Lookup, Pat as IPat};
 use crate::interp::{Interp, Static};
 use crate::parse::Loaded;
 use crate::target::{CtlResult, EntrySpec, Output, Target};
@@ -514,19 +514,7 @@ impl Compiled {
         let ts = &s.tables[tid];
         let k = self.keys.get(&tid).ok_or("internal error: table not compiled")?;
         let spec = ts.actions.get(action).ok_or("internal error: no such action")?;
-        let decl = match spec.loc {
-            ActionLoc::Global(i) => match s.prog.decls.get(i) {
-                Some(Decl::Action(a)) => a,
-                _ => return Err("internal error: action".into()),
-            },
-            ActionLoc::Local { decl, idx } => match s.prog.decls.get(decl) {
-                Some(Decl::Control(c)) => match c.locals.get(idx) {
-                    Some(Local::Action(a)) => a,
-                    _ => return Err("internal error: action".into()),
-                },
-                _ => return Err("internal error: action".into()),
-            },
-        };
+        let decl = super::control::action_decl(&s, spec).ok_or("internal error: action")?;
         let ctl = self.ctls.get(k.ctl).ok_or("internal error: control")?.clone();
         let mut g =
             Builder::gen(&s, &self.layout, &mut self.scratch, &ctl).map_err(|d| d.message)?;

@@ -42,7 +42,10 @@ use sluice_packet::key::KEY_WORDS;
 
 use super::layout::{FieldTy, Layout, Root};
 use super::refuse;
-use crate::ast::{ActionDecl, Arg, BinOp, Decl, Direction, Expr, ExprKind, Program, Stmt, UnOp};
+use crate::ast::{
+    ActionDecl, Arg, BinOp, Block, Decl, Direction, Expr, ExprKind, FunctionDecl, Param, Program,
+    Stmt, UnOp,
+};
 use crate::diag::{Diagnostic, Result, Span};
 use crate::types::{Ty, TypeEnv};
 use crate::value::{Bits, Value};
@@ -144,6 +147,14 @@ pub enum Bind {
     Const(Value),
 }
 
+/// What an inlined call runs: an action's or a function's parts.
+struct Callee<'c> {
+    name: &'c str,
+    params: &'c [Param],
+    body: &'c Block,
+    span: Span,
+}
+
 /// A location an expression denotes.
 enum Place {
     Field(usize),
@@ -194,6 +205,8 @@ pub struct Gen<'a> {
     /// Jumps to patch to the end of each action being inlined (`return`,
     /// `exit`), innermost last.
     ret: Vec<Vec<usize>>,
+    /// The return slot of each function being inlined, innermost last.
+    ret_slot: Vec<Option<(Slot, T1)>>,
     /// Jumps to patch to the end of the program (after an `exit`).
     end: Vec<usize>,
     /// The control's exit flag: `exit` sets it (`None`: `exit` refused).
@@ -227,6 +240,7 @@ impl<'a> Gen<'a> {
             next_reg: 0,
             depth: 0,
             ret: Vec::new(),
+            ret_slot: Vec::new(),
             end: Vec::new(),
             exit_flag: None,
             may_exit: false,
@@ -484,6 +498,16 @@ impl<'a> Gen<'a> {
                         return Err(refuse(e.span, "`isValid()` of this"));
                     }
                 }
+                if let ExprKind::Name { id, .. } = &func.kind {
+                    if self.lookup(&id.name).is_none() {
+                        if let Some(f) = self.find_function(&id.name) {
+                            return match self.call_function(f, args, e.span)? {
+                                Some((r, t)) => Ok(E::R(r, t)),
+                                None => Err(refuse(e.span, "a void function as a value")),
+                            };
+                        }
+                    }
+                }
                 Err(refuse(e.span, "this call in an expression"))
             }
             ExprKind::Unary(op, a) => {
@@ -602,6 +626,9 @@ impl<'a> Gen<'a> {
         // Every register the operands use is allocated from here on; the
         // result of a final single instruction may take the first.
         let base = self.next_reg;
+        if matches!(op, BinOp::And | BinOp::Or) {
+            return self.logical(op == BinOp::And, a, b, e.span);
+        }
         let ea = self.expr(a)?;
         let eb = self.expr(b)?;
         let span = e.span;
@@ -689,8 +716,8 @@ impl<'a> Gen<'a> {
             BinOp::Mul => (KOp::Mul, false, t),
             BinOp::AddSat => (if s { KOp::AddSatS } else { KOp::AddSat }, false, t),
             BinOp::SubSat => (if s { KOp::SubSatS } else { KOp::SubSat }, false, t),
-            BinOp::BitAnd | BinOp::And => (KOp::And, false, t),
-            BinOp::BitOr | BinOp::Or => (KOp::Or, false, t),
+            BinOp::BitAnd => (KOp::And, false, t),
+            BinOp::BitOr => (KOp::Or, false, t),
             BinOp::BitXor => (KOp::Xor, false, t),
             BinOp::Eq => (KOp::Eq, false, T1::Bool),
             BinOp::Ne => (KOp::Ne, false, T1::Bool),
@@ -706,6 +733,27 @@ impl<'a> Gen<'a> {
         self.next_reg = base + 1;
         self.emit(Insn::Bin { op: kop, dst: d, a: x, b: y, width: w });
         Ok(E::R(d, res))
+    }
+
+    /// `a && b` / `a || b`, `b` evaluated only when it decides (it may
+    /// call a function with side effects).
+    fn logical(&mut self, and: bool, a: &Expr, b: &Expr, span: Span) -> Result<E> {
+        let (ra, _) = self.scalar(a, Some(T1::Bool))?;
+        let dst = self.reg(span)?;
+        self.emit(Insn::Mov { dst, a: ra });
+        let test = self.reg(span)?;
+        if and {
+            self.emit(Insn::Mov { dst: test, a: ra });
+        } else {
+            self.emit(Insn::Not { dst: test, a: ra, width: 1 });
+        }
+        let j = self.insns.len();
+        self.emit(Insn::JumpIfZero { cond: test, to: 0 });
+        let (rb, _) = self.scalar(b, Some(T1::Bool))?;
+        self.emit(Insn::Mov { dst, a: rb });
+        let end = self.insns.len();
+        self.patch(j, end)?;
+        Ok(E::R(dst, T1::Bool))
     }
 
     fn fold(&mut self, op: BinOp, x: i128, y: i128, span: Span) -> Result<E> {
@@ -990,7 +1038,16 @@ impl<'a> Gen<'a> {
                 self.jump_out();
                 Ok(())
             }
-            Stmt::Return(Some(_), sp) => Err(refuse(*sp, "`return` with a value")),
+            Stmt::Return(Some(e), sp) => {
+                let Some(Some((slot, t))) = self.ret_slot.last().copied() else {
+                    return Err(refuse(*sp, "`return` with a value here"));
+                };
+                let x = self.expr(e)?;
+                let r = self.typed(x, t, e.span)?;
+                self.emit(Insn::Store { src: r, to: slot });
+                self.jump_out();
+                Ok(())
+            }
             Stmt::Switch { span, .. } => Err(refuse(*span, "`switch` here")),
         }
     }
@@ -1075,14 +1132,24 @@ impl<'a> Gen<'a> {
                 Ok(())
             }
             ExprKind::Name { id, dot_prefix } => {
-                let Some(a) = self.find_action(&id.name, *dot_prefix) else {
-                    return Err(refuse(e.span, format!("a call of `{}`", id.name)));
-                };
-                self.call_action(a, &[], args, e.span)
+                if let Some(a) = self.find_action(&id.name, *dot_prefix) {
+                    return self.call_action(a, &[], args, e.span);
+                }
+                if let Some(f) = self.find_function(&id.name) {
+                    return self.call_function(f, args, e.span).map(|_| ());
+                }
+                Err(refuse(e.span, format!("a call of `{}`", id.name)))
             }
             ExprKind::Member(_, m) => Err(refuse(e.span, format!("a call of `.{}()`", m.name))),
             _ => Err(refuse(e.span, "this call")),
         }
+    }
+
+    fn find_function(&self, name: &str) -> Option<&'a FunctionDecl> {
+        self.prog.decls.iter().find_map(|d| match d {
+            Decl::Function(f) if f.name.name == name => Some(f),
+            _ => None,
+        })
     }
 
     pub fn find_action(&self, name: &str, global: bool) -> Option<&'a ActionDecl> {
@@ -1107,6 +1174,41 @@ impl<'a> Gen<'a> {
         args: &[Arg],
         span: Span,
     ) -> Result<()> {
+        let c = Callee { name: &a.name.name, params: &a.params, body: &a.body, span: a.span };
+        self.inline(c, data, args, span, None).map(|_| ())
+    }
+
+    /// Inlines function `f` (not generic; returning a scalar or nothing);
+    /// its result's register.
+    fn call_function(
+        &mut self,
+        f: &FunctionDecl,
+        args: &[Arg],
+        span: Span,
+    ) -> Result<Option<(Reg, T1)>> {
+        if !f.type_params.is_empty() {
+            return Err(refuse(f.name.span, "a generic function"));
+        }
+        let ret = match self.env.resolve(&f.ret, &[])? {
+            Ty::Void => None,
+            t => match ty_t1(&t) {
+                Some(t1) => Some(t1),
+                None => return Err(refuse(f.ret.span, format!("a function returning {t}"))),
+            },
+        };
+        let c = Callee { name: &f.name.name, params: &f.params, body: &f.body, span: f.span };
+        let r = self.inline(c, &[], args, span, ret)?;
+        Ok(r.zip(ret))
+    }
+
+    fn inline(
+        &mut self,
+        a: Callee<'_>,
+        data: &[Value],
+        args: &[Arg],
+        span: Span,
+        ret: Option<T1>,
+    ) -> Result<Option<Reg>> {
         if args.iter().any(|x| x.name.is_some()) {
             return Err(refuse(span, "named arguments"));
         }
@@ -1140,7 +1242,7 @@ impl<'a> Gen<'a> {
                     format!("a parameter of type {ty} given a non-constant"),
                 ));
             };
-            let name = format!("param {}.{} @{}", a.name.name, p.name.name, a.span.start);
+            let name = format!("param {}.{} @{}", a.name, p.name.name, a.span.start);
             let Some(slot) = self.scratch.slot(&name, u32::from(t.width())) else {
                 return Err(refuse(p.span, "more locals than the key has room for"));
             };
@@ -1177,8 +1279,20 @@ impl<'a> Gen<'a> {
         let saved = std::mem::replace(&mut self.scopes, vec![base, binds]);
         let exited_before = self.may_exit;
         self.may_exit = false;
+        let ret_slot = match ret {
+            Some(t) => {
+                let name = format!("return {} @{}", a.name, a.span.start);
+                let Some(slot) = self.scratch.slot(&name, u32::from(t.width())) else {
+                    return Err(refuse(span, "more locals than the key has room for"));
+                };
+                Some((slot, t))
+            }
+            None => None,
+        };
         self.ret.push(Vec::new());
+        self.ret_slot.push(ret_slot);
         let res = self.stmts(&a.body.stmts);
+        self.ret_slot.pop();
         self.scopes = saved;
         let rets = self.ret.pop().unwrap_or_default();
         res?;
@@ -1207,7 +1321,14 @@ impl<'a> Gen<'a> {
             }
         }
         self.may_exit |= exited_before;
-        Ok(())
+        match ret_slot {
+            Some((slot, _)) => {
+                let r = self.reg(span)?;
+                self.emit(Insn::Load { dst: r, from: slot });
+                Ok(Some(r))
+            }
+            None => Ok(None),
+        }
     }
 
     /// A jump out of the innermost action being inlined (or, at the top,

@@ -1080,10 +1080,6 @@ impl<'a> Gen<'a> {
                     return Err(refuse(e.span, format!("`{}()` of this", m.name)));
                 };
                 let hd = self.l.headers[h].clone();
-                if hd.union.is_some() && m.name == "setValid" {
-                    // The interpreter keeps at most one member valid.
-                    return Err(refuse(e.span, format!("`{}()` of a header union member", m.name)));
-                }
                 let r = self.reg(e.span)?;
                 if m.name == "setInvalid" {
                     self.emit(self.konst(r, 0));
@@ -1112,6 +1108,20 @@ impl<'a> Gen<'a> {
                 self.patch(jz, end)?;
                 self.emit(self.konst(r, 1));
                 self.emit(Insn::Store { src: r, to: hd.valid });
+                // A valid union member invalidates the others (the
+                // interpreter's write through a union).
+                if let Some(u) = hd.union.and_then(|u| self.l.unions.get(u)) {
+                    let others: Vec<Slot> = u
+                        .members
+                        .iter()
+                        .filter(|&&o| o != h)
+                        .filter_map(|&o| self.l.headers.get(o).map(|x| x.valid))
+                        .collect();
+                    self.emit(self.konst(r, 0));
+                    for v in others {
+                        self.emit(Insn::Store { src: r, to: v });
+                    }
+                }
                 Ok(())
             }
             ExprKind::Name { id, .. } if id.name == "mark_to_drop" => {

@@ -465,6 +465,12 @@ impl<'a> Gen<'a> {
         }
         match &e.kind {
             ExprKind::Name { .. } | ExprKind::Member(..) | ExprKind::Index(..) => {
+                if let Some((idx, cands)) = self.dyn_place(e)? {
+                    if cands.iter().all(|p| matches!(p, Place::Field(_))) {
+                        return self.dyn_read(&idx, &cands, e.span);
+                    }
+                    return Err(refuse(e.span, "a header as a value"));
+                }
                 match self.place(e)? {
                     Some(Place::Local(s, t)) => {
                         let r = self.reg(e.span)?;
@@ -489,6 +495,9 @@ impl<'a> Gen<'a> {
             ExprKind::Call { func, args, .. } => {
                 if let ExprKind::Member(b, m) = &func.kind {
                     if m.name == "isValid" && args.is_empty() {
+                        if let Some((idx, cands)) = self.dyn_place(b)? {
+                            return self.dyn_read(&idx, &cands, e.span);
+                        }
                         if let Some(Place::Header(h)) = self.place(b)? {
                             let s = self.l.headers[h].valid;
                             let r = self.reg(e.span)?;
@@ -819,6 +828,23 @@ impl<'a> Gen<'a> {
             self.emit(Insn::Bin { op: KOp::Or, dst: v, a: v, b: m, width: w });
             return self.store(base, v, span);
         }
+        if let Some((idx, cands)) = self.dyn_place(lhs)? {
+            if self.dyn_t1(&cands).is_none() || cands.iter().any(|p| !matches!(p, Place::Field(_)))
+            {
+                return Err(refuse(lhs.span, "an assignment to this"));
+            }
+            return self.each_elem(&idx, &cands, span, |g, p| match p {
+                Place::Field(f) => match g.l.fields[*f].slots.as_slice() {
+                    [s] => {
+                        let s = *s;
+                        g.emit(Insn::Store { src: r, to: s });
+                        Ok(())
+                    }
+                    _ => Err(refuse(span, "this write to a field over 64 bits")),
+                },
+                _ => Err(refuse(span, "an assignment to this")),
+            });
+        }
         match self.place(lhs)? {
             Some(Place::Local(s, _)) => {
                 self.emit(Insn::Store { src: r, to: s });
@@ -846,6 +872,9 @@ impl<'a> Gen<'a> {
                 return Ok(None);
             };
             return Ok(hi.checked_sub(lo).and_then(|d| T1::bits(d as u32 + 1, false)));
+        }
+        if let Some((_, cands)) = self.dyn_place(lhs)? {
+            return Ok(self.dyn_t1(&cands));
         }
         Ok(match self.place(lhs)? {
             Some(Place::Local(_, t)) => Some(t),
@@ -1076,53 +1105,17 @@ impl<'a> Gen<'a> {
         };
         match &func.kind {
             ExprKind::Member(b, m) if (m.name == "setValid" || m.name == "setInvalid") => {
+                let valid = m.name == "setValid";
+                if let Some((idx, cands)) = self.dyn_place(b)? {
+                    return self.each_elem(&idx, &cands, e.span, |g, p| match p {
+                        Place::Header(h) => g.set_valid(*h, valid, e.span),
+                        _ => Err(refuse(e.span, "this call")),
+                    });
+                }
                 let Some(Place::Header(h)) = self.place(b)? else {
                     return Err(refuse(e.span, format!("`{}()` of this", m.name)));
                 };
-                let hd = self.l.headers[h].clone();
-                let r = self.reg(e.span)?;
-                if m.name == "setInvalid" {
-                    self.emit(self.konst(r, 0));
-                    self.emit(Insn::Store { src: r, to: hd.valid });
-                    return Ok(());
-                }
-                // An invalid header is zeroed first (the interpreter's,
-                // and bmv2's, setValid).
-                self.emit(Insn::Load { dst: r, from: hd.valid });
-                let jz = self.insns.len();
-                let z = self.reg(e.span)?;
-                self.emit(Insn::Const { dst: z, value: 1 });
-                self.emit(Insn::Bin { op: KOp::Xor, dst: z, a: r, b: z, width: 1 });
-                self.emit(Insn::JumpIfZero { cond: z, to: 0 });
-                let _ = jz;
-                let jz = self.insns.len() - 1;
-                self.emit(self.konst(r, 0));
-                for &f in &hd.fields {
-                    let fl = &self.l.fields[f];
-                    let slots: Vec<Slot> = fl.slots.iter().chain(fl.len.iter()).copied().collect();
-                    for s in slots {
-                        self.emit(Insn::Store { src: r, to: s });
-                    }
-                }
-                let end = self.insns.len();
-                self.patch(jz, end)?;
-                self.emit(self.konst(r, 1));
-                self.emit(Insn::Store { src: r, to: hd.valid });
-                // A valid union member invalidates the others (the
-                // interpreter's write through a union).
-                if let Some(u) = hd.union.and_then(|u| self.l.unions.get(u)) {
-                    let others: Vec<Slot> = u
-                        .members
-                        .iter()
-                        .filter(|&&o| o != h)
-                        .filter_map(|&o| self.l.headers.get(o).map(|x| x.valid))
-                        .collect();
-                    self.emit(self.konst(r, 0));
-                    for v in others {
-                        self.emit(Insn::Store { src: r, to: v });
-                    }
-                }
-                Ok(())
+                self.set_valid(h, valid, e.span)
             }
             ExprKind::Name { id, .. } if id.name == "mark_to_drop" => {
                 let ok = args.len() == 1
@@ -1153,6 +1146,160 @@ impl<'a> Gen<'a> {
             ExprKind::Member(_, m) => Err(refuse(e.span, format!("a call of `.{}()`", m.name))),
             _ => Err(refuse(e.span, "this call")),
         }
+    }
+
+    /// `setValid()` (`valid`) or `setInvalid()` of header `h`.
+    fn set_valid(&mut self, h: usize, valid: bool, span: Span) -> Result<()> {
+        let hd = self.l.headers[h].clone();
+        let save = self.next_reg;
+        let r = self.reg(span)?;
+        if !valid {
+            self.emit(self.konst(r, 0));
+            self.emit(Insn::Store { src: r, to: hd.valid });
+            self.next_reg = save;
+            return Ok(());
+        }
+        // An invalid header is zeroed first (the interpreter's, and
+        // bmv2's, setValid).
+        self.emit(Insn::Load { dst: r, from: hd.valid });
+        let z = self.reg(span)?;
+        self.emit(Insn::Not { dst: z, a: r, width: 1 });
+        let jz = self.insns.len();
+        self.emit(Insn::JumpIfZero { cond: z, to: 0 });
+        self.emit(self.konst(r, 0));
+        for &f in &hd.fields {
+            let fl = &self.l.fields[f];
+            let slots: Vec<Slot> = fl.slots.iter().chain(fl.len.iter()).copied().collect();
+            for s in slots {
+                self.emit(Insn::Store { src: r, to: s });
+            }
+        }
+        let end = self.insns.len();
+        self.patch(jz, end)?;
+        self.emit(self.konst(r, 1));
+        self.emit(Insn::Store { src: r, to: hd.valid });
+        // A valid union member invalidates the others (the interpreter's
+        // write through a union).
+        if let Some(u) = hd.union.and_then(|u| self.l.unions.get(u)) {
+            let others: Vec<Slot> = u
+                .members
+                .iter()
+                .filter(|&&o| o != h)
+                .filter_map(|&o| self.l.headers.get(o).map(|x| x.valid))
+                .collect();
+            self.emit(self.konst(r, 0));
+            for v in others {
+                self.emit(Insn::Store { src: r, to: v });
+            }
+        }
+        self.next_reg = save;
+        Ok(())
+    }
+
+    /// `stack[i]...` with an index that is not a constant: the index
+    /// expression and the location for each element (all of one kind).
+    fn dyn_place(&self, e: &Expr) -> Result<Option<(Expr, Vec<Place>)>> {
+        let mut rest = Vec::new();
+        let mut cur = e;
+        while let ExprKind::Member(b, m) = &cur.kind {
+            rest.push(m.name.clone());
+            cur = b;
+        }
+        let ExprKind::Index(base, i) = &cur.kind else { return Ok(None) };
+        if self.const_value(i).is_some() {
+            return Ok(None);
+        }
+        let Some((root, p)) = self.path(base, 0)? else { return Ok(None) };
+        let Some(st) = self.l.stack(root, &p) else { return Ok(None) };
+        rest.reverse();
+        let tail: String = rest.iter().map(|m| format!(".{m}")).collect();
+        let mut cands = Vec::new();
+        for k in 0..self.l.stacks[st].elems.len() {
+            let path = format!("{p}[{k}]{tail}");
+            if let Some(f) = self.l.field(root, &path) {
+                cands.push(Place::Field(f));
+            } else if let Some(h) = self.l.header(root, &path) {
+                cands.push(Place::Header(h));
+            } else {
+                return Err(refuse(e.span, "this element of a stack with a run-time index"));
+            }
+        }
+        if cands.is_empty() {
+            return Err(refuse(e.span, "an empty stack"));
+        }
+        Ok(Some(((**i).clone(), cands)))
+    }
+
+    /// Runs `f` on the element a run-time index selects (none when it is
+    /// out of range: reads then give the default, writes are lost, as in
+    /// the interpreter).
+    fn each_elem(
+        &mut self,
+        idx: &Expr,
+        cands: &[Place],
+        span: Span,
+        mut f: impl FnMut(&mut Self, &Place) -> Result<()>,
+    ) -> Result<()> {
+        let save = self.next_reg;
+        let (ri, ti) = self.scalar(idx, Some(T1::Bits { w: 32, signed: false }))?;
+        if ti.signed() {
+            return Err(refuse(idx.span, "a signed stack index"));
+        }
+        let k = self.reg(span)?;
+        let c = self.reg(span)?;
+        for (n, p) in cands.iter().enumerate() {
+            if ti.width() < 64 && (n as u64) > ones(ti.width()) {
+                break;
+            }
+            self.emit(self.konst(k, n as u64));
+            self.emit(Insn::Bin { op: KOp::Eq, dst: c, a: ri, b: k, width: ti.width() });
+            let j = self.insns.len();
+            self.emit(Insn::JumpIfZero { cond: c, to: 0 });
+            f(self, p)?;
+            let end = self.insns.len();
+            self.patch(j, end)?;
+        }
+        self.next_reg = save;
+        Ok(())
+    }
+
+    /// The scalar type of an element field (`None`: not all the same).
+    fn dyn_t1(&self, cands: &[Place]) -> Option<T1> {
+        let mut t = None;
+        for p in cands {
+            let x = match p {
+                Place::Field(f) => field_t1(&self.l.fields[*f].ty)?,
+                Place::Header(_) => T1::Bool,
+                _ => return None,
+            };
+            if t.is_some_and(|y| y != x) {
+                return None;
+            }
+            t = Some(x);
+        }
+        t
+    }
+
+    /// Reads `stack[i].f` (or `stack[i].isValid()`) into a new register.
+    fn dyn_read(&mut self, idx: &Expr, cands: &[Place], span: Span) -> Result<E> {
+        let Some(t) = self.dyn_t1(cands) else {
+            return Err(refuse(span, "this element of a stack with a run-time index"));
+        };
+        let dst = self.reg(span)?;
+        self.emit(self.konst(dst, 0));
+        self.each_elem(idx, cands, span, |g, p| {
+            let from = match p {
+                Place::Field(f) => match g.l.fields[*f].slots.as_slice() {
+                    [s] => *s,
+                    _ => return Err(refuse(span, "a field over 64 bits in an expression")),
+                },
+                Place::Header(h) => g.l.headers[*h].valid,
+                _ => return Err(refuse(span, "this element")),
+            };
+            g.emit(Insn::Load { dst, from });
+            Ok(())
+        })?;
+        Ok(E::R(dst, t))
     }
 
     fn find_function(&self, name: &str) -> Option<&'a FunctionDecl> {

@@ -363,3 +363,62 @@ fn random_expressions_agree_with_the_interpreter() {
     );
     assert!(compared >= 100, "only {compared} random programs loaded");
 }
+
+fn load_text(name: &str, text: &str) -> parse::Loaded {
+    let dir = std::env::temp_dir().join(format!("sluice-lower-engine-t-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    parse::load_file(&path).expect("load")
+}
+
+/// A v1model program whose ingress applies is `apply`, with `locals`.
+fn with_ingress(locals: &str, apply: &str) -> String {
+    format!(
+        r#"#include <core.p4>
+#include <v1model.p4>
+header h_t {{ bit<8> a; bit<8> b; }}
+struct H {{ h_t h; }}
+struct M {{ }}
+parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {{
+    state start {{ pkt.extract(hdr.h); transition accept; }}
+}}
+control V(inout H hdr, inout M m) {{ apply {{ }} }}
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {{
+    {locals}
+    apply {{ {apply} }}
+}}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) {{ apply {{ }} }}
+control C(inout H hdr, inout M m) {{ apply {{ }} }}
+control D(packet_out pkt, in H hdr) {{ apply {{ pkt.emit(hdr.h); }} }}
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"#
+    )
+}
+
+#[test]
+fn refusals_name_the_construct_at_its_span() {
+    let cases = [
+        ("", "hdr.h.a = hdr.h.a / hdr.h.b;", "operator Div"),
+        ("", "sm.mcast_grp = 1;", "multicast"),
+        ("register<bit<8>>(4) r;", "r.write(0, hdr.h.a);", "a call of `.write()`"),
+    ];
+    for (i, (locals, apply, what)) in cases.iter().enumerate() {
+        let loaded = load_text(&format!("refuse{i}.p4"), &with_ingress(locals, apply));
+        let d = Compiled::new(&loaded).expect_err("refused");
+        let shown = loaded.sources.render(&d);
+        assert!(d.message.contains(what), "{what}: {shown}");
+        assert!(shown.contains("not supported yet"), "{shown}");
+        assert!(shown.contains(&format!("refuse{i}.p4:12:")), "at the apply line: {shown}");
+    }
+}
+
+#[test]
+fn the_router_compiles_to_an_inspectable_pipeline() {
+    let loaded = parse::load_file(&examples().join("router.p4")).expect("load router");
+    let c = Compiled::new(&loaded).expect("router compiles");
+    let d = c.dump();
+    assert!(d.contains("RouterIngress.routes, 0 entries"), "{d}");
+    assert!(d.contains("RouterIngress.routes (default action), 1 entries"), "{d}");
+    assert!(d.contains("Branch"), "{d}");
+}

@@ -1580,3 +1580,46 @@ pub fn stmt_span(s: &Stmt) -> Span {
         Stmt::Const(c) => c.span,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout() -> Layout {
+        let src = r#"
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<100> b; }
+struct headers { h_t h; }
+struct meta_t { bit<4> x; }
+"#;
+        let loaded = crate::parse::load_str("t.p4", src).unwrap();
+        let env = TypeEnv::new(&loaded.program).unwrap();
+        let h = env.named("headers").unwrap();
+        let m = env.named("meta_t").unwrap();
+        let s = env.named("standard_metadata_t").unwrap();
+        Layout::new(&loaded.program, &env, &h, &m, &s, Span::default()).unwrap()
+    }
+
+    #[test]
+    fn scratch_slots_follow_the_layout_and_are_stable_by_name() {
+        let l = layout();
+        let mut sc = Scratch::new(&l);
+        let a = sc.slot("x", 8).unwrap();
+        let used = l.fields.iter().flat_map(|f| f.slots.iter()).map(|s| s.word).max().unwrap();
+        assert!(a.word > used.max(l.cursor.word), "{a:?}");
+        assert_eq!(sc.slot("x", 8), Some(a));
+        // The same name with another width is refused, not aliased.
+        assert_eq!(sc.slot("x", 9), None);
+        let b = sc.slot("y", 60).unwrap();
+        assert!(b.word > a.word, "60 bits do not fit after 8 in the same word: {b:?}");
+        assert_eq!(sc.slot("z", 0), None);
+        assert_eq!(sc.slot("z", 65), None);
+        // Filling the key ends in `None`, never a slot outside it.
+        let mut n = 0;
+        while sc.slot(&format!("f{n}"), 64).is_some() {
+            n += 1;
+        }
+        assert!(n < KEY_WORDS);
+    }
+}

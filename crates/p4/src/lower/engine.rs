@@ -503,6 +503,44 @@ impl Compiled {
         &self.front.graph
     }
 
+    /// The compiled pipeline, one line per node then per core table:
+    /// what each table is, its entries and their key programs' sizes.
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        let g = &self.front.graph;
+        out.push_str(&format!("graph: start {}\n", g.start()));
+        for (i, n) in g.nodes().iter().enumerate() {
+            out.push_str(&format!("  node {i}: {n:?}\n"));
+        }
+        let mut names: HashMap<u8, String> = HashMap::new();
+        for (tid, k) in &self.keys {
+            let n = &self.s.tables[*tid].name;
+            names.insert(k.real, n.clone());
+            names.insert(k.default, format!("{n} (default action)"));
+        }
+        for (i, t) in self.front.tables.iter().enumerate() {
+            let what = names.get(&(i as u8)).cloned().unwrap_or_else(|| "synthetic".into());
+            out.push_str(&format!("table {i}: {what}, {} entries\n", t.entries.len()));
+            for (j, e) in t.entries.iter().enumerate() {
+                let insns: usize = e
+                    .ops
+                    .apply
+                    .iter()
+                    .map(|o| match o {
+                        Op::Key(p) => p.insns().len(),
+                        _ => 0,
+                    })
+                    .sum();
+                let other = e.ops.apply.iter().filter(|o| !matches!(o, Op::Key(_))).count();
+                out.push_str(&format!(
+                    "  entry {j}: action {} ({insns} key instructions, {other} other ops)\n",
+                    e.ops.action
+                ));
+            }
+        }
+        out
+    }
+
     /// The key program of action `action` of table `tid` with `args`.
     fn action_ops(
         &mut self,

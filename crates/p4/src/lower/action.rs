@@ -145,6 +145,118 @@ enum E {
 pub enum Bind {
     Slot(Slot, T1),
     Const(Value),
+    /// A header or struct local.
+    Agg(Agg),
+}
+
+/// One scalar of an aggregate location: a header's validity bit or a
+/// field (several slots, most significant first, past 64 bits).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Leaf {
+    /// Its path below the aggregate (`""` a header's validity, `.a`).
+    pub rel: String,
+    pub valid: bool,
+    pub width: u32,
+    /// Its scalar type (`None` past 64 bits).
+    pub t: Option<T1>,
+    pub slots: Vec<Slot>,
+}
+
+/// A header- or struct-typed location, flattened: its leaves in the
+/// type's order, so two locations of one type copy leaf by leaf.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agg {
+    pub leaves: Vec<Leaf>,
+}
+
+impl Agg {
+    /// The part below `rel` (leaves re-rooted), if any.
+    fn sub(&self, rel: &str) -> Agg {
+        let leaves = self
+            .leaves
+            .iter()
+            .filter_map(|l| {
+                let rest = l.rel.strip_prefix(rel)?;
+                (rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+                    .then(|| Leaf { rel: rest.to_string(), ..l.clone() })
+            })
+            .collect();
+        Agg { leaves }
+    }
+}
+
+/// The leaves of type `t` (headers and structs of scalars): `(rel,
+/// valid, width)`.
+type Shape = Vec<(String, bool, u32, Option<T1>)>;
+
+fn flatten(t: &Ty, rel: &str, out: &mut Shape, span: Span, d: u32) -> Result<()> {
+    if d > MAX_DEPTH {
+        return Err(refuse(span, "a type nested this deep"));
+    }
+    match t {
+        Ty::Header(a) => {
+            out.push((rel.to_string(), true, 1, Some(T1::Bool)));
+            for (n, ft) in &a.fields {
+                match ft {
+                    Ty::Bits { width, signed } => {
+                        out.push((format!("{rel}.{n}"), false, *width, T1::bits(*width, *signed)))
+                    }
+                    other => match ty_t1(other) {
+                        Some(t) => {
+                            out.push((format!("{rel}.{n}"), false, u32::from(t.width()), Some(t)))
+                        }
+                        None => {
+                            return Err(refuse(span, format!("a header with a {other} field here")))
+                        }
+                    },
+                }
+            }
+        }
+        Ty::Struct(a) => {
+            for (n, ft) in &a.fields {
+                flatten(ft, &format!("{rel}.{n}"), out, span, d + 1)?;
+            }
+        }
+        Ty::Bits { width, signed } => {
+            out.push((rel.to_string(), false, *width, T1::bits(*width, *signed)))
+        }
+        other => match ty_t1(other) {
+            Some(t) => out.push((rel.to_string(), false, u32::from(t.width()), Some(t))),
+            None => return Err(refuse(span, format!("a value of type {other} here"))),
+        },
+    }
+    Ok(())
+}
+
+/// Scratch slots for a local of aggregate type `t`, named after `base`.
+pub fn alloc_agg(scratch: &mut Scratch, base: &str, t: &Ty, span: Span) -> Result<Agg> {
+    let mut shape = Vec::new();
+    flatten(t, "", &mut shape, span, 0)?;
+    let mut leaves = Vec::with_capacity(shape.len());
+    for (rel, valid, width, t) in shape {
+        let mut slots = Vec::new();
+        let mut left = width;
+        let mut i = 0;
+        while left > 0 {
+            // The first slot takes the remainder, as the layout's do.
+            let w = if left % 64 != 0 && slots.is_empty() { left % 64 } else { 64 };
+            let Some(s) = scratch.slot(&format!("{base}{rel}#{i}"), w) else {
+                return Err(refuse(span, "more locals than the key has room for"));
+            };
+            slots.push(s);
+            left -= w;
+            i += 1;
+        }
+        leaves.push(Leaf { rel, valid, width, t, slots });
+    }
+    Ok(Agg { leaves })
+}
+
+/// Where a function's result goes.
+#[derive(Clone, Debug)]
+enum Ret {
+    Scalar(Slot, T1),
+    Agg(Agg),
 }
 
 /// What an inlined call runs: an action's or a function's parts.
@@ -161,6 +273,10 @@ enum Place {
     Header(usize),
     Local(Slot, T1),
     Const(Value),
+    /// A header local (or part of one): its leaves.
+    LocalHeader(Agg),
+    /// A struct local or part of one.
+    LocalAgg(Agg),
 }
 
 /// The scalar type a layout field holds (`None`: wider than 64 bits or
@@ -206,7 +322,7 @@ pub struct Gen<'a> {
     /// `exit`), innermost last.
     ret: Vec<Vec<usize>>,
     /// The return slot of each function being inlined, innermost last.
-    ret_slot: Vec<Option<(Slot, T1)>>,
+    ret_slot: Vec<Option<Ret>>,
     /// Jumps to patch to the end of the program (after an `exit`).
     end: Vec<usize>,
     /// The control's exit flag: `exit` sets it (`None`: `exit` refused).
@@ -367,12 +483,38 @@ impl<'a> Gen<'a> {
         })
     }
 
+    /// `e` inside a local aggregate: the local and the path below it.
+    fn local_agg(&self, e: &Expr) -> Option<(&Agg, String)> {
+        let mut rest = Vec::new();
+        let mut cur = e;
+        while let ExprKind::Member(b, m) = &cur.kind {
+            rest.push(m.name.clone());
+            cur = b;
+        }
+        let ExprKind::Name { id, dot_prefix: false } = &cur.kind else { return None };
+        let Some(Bind::Agg(a)) = self.lookup(&id.name) else { return None };
+        rest.reverse();
+        Some((a, rest.iter().map(|m| format!(".{m}")).collect()))
+    }
+
     fn place(&self, e: &Expr) -> Result<Option<Place>> {
+        if let Some((a, rel)) = self.local_agg(e) {
+            let sub = a.sub(&rel);
+            return Ok(Some(match sub.leaves.as_slice() {
+                [] => return Err(refuse(e.span, "no such member")),
+                [l] if !l.valid && l.rel.is_empty() => match (l.slots.as_slice(), l.t) {
+                    ([s], Some(t)) => Place::Local(*s, t),
+                    _ => return Err(refuse(e.span, "a local field over 64 bits here")),
+                },
+                [first, ..] if first.valid && first.rel.is_empty() => Place::LocalHeader(sub),
+                _ => Place::LocalAgg(sub),
+            }));
+        }
         if let ExprKind::Name { id, dot_prefix: false } = &e.kind {
             match self.lookup(&id.name) {
                 Some(Bind::Slot(s, t)) => return Ok(Some(Place::Local(*s, *t))),
                 Some(Bind::Const(v)) => return Ok(Some(Place::Const(v.clone()))),
-                None => {}
+                Some(Bind::Agg(_)) | None => {}
             }
         }
         let Some((root, path)) = self.path(e, 0)? else { return Ok(None) };
@@ -488,7 +630,9 @@ impl<'a> Gen<'a> {
                         self.emit(Insn::Load { dst: r, from: s });
                         Ok(E::R(r, t))
                     }
-                    Some(Place::Header(_)) => Err(refuse(e.span, "a header as a value")),
+                    Some(Place::Header(_) | Place::LocalHeader(_) | Place::LocalAgg(_)) => {
+                        Err(refuse(e.span, "a header or struct as a value"))
+                    }
                     None => Err(refuse(e.span, "this name")),
                 }
             }
@@ -497,6 +641,15 @@ impl<'a> Gen<'a> {
                     if m.name == "isValid" && args.is_empty() {
                         if let Some((idx, cands)) = self.dyn_place(b)? {
                             return self.dyn_read(&idx, &cands, e.span);
+                        }
+                        if let Some(Place::LocalHeader(a)) = self.place(b)? {
+                            let Some(v) = a.leaves.first().and_then(|l| l.slots.first().copied())
+                            else {
+                                return Err(refuse(e.span, "`isValid()` of this"));
+                            };
+                            let r = self.reg(e.span)?;
+                            self.emit(Insn::Load { dst: r, from: v });
+                            return Ok(E::R(r, T1::Bool));
                         }
                         if let Some(Place::Header(h)) = self.place(b)? {
                             let s = self.l.headers[h].valid;
@@ -956,6 +1109,17 @@ impl<'a> Gen<'a> {
     fn stmt_inner(&mut self, s: &Stmt) -> Result<()> {
         match s {
             Stmt::Assign { lhs, op, rhs, span } => {
+                if op.is_none() {
+                    if let Some(dst) = self.agg_place(lhs)? {
+                        let Some(src) = self.agg_value(rhs)? else {
+                            return Err(refuse(
+                                rhs.span,
+                                "this value assigned to a header or struct",
+                            ));
+                        };
+                        return self.copy_agg(&dst, &src, *span);
+                    }
+                }
                 if let Some(Place::Field(f)) = self.place_opt(lhs) {
                     if field_t1(&self.l.fields[f].ty).is_none() {
                         if op.is_some() {
@@ -1013,10 +1177,17 @@ impl<'a> Gen<'a> {
             Stmt::Block(b) => self.stmts(&b.stmts),
             Stmt::Var(v) => {
                 let ty = self.env.resolve(&v.ty, &[])?;
-                let Some(t) = ty_t1(&ty) else {
-                    return Err(refuse(v.span, format!("a local variable of type {ty}")));
-                };
                 let name = format!("var {} @{}:{}", v.name.name, v.span.file, v.span.start);
+                let Some(t) = ty_t1(&ty) else {
+                    // A header (invalid) or struct (zero) local.
+                    let loc = alloc_agg(self.scratch, &name, &ty, v.span)?;
+                    self.zero_agg(&loc, v.span)?;
+                    if let Some(init) = &v.init {
+                        self.assign_agg(&loc, init)?;
+                    }
+                    self.bind(&v.name.name, Bind::Agg(loc));
+                    return Ok(());
+                };
                 let Some(slot) = self.scratch.slot(&name, u32::from(t.width())) else {
                     return Err(refuse(v.span, "more locals than the key has room for"));
                 };
@@ -1068,12 +1239,15 @@ impl<'a> Gen<'a> {
                 Ok(())
             }
             Stmt::Return(Some(e), sp) => {
-                let Some(Some((slot, t))) = self.ret_slot.last().copied() else {
-                    return Err(refuse(*sp, "`return` with a value here"));
-                };
-                let x = self.expr(e)?;
-                let r = self.typed(x, t, e.span)?;
-                self.emit(Insn::Store { src: r, to: slot });
+                match self.ret_slot.last().cloned() {
+                    Some(Some(Ret::Scalar(slot, t))) => {
+                        let x = self.expr(e)?;
+                        let r = self.typed(x, t, e.span)?;
+                        self.emit(Insn::Store { src: r, to: slot });
+                    }
+                    Some(Some(Ret::Agg(dst))) => self.assign_agg(&dst, e)?,
+                    _ => return Err(refuse(*sp, "`return` with a value here")),
+                }
                 self.jump_out();
                 Ok(())
             }
@@ -1112,10 +1286,19 @@ impl<'a> Gen<'a> {
                         _ => Err(refuse(e.span, "this call")),
                     });
                 }
-                let Some(Place::Header(h)) = self.place(b)? else {
-                    return Err(refuse(e.span, format!("`{}()` of this", m.name)));
-                };
-                self.set_valid(h, valid, e.span)
+                match self.place(b)? {
+                    Some(Place::Header(h)) => self.set_valid(h, valid, e.span),
+                    Some(Place::LocalHeader(a)) => {
+                        let Some(v) = a.leaves.first().and_then(|l| l.slots.first().copied())
+                        else {
+                            return Err(refuse(e.span, format!("`{}()` of this", m.name)));
+                        };
+                        let fields: Vec<Slot> =
+                            a.leaves.iter().skip(1).flat_map(|l| l.slots.iter().copied()).collect();
+                        self.set_valid_slots(v, &fields, &[], valid, e.span)
+                    }
+                    _ => Err(refuse(e.span, format!("`{}()` of this", m.name))),
+                }
             }
             ExprKind::Name { id, .. } if id.name == "mark_to_drop" => {
                 let ok = args.len() == 1
@@ -1151,45 +1334,251 @@ impl<'a> Gen<'a> {
     /// `setValid()` (`valid`) or `setInvalid()` of header `h`.
     fn set_valid(&mut self, h: usize, valid: bool, span: Span) -> Result<()> {
         let hd = self.l.headers[h].clone();
+        let mut fields = Vec::new();
+        for &f in &hd.fields {
+            let fl = &self.l.fields[f];
+            fields.extend(fl.slots.iter().chain(fl.len.iter()).copied());
+        }
+        // A valid union member invalidates the others (the interpreter's
+        // write through a union).
+        let others: Vec<Slot> = match hd.union.and_then(|u| self.l.unions.get(u)) {
+            Some(u) => u
+                .members
+                .iter()
+                .filter(|&&o| o != h)
+                .filter_map(|&o| self.l.headers.get(o).map(|x| x.valid))
+                .collect(),
+            None => Vec::new(),
+        };
+        self.set_valid_slots(hd.valid, &fields, &others, valid, span)
+    }
+
+    /// `setValid()`/`setInvalid()` of the header with validity bit
+    /// `v` and field slots `fields`; `others` are invalidated by
+    /// `setValid()` (a union's other members).
+    fn set_valid_slots(
+        &mut self,
+        v: Slot,
+        fields: &[Slot],
+        others: &[Slot],
+        valid: bool,
+        span: Span,
+    ) -> Result<()> {
         let save = self.next_reg;
         let r = self.reg(span)?;
         if !valid {
             self.emit(self.konst(r, 0));
-            self.emit(Insn::Store { src: r, to: hd.valid });
+            self.emit(Insn::Store { src: r, to: v });
             self.next_reg = save;
             return Ok(());
         }
         // An invalid header is zeroed first (the interpreter's, and
         // bmv2's, setValid).
-        self.emit(Insn::Load { dst: r, from: hd.valid });
+        self.emit(Insn::Load { dst: r, from: v });
         let z = self.reg(span)?;
         self.emit(Insn::Not { dst: z, a: r, width: 1 });
         let jz = self.insns.len();
         self.emit(Insn::JumpIfZero { cond: z, to: 0 });
         self.emit(self.konst(r, 0));
-        for &f in &hd.fields {
-            let fl = &self.l.fields[f];
-            let slots: Vec<Slot> = fl.slots.iter().chain(fl.len.iter()).copied().collect();
-            for s in slots {
-                self.emit(Insn::Store { src: r, to: s });
-            }
+        for &s in fields {
+            self.emit(Insn::Store { src: r, to: s });
         }
         let end = self.insns.len();
         self.patch(jz, end)?;
         self.emit(self.konst(r, 1));
-        self.emit(Insn::Store { src: r, to: hd.valid });
-        // A valid union member invalidates the others (the interpreter's
-        // write through a union).
-        if let Some(u) = hd.union.and_then(|u| self.l.unions.get(u)) {
-            let others: Vec<Slot> = u
-                .members
-                .iter()
-                .filter(|&&o| o != h)
-                .filter_map(|&o| self.l.headers.get(o).map(|x| x.valid))
-                .collect();
-            self.emit(self.konst(r, 0));
-            for v in others {
+        self.emit(Insn::Store { src: r, to: v });
+        self.emit(self.konst(r, 0));
+        for &o in others {
+            self.emit(Insn::Store { src: r, to: o });
+        }
+        self.next_reg = save;
+        Ok(())
+    }
+
+    /// The type of the header-vector location `root`/`path`.
+    fn hv_ty(&self, root: Root, path: &str) -> Option<Ty> {
+        let i = Root::ALL.iter().position(|r| *r == root)?;
+        let mut t = self.l.types.get(i)?.clone();
+        if path.is_empty() {
+            return Some(t);
+        }
+        for comp in path.split('.') {
+            let (name, idx) = match comp.split_once('[') {
+                Some((n, rest)) => (n, rest.strip_suffix(']')?.parse::<usize>().ok()),
+                None => (comp, None),
+            };
+            t = match &t {
+                Ty::Header(a) | Ty::Struct(a) | Ty::HeaderUnion(a) => a.field(name)?.clone(),
+                _ => return None,
+            };
+            if let Some(k) = idx {
+                t = match &t {
+                    Ty::Stack(e, n) if (k as u32) < *n => (**e).clone(),
+                    _ => return None,
+                };
+            }
+        }
+        Some(t)
+    }
+
+    /// The header or struct `e` names in the header vector, flattened.
+    fn hv_agg(&self, e: &Expr) -> Result<Option<Agg>> {
+        let Some((root, path)) = self.path(e, 0)? else { return Ok(None) };
+        if self.l.field(root, &path).is_some() {
+            return Ok(None);
+        }
+        let Some(t) = self.hv_ty(root, &path) else { return Ok(None) };
+        if !matches!(t, Ty::Header(_) | Ty::Struct(_)) {
+            return Ok(None);
+        }
+        let mut shape = Vec::new();
+        flatten(&t, "", &mut shape, e.span, 0)?;
+        let join = |rel: &str| {
+            let rel = rel.strip_prefix('.').unwrap_or(rel);
+            match (path.is_empty(), rel.is_empty()) {
+                (true, _) => rel.to_string(),
+                (false, true) => path.clone(),
+                (false, false) => format!("{path}.{rel}"),
+            }
+        };
+        let mut leaves = Vec::with_capacity(shape.len());
+        for (rel, valid, width, t1) in shape {
+            let full = join(&rel);
+            let slots = if valid {
+                let Some(h) = self.l.header(root, &full) else {
+                    return Err(refuse(e.span, "this header"));
+                };
+                if self.l.headers[h].union.is_some() {
+                    return Err(refuse(e.span, "a whole header union member"));
+                }
+                vec![self.l.headers[h].valid]
+            } else {
+                let Some(f) = self.l.field(root, &full) else {
+                    return Err(refuse(e.span, "this part of a header or struct"));
+                };
+                if matches!(self.l.fields[f].ty, FieldTy::Varbit(_)) {
+                    return Err(refuse(e.span, "a header with a varbit as a value"));
+                }
+                self.l.fields[f].slots.clone()
+            };
+            leaves.push(Leaf { rel, valid, width, t: t1, slots });
+        }
+        Ok(Some(Agg { leaves }))
+    }
+
+    /// The aggregate location `e` names (a local's, the header vector's).
+    fn agg_place(&self, e: &Expr) -> Result<Option<Agg>> {
+        if self.local_agg(e).is_some() {
+            return Ok(match self.place(e)? {
+                Some(Place::LocalHeader(a) | Place::LocalAgg(a)) => Some(a),
+                _ => None,
+            });
+        }
+        self.hv_agg(e)
+    }
+
+    /// The aggregate value `e` computes: a location, or a call of a
+    /// function returning one.
+    fn agg_value(&mut self, e: &Expr) -> Result<Option<Agg>> {
+        if let ExprKind::Call { func, args, .. } = &e.kind {
+            if let ExprKind::Name { id, .. } = &func.kind {
+                if let Some(f) = self.find_function(&id.name) {
+                    return match self.call_function_any(f, args, e.span)? {
+                        Some(Ret::Agg(a)) => Ok(Some(a)),
+                        _ => Ok(None),
+                    };
+                }
+            }
+        }
+        self.agg_place(e)
+    }
+
+    /// Copies `src` into `dst` (same shape), leaf by leaf.
+    fn copy_agg(&mut self, dst: &Agg, src: &Agg, span: Span) -> Result<()> {
+        let same = dst.leaves.len() == src.leaves.len()
+            && dst.leaves.iter().zip(&src.leaves).all(|(a, b)| {
+                a.valid == b.valid
+                    && a.width == b.width
+                    && a.slots.len() == b.slots.len()
+                    && a.slots.iter().zip(&b.slots).all(|(x, y)| x.width == y.width)
+            });
+        if !same {
+            return Err(refuse(span, "an assignment between values of different shapes"));
+        }
+        let save = self.next_reg;
+        let r = self.reg(span)?;
+        for (d, s) in dst.leaves.iter().zip(&src.leaves) {
+            for (to, from) in d.slots.iter().zip(&s.slots) {
+                self.emit(Insn::Load { dst: r, from: *from });
+                self.emit(Insn::Store { src: r, to: *to });
+            }
+        }
+        self.next_reg = save;
+        Ok(())
+    }
+
+    /// `dst = rhs` for an aggregate `dst`: from another aggregate, or
+    /// from a list or `{ f = v }` initializer of scalars (a header so
+    /// initialized becomes valid).
+    fn assign_agg(&mut self, dst: &Agg, rhs: &Expr) -> Result<()> {
+        let items: Vec<(Option<String>, &Expr)> = match &rhs.kind {
+            ExprKind::List(v) => v.iter().map(|e| (None, e)).collect(),
+            ExprKind::StructInit(v) => {
+                v.iter().map(|(n, e)| (Some(format!(".{}", n.name)), e)).collect()
+            }
+            _ => {
+                let Some(src) = self.agg_value(rhs)? else {
+                    return Err(refuse(rhs.span, "this value assigned to a header or struct"));
+                };
+                return self.copy_agg(dst, &src, rhs.span);
+            }
+        };
+        let header = dst.leaves.first().is_some_and(|l| l.valid && l.rel.is_empty());
+        let fields: Vec<&Leaf> =
+            dst.leaves.iter().filter(|l| !(l.valid && l.rel.is_empty())).collect();
+        if fields.iter().any(|l| l.valid) || fields.len() != items.len() {
+            return Err(refuse(rhs.span, "this initializer"));
+        }
+        // Evaluate every item before writing (an item may read the target).
+        let save = self.next_reg;
+        let mut vals = Vec::with_capacity(items.len());
+        for (k, (name, e)) in items.iter().enumerate() {
+            let leaf = match name {
+                None => fields[k],
+                Some(n) => match fields.iter().find(|l| &l.rel == n) {
+                    Some(l) => l,
+                    None => return Err(refuse(e.span, "this initializer")),
+                },
+            };
+            let (Some(t), [slot]) = (leaf.t, leaf.slots.as_slice()) else {
+                return Err(refuse(e.span, "an initializer of a field over 64 bits"));
+            };
+            let x = self.expr(e)?;
+            let r = self.typed(x, t, e.span)?;
+            vals.push((r, *slot));
+        }
+        for (r, slot) in vals {
+            self.emit(Insn::Store { src: r, to: slot });
+        }
+        if header {
+            if let Some(v) = dst.leaves.first().and_then(|l| l.slots.first().copied()) {
+                let r = self.reg(rhs.span)?;
+                self.emit(self.konst(r, 1));
                 self.emit(Insn::Store { src: r, to: v });
+            }
+        }
+        self.next_reg = save;
+        Ok(())
+    }
+
+    /// Writes zero to every leaf (an invalid header, a zero struct).
+    fn zero_agg(&mut self, a: &Agg, span: Span) -> Result<()> {
+        let save = self.next_reg;
+        let r = self.reg(span)?;
+        self.emit(self.konst(r, 0));
+        for l in &a.leaves {
+            for s in &l.slots {
+                self.emit(Insn::Store { src: r, to: *s });
             }
         }
         self.next_reg = save;
@@ -1332,7 +1721,7 @@ impl<'a> Gen<'a> {
         span: Span,
     ) -> Result<()> {
         let c = Callee { name: &a.name.name, params: &a.params, body: &a.body, span: a.span };
-        self.inline(c, data, args, span, None).map(|_| ())
+        self.inline(c, data, args, span, None)
     }
 
     /// Inlines function `f` (not generic; returning a scalar or nothing);
@@ -1343,19 +1732,43 @@ impl<'a> Gen<'a> {
         args: &[Arg],
         span: Span,
     ) -> Result<Option<(Reg, T1)>> {
+        match self.call_function_any(f, args, span)? {
+            None => Ok(None),
+            Some(Ret::Scalar(slot, t)) => {
+                let r = self.reg(span)?;
+                self.emit(Insn::Load { dst: r, from: slot });
+                Ok(Some((r, t)))
+            }
+            Some(Ret::Agg(_)) => Err(refuse(span, "a header or struct as a value here")),
+        }
+    }
+
+    /// Inlines function `f` (not generic); where its result is.
+    fn call_function_any(
+        &mut self,
+        f: &FunctionDecl,
+        args: &[Arg],
+        span: Span,
+    ) -> Result<Option<Ret>> {
         if !f.type_params.is_empty() {
             return Err(refuse(f.name.span, "a generic function"));
         }
+        let name = format!("return {} @{}", f.name.name, f.span.start);
         let ret = match self.env.resolve(&f.ret, &[])? {
             Ty::Void => None,
             t => match ty_t1(&t) {
-                Some(t1) => Some(t1),
-                None => return Err(refuse(f.ret.span, format!("a function returning {t}"))),
+                Some(t1) => {
+                    let Some(slot) = self.scratch.slot(&name, u32::from(t1.width())) else {
+                        return Err(refuse(span, "more locals than the key has room for"));
+                    };
+                    Some(Ret::Scalar(slot, t1))
+                }
+                None => Some(Ret::Agg(alloc_agg(self.scratch, &name, &t, f.ret.span)?)),
             },
         };
         let c = Callee { name: &f.name.name, params: &f.params, body: &f.body, span: f.span };
-        let r = self.inline(c, &[], args, span, ret)?;
-        Ok(r.zip(ret))
+        self.inline(c, &[], args, span, ret.clone())?;
+        Ok(ret)
     }
 
     fn inline(
@@ -1364,8 +1777,8 @@ impl<'a> Gen<'a> {
         data: &[Value],
         args: &[Arg],
         span: Span,
-        ret: Option<T1>,
-    ) -> Result<Option<Reg>> {
+        ret: Option<Ret>,
+    ) -> Result<()> {
         if args.iter().any(|x| x.name.is_some()) {
             return Err(refuse(span, "named arguments"));
         }
@@ -1374,6 +1787,7 @@ impl<'a> Gen<'a> {
         }
         let mut binds = Vec::new();
         let mut outs = Vec::new();
+        let mut agg_outs: Vec<(Expr, Agg)> = Vec::new();
         for (i, p) in a.params.iter().enumerate() {
             let ty = self.env.resolve(&p.ty, &[])?;
             if i >= args.len() {
@@ -1393,13 +1807,27 @@ impl<'a> Gen<'a> {
                     continue;
                 }
             }
-            let Some(t) = ty_t1(&ty) else {
-                return Err(refuse(
-                    p.span,
-                    format!("a parameter of type {ty} given a non-constant"),
-                ));
-            };
             let name = format!("param {}.{} @{}", a.name, p.name.name, a.span.start);
+            let Some(t) = ty_t1(&ty) else {
+                // A header or struct: copied in (or invalid for `out`),
+                // copied out.
+                let loc = alloc_agg(self.scratch, &name, &ty, p.span)?;
+                if p.dir == Direction::Out || matches!(arg.kind, ExprKind::DontCare) {
+                    self.zero_agg(&loc, span)?;
+                } else {
+                    let Some(src) = self.agg_value(arg)? else {
+                        return Err(refuse(arg.span, "this argument"));
+                    };
+                    self.copy_agg(&loc, &src, arg.span)?;
+                }
+                if matches!(p.dir, Direction::Out | Direction::InOut)
+                    && !matches!(arg.kind, ExprKind::DontCare)
+                {
+                    agg_outs.push((arg.clone(), loc.clone()));
+                }
+                binds.push((p.name.name.clone(), Bind::Agg(loc)));
+                continue;
+            };
             let Some(slot) = self.scratch.slot(&name, u32::from(t.width())) else {
                 return Err(refuse(p.span, "more locals than the key has room for"));
             };
@@ -1436,18 +1864,8 @@ impl<'a> Gen<'a> {
         let saved = std::mem::replace(&mut self.scopes, vec![base, binds]);
         let exited_before = self.may_exit;
         self.may_exit = false;
-        let ret_slot = match ret {
-            Some(t) => {
-                let name = format!("return {} @{}", a.name, a.span.start);
-                let Some(slot) = self.scratch.slot(&name, u32::from(t.width())) else {
-                    return Err(refuse(span, "more locals than the key has room for"));
-                };
-                Some((slot, t))
-            }
-            None => None,
-        };
         self.ret.push(Vec::new());
-        self.ret_slot.push(ret_slot);
+        self.ret_slot.push(ret);
         let res = self.stmts(&a.body.stmts);
         self.ret_slot.pop();
         self.scopes = saved;
@@ -1464,6 +1882,12 @@ impl<'a> Gen<'a> {
             self.store(&arg, r, span)?;
             self.next_reg = save;
         }
+        for (arg, loc) in agg_outs {
+            let Some(dst) = self.agg_place(&arg)? else {
+                return Err(refuse(arg.span, "this argument"));
+            };
+            self.copy_agg(&dst, &loc, span)?;
+        }
         if self.may_exit {
             // The action may have exited: so does its caller.
             if let Some(flag) = self.exit_flag {
@@ -1478,14 +1902,7 @@ impl<'a> Gen<'a> {
             }
         }
         self.may_exit |= exited_before;
-        match ret_slot {
-            Some((slot, _)) => {
-                let r = self.reg(span)?;
-                self.emit(Insn::Load { dst: r, from: slot });
-                Ok(Some(r))
-            }
-            None => Ok(None),
-        }
+        Ok(())
     }
 
     /// A jump out of the innermost action being inlined (or, at the top,

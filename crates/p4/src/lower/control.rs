@@ -289,10 +289,12 @@ impl<'a> Builder<'a> {
 
     fn bind_var(&mut self, v: &crate::ast::VarDecl, base: &mut Vec<(String, Bind)>) -> Result<()> {
         let ty = self.s.env.resolve(&v.ty, &[])?;
-        let Some(t) = ty_t1(&ty) else {
-            return Err(refuse(v.span, format!("a local variable of type {ty}")));
-        };
         let name = format!("var {} @{}:{}", v.name.name, v.span.file, v.span.start);
+        let Some(t) = ty_t1(&ty) else {
+            let loc = super::action::alloc_agg(&mut self.scratch, &name, &ty, v.span)?;
+            base.push((v.name.name.clone(), Bind::Agg(loc)));
+            return Ok(());
+        };
         let Some(slot) = self.scratch.slot(&name, u32::from(t.width())) else {
             return Err(refuse(v.span, "more locals than the key has room for"));
         };

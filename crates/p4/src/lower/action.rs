@@ -4,15 +4,20 @@
 //! header vector.
 //!
 //! # What
-//! [`Gen`] compiles statements of a control (and the actions it calls)
-//! into the instructions of one [`KeyProg`]: assignments (also `op=` and
-//! to slices), `if`/`else` (forward jumps), blocks, local variables and
-//! constants, `setValid()`/`setInvalid()`, `mark_to_drop(std)` and direct
-//! action calls with copy-in/copy-out. Expressions: literals, constants,
-//! fields, locals, action data, `isValid()`, `+ - * & | ^ ~ << >>`,
-//! comparisons, `&& || !`, `|+| |-|`, slices, `++`, casts and `?:`, all
-//! within 64 bits; a field over 64 bits may only be copied from a field
-//! of the same shape or set to a constant.
+//! [`Gen`] compiles statements of a control (and the actions and
+//! functions it calls) into the instructions of one [`KeyProg`]:
+//! assignments (also `op=` and to slices), `if`/`else` (forward jumps),
+//! blocks, local variables and constants, `setValid()`/`setInvalid()`,
+//! `mark_to_drop(std)`, direct action and function calls with
+//! copy-in/copy-out, `return` and (in actions) `exit`. Expressions:
+//! literals, constants, fields, locals, action data, `isValid()`,
+//! `+ - * & | ^ ~ << >>`, comparisons, `&& || !` (short-circuit),
+//! `|+| |-|`, slices, `++`, casts, `?:` and function calls, all within 64
+//! bits; a field over 64 bits may only be copied from a field of the same
+//! shape or set to a constant. Header and struct values ([`Agg`]: locals,
+//! whole assignments, initializers, parameters, results) are flattened
+//! into leaves and copied slot by slot; stack elements at run-time
+//! indices are selected by comparing the index with each element's.
 //!
 //! # Basic design
 //! Expressions evaluate into registers; every register value is reduced
@@ -30,10 +35,14 @@
 //! - Anything outside the list above is refused at its span by
 //!   [`super::refuse`], never compiled into something else.
 //! - Semantics are the interpreter's (`crate::interp::exec`):
-//!   `setValid()` on an invalid header zeroes its fields, `out`
-//!   parameters start at zero, shifts by at least the width give zero
+//!   `setValid()` on an invalid header zeroes its fields (and on a union
+//!   member invalidates the others), `out` parameters start at zero
+//!   (headers invalid), shifts by at least the width give zero
 //!   (arithmetic shifts: the sign), `mark_to_drop` writes `egress_spec`
-//!   511 and `mcast_grp` 0.
+//!   511 and `mcast_grp` 0, `exit` in an action still copies out, a
+//!   stack index out of range reads the default and loses writes.
+//! - A program is at most [`sluice_core::keyop::MAX_INSNS`] instructions
+//!   and runs each at most once (forward jumps only).
 
 use std::collections::HashMap;
 

@@ -11,7 +11,7 @@
 //! it; straight-line code between applies (assignments, action calls,
 //! `if`s without applies) is a synthetic table with one catch-all entry
 //! whose op is the code's key program; `exit` (and `return`) goes to the
-//! control's end.
+//! control's end; `c.apply(...)` of a nested control is lowered in place.
 //!
 //! # Basic design
 //! Nodes are built backwards: a statement list is lowered from its last
@@ -34,8 +34,13 @@
 //! # Invariants
 //! - At most 256 core tables (table ids are `u8`); a program needing more
 //!   is refused.
-//! - Nested control instances, `switch` on values and `exit` inside
-//!   actions are refused at their spans.
+//! - A nested control's `apply(args)` is inlined only when every argument
+//!   is a location, no two overlap and no parameter is `out` (copy-in/
+//!   copy-out is then the identity); otherwise it is refused at its
+//!   span, as are `switch` on values and `.hit` inside expressions.
+//! - An `exit` inside an action sets the stage's exit flag; every node
+//!   after code or a table that may set it branches on the flag to the
+//!   control's end.
 
 use std::collections::HashMap;
 

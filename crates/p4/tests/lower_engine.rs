@@ -422,3 +422,20 @@ fn the_router_compiles_to_an_inspectable_pipeline() {
     assert!(d.contains("RouterIngress.routes (default action), 1 entries"), "{d}");
     assert!(d.contains("Branch"), "{d}");
 }
+
+#[test]
+fn recursion_is_refused_not_expanded() {
+    let text = with_ingress(
+        "",
+        "hdr.h.a = 1;",
+    )
+    .replace(
+        "control V(",
+        "bit<8> f(in bit<8> x) { if (x == 0) { return 0; } return f(x - 1) + f(x - 1); }\ncontrol V(",
+    )
+    .replace("hdr.h.a = 1;", "hdr.h.a = f(hdr.h.b);");
+    let loaded = load_text("recursive.p4", &text);
+    if let Err(d) = Compiled::new(&loaded) {
+        assert!(d.message.contains("not supported yet"), "{}", loaded.sources.render(&d));
+    }
+}

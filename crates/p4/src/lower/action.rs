@@ -46,7 +46,7 @@
 
 use std::collections::HashMap;
 
-use sluice_core::keyop::{ones, BinOp as KOp, Insn, KeyProg, Reg, Slot, REGS};
+use sluice_core::keyop::{ones, BinOp as KOp, Insn, KeyProg, Reg, Slot, MAX_INSNS, REGS};
 use sluice_packet::key::KEY_WORDS;
 
 use super::layout::{FieldTy, Layout, Root};
@@ -314,6 +314,10 @@ pub fn ty_t1(t: &Ty) -> Option<T1> {
 }
 
 const MAX_DEPTH: u32 = 64;
+/// Deepest chain of inlined calls.
+const MAX_CALL_DEPTH: u32 = 16;
+/// Most calls inlined into one program.
+const MAX_INLINED: u32 = 1024;
 
 /// Compiles statements of one control (and the actions it calls) into
 /// one key program.
@@ -338,6 +342,10 @@ pub struct Gen<'a> {
     pub exit_flag: Option<Slot>,
     /// Whether the code may set the exit flag.
     pub may_exit: bool,
+    /// Calls inlined so far, and how deep the current one is (a
+    /// recursive program is refused, not expanded forever).
+    inlined: u32,
+    call_depth: u32,
     insns: Vec<Insn>,
     next_reg: u8,
     depth: u32,
@@ -369,6 +377,8 @@ impl<'a> Gen<'a> {
             end: Vec::new(),
             exit_flag: None,
             may_exit: false,
+            inlined: 0,
+            call_depth: 0,
         }
     }
 
@@ -734,17 +744,9 @@ impl<'a> Gen<'a> {
                     E::R(_, t) => Some(t),
                     E::Int(_) => None,
                 };
-                // The type comes from whichever arm has one.
-                let mark = self.insns.len();
-                let save = self.next_reg;
-                let eb_probe = self.expr(b)?;
-                let tb = match eb_probe {
-                    E::R(_, t) => Some(t),
-                    E::Int(_) => None,
-                };
-                self.insns.truncate(mark);
-                self.next_reg = save;
-                let Some(t) = ta.or(tb) else {
+                // The type comes from whichever arm has one (`b`'s found
+                // without compiling it: it is compiled once, below).
+                let Some(t) = ta.or_else(|| self.static_t1(b, 0)) else {
                     return Err(refuse(e.span, "`?:` of two `int`s"));
                 };
                 let ra = self.typed(ea, t, a.span)?;
@@ -780,6 +782,69 @@ impl<'a> Gen<'a> {
                 }
             }
             _ => Err(refuse(e.span, "this expression")),
+        }
+    }
+
+    /// The type `e` would compile to, found without compiling it (`None`:
+    /// an `int`, or not known).
+    fn static_t1(&self, e: &Expr, d: u32) -> Option<T1> {
+        if d > MAX_DEPTH {
+            return None;
+        }
+        if let Some(v) = self.const_value(e) {
+            return match v {
+                Value::Bool(_) => Some(T1::Bool),
+                Value::Bits(b) => T1::bits(b.width(), false),
+                Value::Signed(b) => T1::bits(b.width(), true),
+                Value::Error(_) | Value::Enum { .. } => T1::bits(32, false),
+                _ => None,
+            };
+        }
+        match &e.kind {
+            ExprKind::Name { .. } | ExprKind::Member(..) | ExprKind::Index(..) => {
+                if let Ok(Some((_, cands))) = self.dyn_place(e) {
+                    return self.dyn_t1(&cands);
+                }
+                match self.place(e).ok()?? {
+                    Place::Local(_, t) => Some(t),
+                    Place::Field(f) => field_t1(&self.l.fields[f].ty),
+                    _ => None,
+                }
+            }
+            ExprKind::Call { func, .. } => match &func.kind {
+                ExprKind::Member(_, m) if m.name == "isValid" => Some(T1::Bool),
+                ExprKind::Name { id, .. } => {
+                    let f = self.find_function(&id.name)?;
+                    ty_t1(&self.env.resolve(&f.ret, &[]).ok()?)
+                }
+                _ => None,
+            },
+            ExprKind::Unary(UnOp::Not, _) => Some(T1::Bool),
+            ExprKind::Unary(_, a) => self.static_t1(a, d + 1),
+            ExprKind::Binary(op, a, b) => match op {
+                BinOp::Eq
+                | BinOp::Ne
+                | BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+                | BinOp::And
+                | BinOp::Or => Some(T1::Bool),
+                BinOp::Shl | BinOp::Shr => self.static_t1(a, d + 1),
+                BinOp::Concat => {
+                    let (x, y) = (self.static_t1(a, d + 1)?, self.static_t1(b, d + 1)?);
+                    T1::bits(u32::from(x.width()) + u32::from(y.width()), x.signed())
+                }
+                _ => self.static_t1(a, d + 1).or_else(|| self.static_t1(b, d + 1)),
+            },
+            ExprKind::Slice(_, hi, lo) => {
+                let hi = self.const_value(hi)?.to_u64()?;
+                let lo = self.const_value(lo)?.to_u64()?;
+                T1::bits(u32::try_from(hi.checked_sub(lo)? + 1).ok()?, false)
+            }
+            ExprKind::Mux(_, a, b) => self.static_t1(a, d + 1).or_else(|| self.static_t1(b, d + 1)),
+            ExprKind::Cast(ty, _) => ty_t1(&self.env.resolve(ty, &[]).ok()?),
+            _ => None,
         }
     }
 
@@ -1791,6 +1856,13 @@ impl<'a> Gen<'a> {
         if args.iter().any(|x| x.name.is_some()) {
             return Err(refuse(span, "named arguments"));
         }
+        self.inlined += 1;
+        if self.call_depth >= MAX_CALL_DEPTH
+            || self.inlined > MAX_INLINED
+            || self.insns.len() > MAX_INSNS
+        {
+            return Err(refuse(span, "calls nested or repeated this much (recursion?)"));
+        }
         if args.len() + data.len() != a.params.len() {
             return Err(refuse(span, "a call with a different number of arguments"));
         }
@@ -1875,7 +1947,9 @@ impl<'a> Gen<'a> {
         self.may_exit = false;
         self.ret.push(Vec::new());
         self.ret_slot.push(ret);
+        self.call_depth += 1;
         let res = self.stmts(&a.body.stmts);
+        self.call_depth -= 1;
         self.ret_slot.pop();
         self.scopes = saved;
         let rets = self.ret.pop().unwrap_or_default();

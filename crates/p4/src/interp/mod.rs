@@ -38,9 +38,9 @@
 //!   depth, so no input makes it loop or overflow its stack.
 
 mod exec;
-mod externs;
+pub(crate) mod externs;
 mod render;
-mod table;
+pub(crate) mod table;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -86,44 +86,44 @@ const INSTANCE_TYPE_REPLICATION: u128 = 5;
 
 /// An instantiated parser/control or extern, known at load.
 #[derive(Clone, Debug)]
-enum Inst {
+pub(crate) enum Inst {
     Block(BlockInst),
     Extern(ExternInst),
 }
 
 #[derive(Clone, Debug)]
-struct BlockInst {
+pub(crate) struct BlockInst {
     /// Index of the `Decl::Parser`/`Decl::Control`.
-    decl: usize,
-    is_parser: bool,
+    pub(crate) decl: usize,
+    pub(crate) is_parser: bool,
     /// Dotted name for the control plane (`ingress`, `ingress.c1`).
-    path: String,
+    pub(crate) path: String,
     /// Constructor parameters' values.
-    ctor: Vec<(String, Value)>,
+    pub(crate) ctor: Vec<(String, Value)>,
     /// Local instances and tables by name.
-    objects: HashMap<String, Obj>,
+    pub(crate) objects: HashMap<String, Obj>,
 }
 
 #[derive(Clone, Debug)]
-struct ExternInst {
+pub(crate) struct ExternInst {
     /// The extern type's name (`register`, `counter`, ...).
-    kind: String,
-    path: String,
-    type_args: Vec<Ty>,
-    args: Vec<Value>,
+    pub(crate) kind: String,
+    pub(crate) path: String,
+    pub(crate) type_args: Vec<Ty>,
+    pub(crate) args: Vec<Value>,
 }
 
 /// Something a name in a parser or control can denote besides a
 /// variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Obj {
+pub(crate) enum Obj {
     Inst(usize),
     Table(usize),
 }
 
 /// Run-time state of an extern instance.
 #[derive(Clone, Debug)]
-enum ExternState {
+pub(crate) enum ExternState {
     Register(Vec<Value>),
     Counter(Vec<(u64, u64)>),
     None,
@@ -131,43 +131,43 @@ enum ExternState {
 
 /// The immutable part: the program and everything resolved at load.
 #[derive(Debug)]
-struct Static {
-    prog: Program,
-    env: TypeEnv,
-    funcs: HashMap<String, usize>,
-    actions: HashMap<String, usize>,
-    ext_funcs: HashMap<String, usize>,
-    insts: Vec<Inst>,
-    tables: Vec<TableStatic>,
+pub(crate) struct Static {
+    pub(crate) prog: Program,
+    pub(crate) env: TypeEnv,
+    pub(crate) funcs: HashMap<String, usize>,
+    pub(crate) actions: HashMap<String, usize>,
+    pub(crate) ext_funcs: HashMap<String, usize>,
+    pub(crate) insts: Vec<Inst>,
+    pub(crate) tables: Vec<TableStatic>,
     /// Top-level extern instances by name.
-    globals: HashMap<String, Obj>,
+    pub(crate) globals: HashMap<String, Obj>,
     /// parser, verifyChecksum, ingress, egress, computeChecksum, deparser.
-    pipeline: [usize; 6],
+    pub(crate) pipeline: [usize; 6],
     /// Types of the pipeline's `headers`, `metadata` and
     /// `standard_metadata_t` parameters.
-    hdr_ty: Ty,
-    meta_ty: Ty,
-    sm_ty: Ty,
+    pub(crate) hdr_ty: Ty,
+    pub(crate) meta_ty: Ty,
+    pub(crate) sm_ty: Ty,
 }
 
 /// The mutable part: table contents and extern state.
 #[derive(Clone, Debug, Default)]
-struct Dyn {
-    tables: Vec<TableDyn>,
-    externs: HashMap<usize, ExternState>,
-    mcast: BTreeMap<u32, Vec<(u32, u32)>>,
-    digests: Vec<Digest>,
+pub(crate) struct Dyn {
+    pub(crate) tables: Vec<TableDyn>,
+    pub(crate) externs: HashMap<usize, ExternState>,
+    pub(crate) mcast: BTreeMap<u32, Vec<(u32, u32)>>,
+    pub(crate) digests: Vec<Digest>,
     /// Digests not queued because [`MAX_DIGESTS`] were waiting.
-    digests_dropped: u64,
+    pub(crate) digests_dropped: u64,
     /// Next implicit priority for control-plane entries without one.
-    seq: u64,
+    pub(crate) seq: u64,
 }
 
 /// The reference interpreter of one v1model program.
 #[derive(Debug)]
 pub struct Interp {
-    s: Arc<Static>,
-    d: Dyn,
+    pub(crate) s: Arc<Static>,
+    pub(crate) d: Dyn,
     initial_tables: Vec<TableDyn>,
 }
 

@@ -18,7 +18,7 @@ use crate::types::Ty;
 use crate::value::{Bits, Value};
 
 #[derive(Clone, Debug)]
-pub(super) struct KeySpec {
+pub(crate) struct KeySpec {
     /// Control-plane name: `@name` or the expression as written.
     pub name: String,
     pub kind: MatchKind,
@@ -27,7 +27,7 @@ pub(super) struct KeySpec {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum ActionLoc {
+pub(crate) enum ActionLoc {
     /// `locals[idx]` of the control `decl`.
     Local { decl: usize, idx: usize },
     /// A top-level action.
@@ -35,7 +35,7 @@ pub(super) enum ActionLoc {
 }
 
 #[derive(Clone, Debug)]
-pub(super) struct ActionSpec {
+pub(crate) struct ActionSpec {
     /// Control-plane name (`ingress.fwd`, `NoAction`).
     pub name: String,
     /// The name as declared (for `switch (t.apply().action_run)`).
@@ -48,14 +48,14 @@ pub(super) struct ActionSpec {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Lookup {
+pub(crate) enum Lookup {
     Exact,
     Lpm,
     Priority,
 }
 
 #[derive(Clone, Debug)]
-pub(super) struct TableStatic {
+pub(crate) struct TableStatic {
     pub name: String,
     pub keys: Vec<KeySpec>,
     pub actions: Vec<ActionSpec>,
@@ -66,7 +66,7 @@ pub(super) struct TableStatic {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Pat {
+pub(crate) enum Pat {
     Exact(Bits),
     Ternary(Bits, Bits),
     Lpm(Bits, u32),
@@ -75,7 +75,7 @@ pub(super) enum Pat {
 }
 
 #[derive(Clone, Debug)]
-pub(super) struct Entry {
+pub(crate) struct Entry {
     pub keys: Vec<Pat>,
     pub action: usize,
     pub args: Vec<Value>,
@@ -89,7 +89,7 @@ pub(super) struct Entry {
 }
 
 #[derive(Clone, Debug)]
-pub(super) struct TableDyn {
+pub(crate) struct TableDyn {
     pub entries: Vec<Entry>,
     pub default: (usize, Vec<Value>),
     /// The handle the next added entry gets.
@@ -421,7 +421,7 @@ enum KeyPatIn {
     Any,
 }
 
-fn prefix_mask(width: u32, len: u32) -> Bits {
+pub(crate) fn prefix_mask(width: u32, len: u32) -> Bits {
     Bits::all_ones(width).shl((width - len.min(width)) as u64)
 }
 
@@ -481,7 +481,7 @@ fn to_pat(k: &KeySpec, m: KeyPatIn) -> CtlResult<Pat> {
 
 /// A key value (or keyset bound) as bits of the key's width; errors are
 /// numbered by their place in `errors`.
-pub(super) fn key_bits(v: &Value, width: u32, errors: &[String]) -> CtlResult<Bits> {
+pub(crate) fn key_bits(v: &Value, width: u32, errors: &[String]) -> CtlResult<Bits> {
     match v {
         Value::Error(e) => match errors.iter().position(|x| x == e) {
             Some(i) => Ok(Bits::from_u64(width, i as u64)),
@@ -494,7 +494,7 @@ pub(super) fn key_bits(v: &Value, width: u32, errors: &[String]) -> CtlResult<Bi
     }
 }
 
-pub(super) fn big_bits(v: &BigValue, width: u32, what: &str) -> CtlResult<Bits> {
+pub(crate) fn big_bits(v: &BigValue, width: u32, what: &str) -> CtlResult<Bits> {
     if !Bits::big_fits(width, v) {
         return Err(format!("value for {what} does not fit in {width} bits"));
     }
@@ -502,7 +502,7 @@ pub(super) fn big_bits(v: &BigValue, width: u32, what: &str) -> CtlResult<Bits> 
 }
 
 /// Adds a control-plane entry.
-pub(super) fn add_entry(
+pub(crate) fn add_entry(
     ts: &TableStatic,
     td: &mut TableDyn,
     e: &EntrySpec,
@@ -570,7 +570,7 @@ pub(super) fn add_entry(
 }
 
 /// Removes the entry with `handle`.
-pub(super) fn delete_entry(ts: &TableStatic, td: &mut TableDyn, handle: u64) -> CtlResult<()> {
+pub(crate) fn delete_entry(ts: &TableStatic, td: &mut TableDyn, handle: u64) -> CtlResult<()> {
     if ts.entries_const {
         return Err(format!("table `{}` has `const entries`", ts.name));
     }
@@ -583,7 +583,7 @@ pub(super) fn delete_entry(ts: &TableStatic, td: &mut TableDyn, handle: u64) -> 
     Ok(())
 }
 
-pub(super) fn value_big(v: &Value) -> BigValue {
+pub(crate) fn value_big(v: &Value) -> BigValue {
     match v {
         Value::Bits(b) | Value::Signed(b) => b.to_big(),
         Value::Bool(x) => BigValue::from_u128(u128::from(*x)),
@@ -597,7 +597,7 @@ fn args_big(spec: &ActionSpec, args: &[Value]) -> Vec<(String, BigValue)> {
 
 /// The entries (in handle order) and the default action of a table.
 #[allow(clippy::type_complexity)]
-pub(super) fn dump(
+pub(crate) fn dump(
     ts: &TableStatic,
     td: &TableDyn,
 ) -> (Vec<EntryDump>, (String, Vec<(String, BigValue)>)) {
@@ -679,7 +679,7 @@ fn ctl_action_args(
     Ok(out)
 }
 
-pub(super) fn set_default(
+pub(crate) fn set_default(
     ts: &TableStatic,
     td: &mut TableDyn,
     action: &str,
@@ -706,7 +706,7 @@ fn pat_matches(p: &Pat, k: &Bits) -> bool {
     }
 }
 
-fn prefix_len(e: &Entry) -> u32 {
+pub(crate) fn prefix_len(e: &Entry) -> u32 {
     e.keys
         .iter()
         .map(|p| match p {
@@ -717,7 +717,7 @@ fn prefix_len(e: &Entry) -> u32 {
 }
 
 /// The entry matching `keys`, if any.
-pub(super) fn lookup<'a>(ts: &TableStatic, td: &'a TableDyn, keys: &[Bits]) -> Option<&'a Entry> {
+pub(crate) fn lookup<'a>(ts: &TableStatic, td: &'a TableDyn, keys: &[Bits]) -> Option<&'a Entry> {
     let mut best: Option<&Entry> = None;
     for e in &td.entries {
         if !e.keys.iter().zip(keys).all(|(p, k)| pat_matches(p, k)) {
@@ -744,7 +744,7 @@ pub(super) fn lookup<'a>(ts: &TableStatic, td: &'a TableDyn, keys: &[Bits]) -> O
 }
 
 /// Counts a hit in the table's direct counter.
-pub(super) fn count_direct(st: &mut ExternState, bytes: u64) {
+pub(crate) fn count_direct(st: &mut ExternState, bytes: u64) {
     if let ExternState::Counter(c) = st {
         if let Some(cell) = c.first_mut() {
             cell.0 += 1;

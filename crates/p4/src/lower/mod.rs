@@ -5,8 +5,13 @@
 //! [`layout`] places the program's header vector — its headers, metadata
 //! and standard metadata — in the core's key; [`parser`] compiles the P4
 //! parser into a parse program over that layout, which implements the
-//! core's [`sluice_core::pkt::Parse`] hook. Actions, tables, the control
-//! graph and the deparser are later stages and not built yet.
+//! core's [`sluice_core::pkt::Parse`] hook; [`action`] compiles actions
+//! and straight-line code into key programs; `control` turns controls
+//! into the core's control graph; [`engine`] puts them together with the
+//! traffic manager, checksums and the deparser into
+//! [`engine::Compiled`], which runs a program through the core's walk
+//! and caches and offers the same control plane ([`crate::target`]) as
+//! the interpreter.
 //!
 //! # Basic design
 //! Each stage takes the syntax tree and the resolved types
@@ -16,13 +21,19 @@
 //! miscompiled. The reference interpreter ([`crate::interp`]) is the
 //! specification: `tests/lower_parser.rs` compares the parse program's
 //! key, decoded through the layout, with the interpreter's parse of the
-//! same frames.
+//! same frames, and `tests/lower_engine.rs` runs every STF test the
+//! interpreter passes on every program the engine compiles, in every
+//! cache mode.
 //!
 //! # Invariants
 //! - What is compiled behaves as the interpreter does on every frame
-//!   (headers, validity, stack indices, metadata, `parser_error`).
+//!   (headers, validity, stack indices, metadata, `parser_error`; the
+//!   engine's outputs).
 //! - Compiled programs never panic and do bounded work per frame.
 
+pub mod action;
+pub(crate) mod control;
+pub mod engine;
 pub mod layout;
 pub mod parser;
 

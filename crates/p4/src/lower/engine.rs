@@ -1,0 +1,873 @@
+//! The compiled engine: a v1model program running through the core's
+//! walk ([`sluice_core::walk`]) with its caches.
+//!
+//! # What
+//! [`Compiled::new`] lowers a loaded program — the parse program
+//! ([`super::parser`]), `verify_checksum` calls, the ingress and egress
+//! controls as one control graph ([`super::control`]), the traffic
+//! manager, `update_checksum` calls and the deparser's `emit`s — and
+//! implements both the core's [`Frontend`] and [`Target`], so the STF
+//! runner ([`crate::stf`]) drives it exactly as it drives the reference
+//! interpreter.
+//!
+//! # Basic design
+//! The control plane is the interpreter's: `Compiled` keeps an
+//! [`Interp`] whose table state ([`crate::interp::table`]) converts
+//! every request (match kinds, values, priorities, `const entries`,
+//! default actions) and is the source every core table is built from:
+//! each entry becomes `coretable` rules (ranked as the interpreter ranks
+//! them: prefix length in LPM tables, then priority, then order) and a
+//! key program compiled from its action with its action data bound as
+//! constants. A control-plane change rebuilds what it touched and bumps
+//! the flow generation, so no cache entry outlives it.
+//!
+//! The pipeline graph, in order: ingress; a branch on
+//! `egress_spec == 511` (drop: the walk ends); the traffic manager (a
+//! key program: `egress_port = egress_spec`, `egress_spec = 512` held
+//! as 0 in its 9 bits, `instance_type = 0`); egress; the same drop
+//! branch; a table whose one entry is an [`Op::Output`]. The front
+//! end's `forward` for that op runs `update_checksum`s on a copy of the
+//! key, emits the valid headers in `emit` order, appends the frame's
+//! bytes after the parser's cursor and transmits on `egress_port`.
+//! `verify_checksum`s run right after the parse program, inside the
+//! front end's [`Parse`] hook, and set `checksum_error`.
+//!
+//! Refused by name: multicast (`mcast_grp`), nested control instances,
+//! direct counters, meters, registers, counters, `hash`, `digest`,
+//! `clone`, `resubmit`, `truncate`, checksum algorithms other than
+//! `csum16` and `*_with_payload`, and whatever the action compiler
+//! ([`super::action`]) refuses.
+//!
+//! # Invariants
+//! - Same outputs as the interpreter for every program it compiles, in
+//!   every cache mode, indexed or scanned (`tests/lower_engine.rs`).
+//! - No panics on any packet; each packet walks an acyclic graph of
+//!   bounded programs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sluice_core::cache::CacheStats;
+use sluice_core::graph::{Graph, KeyTest, Node};
+use sluice_core::guard::GuardSet;
+use sluice_core::keyop::{Insn, KeyProg, Slot};
+use sluice_core::op::{EntryOps, Op};
+use sluice_core::pkt::{Parse, Pkt};
+use sluice_core::tally::{Shard, Tally};
+use sluice_core::walk::{self, CacheMode, Counting, Flow, Frontend, Table, Tx, Worker};
+use sluice_packet::key::{FlowKey, FlowMask};
+use sluice_packet::parse::{Meta, ParseInfo};
+
+use super::action::Gen;
+use super::control::{Builder, Ctl, TabDef, TableKeys};
+use super::layout::{FieldTy, Layout, Root};
+use super::parser::ParseProg;
+use super::refuse;
+use crate::ast::{BigValue, Decl, Expr, ExprKind, Local, Stmt};
+use crate::coretable::{self, Index, KeyPlace, Pat, Rule};
+use crate::diag::{Diagnostic, Result};
+use crate::interp::table::{Lookup, Pat as IPat};
+use crate::interp::{Interp, Static};
+use crate::parse::Loaded;
+use crate::target::{CtlResult, EntrySpec, Output, Target};
+use crate::value::{Bits, Value};
+
+/// One entry of a core table.
+#[derive(Debug)]
+pub struct CoreEntry {
+    ops: Arc<EntryOps>,
+    stats: Tally,
+}
+
+impl walk::Entry for CoreEntry {
+    fn ops(&self) -> &Arc<EntryOps> {
+        &self.ops
+    }
+    fn guards(&self) -> &GuardSet {
+        static NONE: std::sync::LazyLock<GuardSet> = std::sync::LazyLock::new(GuardSet::default);
+        &NONE
+    }
+    fn counters(&self) -> &Tally {
+        &self.stats
+    }
+    fn counting(&self) -> Counting {
+        Counting { packets: true, bytes: true }
+    }
+}
+
+fn entry(ops: EntryOps) -> CoreEntry {
+    CoreEntry { ops: Arc::new(ops), stats: Tally::new(3, 2) }
+}
+
+/// A core table: a P4 table's entries (with their rules), or one
+/// catch-all entry (a default action, synthetic code).
+#[derive(Debug)]
+pub struct CoreTable {
+    entries: Vec<CoreEntry>,
+    places: Vec<KeyPlace>,
+    rules: Vec<Rule>,
+    index: Index,
+    /// A rule's `seq` → its entry's position.
+    by_seq: HashMap<u64, usize>,
+    /// Every bit the keys occupy (what a scan consults).
+    keymask: FlowMask,
+    stats: Arc<Tally>,
+}
+
+impl CoreTable {
+    fn new(places: Vec<KeyPlace>) -> CoreTable {
+        let mut keymask = FlowMask::ZERO;
+        for p in &places {
+            for s in &p.slots {
+                keymask.words[usize::from(s.word)] |= s.mask();
+            }
+        }
+        CoreTable {
+            entries: Vec::new(),
+            index: Index::new(places.clone()),
+            places,
+            rules: Vec::new(),
+            by_seq: HashMap::new(),
+            keymask,
+            stats: Arc::new(Tally::new(2, 2)),
+        }
+    }
+
+    fn catch_all(ops: EntryOps) -> CoreTable {
+        let mut t = CoreTable::new(Vec::new());
+        t.entries.push(entry(ops));
+        t
+    }
+
+    fn push(&mut self, rule: Rule, ops: EntryOps) -> std::result::Result<(), String> {
+        self.index.insert(&rule)?;
+        self.by_seq.insert(rule.seq, self.entries.len());
+        self.rules.push(rule);
+        self.entries.push(entry(ops));
+        Ok(())
+    }
+
+    fn scan(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
+        if self.places.is_empty() {
+            return (!self.entries.is_empty()).then_some(0);
+        }
+        for (w, m) in wc.words.iter_mut().zip(self.keymask.words) {
+            *w |= m;
+        }
+        let seq = coretable::scan(&self.places, &self.rules, key)?;
+        self.by_seq.get(&seq).copied()
+    }
+}
+
+impl Table for CoreTable {
+    type Entry = CoreEntry;
+    fn counters(&self) -> &Arc<Tally> {
+        &self.stats
+    }
+    fn entries(&self) -> &[CoreEntry] {
+        &self.entries
+    }
+    fn has_guards(&self) -> bool {
+        false
+    }
+    fn lookup_fast(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
+        if self.places.is_empty() {
+            return (!self.entries.is_empty()).then_some(0);
+        }
+        let seq = self.index.lookup(key, wc)?;
+        self.by_seq.get(&seq).copied()
+    }
+    fn lookup_scan(&self, key: &FlowKey) -> Option<usize> {
+        let mut wc = FlowMask::ZERO;
+        self.scan(key, &mut wc)
+    }
+    fn lookup_scan_wc(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<usize> {
+        self.scan(key, wc)
+    }
+    fn lookup_guarded(
+        &self,
+        key: &FlowKey,
+        wc: &mut FlowMask,
+        indexed: bool,
+        _accept: &mut dyn FnMut(usize) -> bool,
+    ) -> Option<usize> {
+        // No entry carries guards.
+        if indexed {
+            self.lookup_fast(key, wc)
+        } else {
+            self.scan(key, wc)
+        }
+    }
+}
+
+/// An item of a checksum's field list.
+#[derive(Clone, Debug)]
+enum CsItem {
+    Field(usize),
+    Const(Bits),
+}
+
+/// A `verify_checksum`/`update_checksum` call (csum16).
+#[derive(Clone, Debug)]
+struct Csum {
+    /// The header whose validity is the condition (`None`: always).
+    cond: Option<Slot>,
+    items: Vec<CsItem>,
+    dst: Slot,
+}
+
+/// Appends `width` bits of `v` (right-aligned) to a big-endian bit
+/// string.
+fn put_bits(out: &mut Vec<u8>, nbits: &mut usize, v: u64, width: u8) {
+    for i in (0..u32::from(width)).rev() {
+        let bit = (v >> i) & 1;
+        if *nbits % 8 == 0 {
+            out.push(0);
+        }
+        if bit == 1 {
+            if let Some(b) = out.last_mut() {
+                *b |= 0x80 >> (*nbits % 8);
+            }
+        }
+        *nbits += 1;
+    }
+}
+
+impl Csum {
+    fn compute(&self, l: &Layout, key: &FlowKey, buf: &mut Vec<u8>) -> Option<u64> {
+        if let Some(c) = self.cond {
+            if c.get(key) == 0 {
+                return None;
+            }
+        }
+        buf.clear();
+        let mut n = 0;
+        for it in &self.items {
+            match it {
+                CsItem::Field(f) => {
+                    for s in l.fields.get(*f).map(|x| x.slots.as_slice()).unwrap_or(&[]) {
+                        put_bits(buf, &mut n, s.get(key), s.width);
+                    }
+                }
+                CsItem::Const(b) => {
+                    for i in (0..b.width()).rev() {
+                        put_bits(buf, &mut n, u64::from(b.bit(i)), 1);
+                    }
+                }
+            }
+        }
+        crate::interp::externs::hash_bytes("csum16", buf).ok()
+    }
+}
+
+/// The parse program followed by `verify_checksum`s.
+#[derive(Debug)]
+struct V1Parse {
+    prog: ParseProg,
+    verify: Vec<Csum>,
+    checksum_error: Option<Slot>,
+}
+
+impl Parse for V1Parse {
+    fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) {
+        self.prog.parse(data, meta, key, info);
+        let mut buf = Vec::new();
+        for c in &self.verify {
+            if let Some(h) = c.compute(&self.prog.layout, key, &mut buf) {
+                if c.dst.get(key) != h & sluice_core::keyop::ones(c.dst.width) {
+                    if let Some(s) = self.checksum_error {
+                        s.set(key, 1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What the deparser does.
+#[derive(Debug)]
+struct Deparse {
+    layout: Arc<Layout>,
+    /// Headers in emit order.
+    emit: Vec<usize>,
+    update: Vec<Csum>,
+    egress_port: Slot,
+}
+
+/// The compiled pipeline as the walk sees it.
+#[derive(Debug)]
+pub struct Front {
+    graph: Graph,
+    tables: Vec<CoreTable>,
+    gen: u64,
+    mode: CacheMode,
+    indexed: bool,
+    parser: Arc<dyn Parse>,
+    deparse: Deparse,
+}
+
+impl Frontend for Front {
+    type Table = CoreTable;
+    type Ctx = ();
+    /// The deparser's buffers.
+    type Ext = (Vec<u8>, Vec<u8>);
+    type Rule = ();
+    fn graph(&self) -> &Graph {
+        &self.graph
+    }
+    fn table(&self, id: u8) -> Option<&CoreTable> {
+        self.tables.get(usize::from(id))
+    }
+    fn generation(&self) -> u64 {
+        self.gen
+    }
+    fn cache_mode(&self) -> CacheMode {
+        self.mode
+    }
+    fn indexed(&self) -> bool {
+        self.indexed
+    }
+    fn parser(&self) -> Option<&Arc<dyn Parse>> {
+        Some(&self.parser)
+    }
+    fn ctx(&self, _table: u8, _e: &CoreEntry) -> Self::Ctx {}
+    fn meter(&self, _w: &mut Worker<Self>, _id: u32, _pkt: &mut Pkt) -> Flow {
+        Flow::Continue
+    }
+    fn forward(
+        &self,
+        w: &mut Worker<Self>,
+        op: &Op,
+        pkt: &mut Pkt,
+        _ctx: (),
+        tx: &mut dyn Tx,
+    ) -> Flow {
+        if !matches!(op, Op::Output { .. }) {
+            return Flow::Continue;
+        }
+        let d = &self.deparse;
+        let l = &*d.layout;
+        let mut key = pkt.key;
+        let (out, tmp) = &mut w.ext;
+        for c in &d.update {
+            if let Some(h) = c.compute(l, &key, tmp) {
+                c.dst.set(&mut key, h);
+            }
+        }
+        out.clear();
+        let mut n = 0;
+        for &h in &d.emit {
+            let Some(hd) = l.headers.get(h) else { continue };
+            if hd.valid.get(&key) == 0 {
+                continue;
+            }
+            for &f in &hd.fields {
+                for s in l.fields.get(f).map(|x| x.slots.as_slice()).unwrap_or(&[]) {
+                    put_bits(out, &mut n, s.get(&key), s.width);
+                }
+            }
+        }
+        let data = pkt.data();
+        let from = ((l.cursor.get(&key) / 8) as usize).min(data.len());
+        out.extend_from_slice(data.get(from..).unwrap_or(&[]));
+        let port = d.egress_port.get(&key) as u32;
+        tx.transmit(port, None, out);
+        Flow::Continue
+    }
+    fn ttl_expired(&self, _w: &mut Worker<Self>, _pkt: &Pkt, _ctx: ()) {}
+}
+
+/// A v1model program compiled into the core.
+#[derive(Debug)]
+pub struct Compiled {
+    interp: Interp,
+    s: Arc<Static>,
+    layout: Arc<Layout>,
+    scratch: super::action::Scratch,
+    ctls: Vec<Ctl>,
+    /// Interpreter table index → its core tables and keys.
+    keys: HashMap<usize, TableKeys>,
+    front: Front,
+    worker: Worker<Front>,
+    pkt: Box<Pkt>,
+}
+
+fn std_slot(l: &Layout, name: &str) -> Result<Slot> {
+    let f = l
+        .field(Root::Std, name)
+        .ok_or_else(|| Diagnostic::bare(format!("lowering: no `standard_metadata.{name}`")))?;
+    match l.fields[f].slots.as_slice() {
+        [s] => Ok(*s),
+        _ => Err(Diagnostic::bare(format!("lowering: `standard_metadata.{name}` is too wide"))),
+    }
+}
+
+impl Compiled {
+    /// Compiles `loaded`, or says at its span what it cannot lower.
+    pub fn new(loaded: &Loaded) -> Result<Compiled> {
+        let interp = Interp::new(loaded)?;
+        let s = interp.s.clone();
+        let prog = ParseProg::compile(&loaded.program)?;
+        let layout = prog.layout.clone();
+        let l = &*layout;
+        let spec = std_slot(l, "egress_spec")?;
+        let eport = std_slot(l, "egress_port")?;
+        let drop_test = KeyTest {
+            word: spec.word,
+            mask: spec.mask(),
+            value: u64::from(crate::interp::DROP_PORT) << spec.shift,
+        };
+        let mut b = Builder::new(&s, l);
+        let span = crate::diag::Span::new(0, 0, 0);
+        let end = b.node(Node::End)?;
+        let out = b.fixed(vec![Op::Output { port: 0, max_len: 0 }], end, span)?;
+        let eg_drop = b.node(Node::Branch { test: drop_test, then: end, otherwise: out })?;
+        let egress = b.control(s.pipeline[3], None, eg_drop, eg_drop)?;
+        let mut tm = vec![
+            Insn::Load { dst: 0, from: spec },
+            Insn::Store { src: 0, to: eport },
+            Insn::Const { dst: 1, value: 512 },
+            Insn::Store { src: 1, to: spec },
+        ];
+        if let Ok(it) = std_slot(l, "instance_type") {
+            tm.push(Insn::Const { dst: 2, value: 0 });
+            tm.push(Insn::Store { src: 2, to: it });
+        }
+        let tm = KeyProg::new(tm).map_err(|e| Diagnostic::bare(format!("lowering: {e}")))?;
+        let tm = b.fixed(vec![Op::Key(Arc::new(tm))], egress, span)?;
+        let ig_drop = b.node(Node::Branch { test: drop_test, then: end, otherwise: tm })?;
+        let start = b.control(s.pipeline[2], None, ig_drop, ig_drop)?;
+        let graph = Graph::new(std::mem::take(&mut b.nodes), start)
+            .map_err(|e| Diagnostic::bare(format!("lowering: control graph refused: {e}")))?;
+        let verify = checksums(&s, l, s.pipeline[1], "verify_checksum")?;
+        let update = checksums(&s, l, s.pipeline[4], "update_checksum")?;
+        let emit = deparser(&s, l, s.pipeline[5])?;
+        let checksum_error = std_slot(l, "checksum_error").ok();
+        let tabs = std::mem::take(&mut b.tabs);
+        let scratch = b.scratch.clone();
+        let ctls = std::mem::take(&mut b.ctls);
+        let keys = std::mem::take(&mut b.tables);
+        drop(b);
+        let parser: Arc<dyn Parse> = Arc::new(V1Parse { prog, verify, checksum_error });
+        let front = Front {
+            graph,
+            tables: Vec::new(),
+            gen: 1,
+            mode: CacheMode::Off,
+            indexed: true,
+            parser,
+            deparse: Deparse { layout: layout.clone(), emit, update, egress_port: eport },
+        };
+        let mut c = Compiled {
+            interp,
+            s,
+            layout,
+            scratch,
+            ctls,
+            keys,
+            front,
+            worker: Worker::new(Shard::OWNER, (Vec::new(), Vec::new())),
+            pkt: Box::new(Pkt::new()),
+        };
+        let mut tables = Vec::with_capacity(tabs.len());
+        for t in &tabs {
+            tables.push(match t {
+                TabDef::Fixed(ops) => CoreTable::catch_all(EntryOps {
+                    apply: ops.clone().into(),
+                    ..EntryOps::default()
+                }),
+                TabDef::Real(tid) => c.build_real(*tid).map_err(Diagnostic::bare)?,
+                TabDef::Default(tid) => c.build_default(*tid).map_err(Diagnostic::bare)?,
+            });
+        }
+        c.front.tables = tables;
+        Ok(c)
+    }
+
+    /// Which caches the walk uses.
+    pub fn set_cache_mode(&mut self, mode: CacheMode) {
+        self.front.mode = mode;
+    }
+
+    /// Indexed lookups (else linear scans).
+    pub fn set_indexed(&mut self, indexed: bool) {
+        self.front.indexed = indexed;
+    }
+
+    pub fn cache_stats(&self) -> CacheStats {
+        self.worker.cache_stats()
+    }
+
+    /// The control graph (for dumps and tests).
+    pub fn graph(&self) -> &Graph {
+        &self.front.graph
+    }
+
+    /// The compiled pipeline, one line per node then per core table:
+    /// what each table is, its entries and their key programs' sizes.
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        let g = &self.front.graph;
+        out.push_str(&format!("graph: start {}\n", g.start()));
+        for (i, n) in g.nodes().iter().enumerate() {
+            out.push_str(&format!("  node {i}: {n:?}\n"));
+        }
+        let mut names: HashMap<u8, String> = HashMap::new();
+        for (tid, k) in &self.keys {
+            let n = &self.s.tables[*tid].name;
+            names.insert(k.real, n.clone());
+            names.insert(k.default, format!("{n} (default action)"));
+        }
+        for (i, t) in self.front.tables.iter().enumerate() {
+            let what = names.get(&(i as u8)).cloned().unwrap_or_else(|| "synthetic".into());
+            out.push_str(&format!("table {i}: {what}, {} entries\n", t.entries.len()));
+            for (j, e) in t.entries.iter().enumerate() {
+                let insns: usize = e
+                    .ops
+                    .apply
+                    .iter()
+                    .map(|o| match o {
+                        Op::Key(p) => p.insns().len(),
+                        _ => 0,
+                    })
+                    .sum();
+                let other = e.ops.apply.iter().filter(|o| !matches!(o, Op::Key(_))).count();
+                out.push_str(&format!(
+                    "  entry {j}: action {} ({insns} key instructions, {other} other ops)\n",
+                    e.ops.action
+                ));
+            }
+        }
+        out
+    }
+
+    /// The key program of action `action` of table `tid` with `args`.
+    fn action_ops(
+        &mut self,
+        tid: usize,
+        action: usize,
+        args: &[Value],
+    ) -> std::result::Result<EntryOps, String> {
+        let s = self.s.clone();
+        let ts = &s.tables[tid];
+        let k = self.keys.get(&tid).ok_or("internal error: table not compiled")?;
+        let spec = ts.actions.get(action).ok_or("internal error: no such action")?;
+        let decl = super::control::action_decl(&s, spec).ok_or("internal error: action")?;
+        let ctl = self.ctls.get(k.ctl).ok_or("internal error: control")?.clone();
+        let mut g =
+            Builder::gen(&s, &self.layout, &mut self.scratch, &ctl).map_err(|d| d.message)?;
+        g.call_action(decl, args, &spec.bound, decl.span).map_err(|d| d.message)?;
+        let empty = g.is_empty();
+        let p = g.finish(decl.span).map_err(|d| d.message)?;
+        let apply: Box<[Op]> = if empty { Box::new([]) } else { Box::new([Op::Key(Arc::new(p))]) };
+        Ok(EntryOps { apply, action: action as u32, ..EntryOps::default() })
+    }
+
+    fn rule(
+        &self,
+        tid: usize,
+        pos: usize,
+        e: &crate::interp::table::Entry,
+    ) -> std::result::Result<Rule, String> {
+        let ts = &self.s.tables[tid];
+        let k = self.keys.get(&tid).ok_or("internal error: table not compiled")?;
+        let mut pats = Vec::with_capacity(e.keys.len());
+        for (p, place) in e.keys.iter().zip(&k.places) {
+            let w = place.width;
+            pats.push(match p {
+                IPat::Exact(v) => Pat::Masked { value: v.resize(w), mask: Bits::all_ones(w) },
+                IPat::Ternary(v, m) => Pat::Masked { value: v.resize(w), mask: m.resize(w) },
+                IPat::Lpm(v, len) => Pat::Masked {
+                    value: v.resize(w),
+                    mask: crate::interp::table::prefix_mask(w, *len),
+                },
+                IPat::Range(lo, hi) => Pat::Range { lo: lo.resize(w), hi: hi.resize(w) },
+                IPat::Any => Pat::Masked { value: Bits::zero(w), mask: Bits::zero(w) },
+            });
+        }
+        let (prefix, prio, seq) = match ts.lookup {
+            Lookup::Exact => (0, 0, pos as u64),
+            Lookup::Lpm => (crate::interp::table::prefix_len(e), e.prio, e.seq),
+            Lookup::Priority => (0, e.prio, e.seq),
+        };
+        Ok(Rule { pats, prefix, prio, seq })
+    }
+
+    fn build_real(&mut self, tid: usize) -> std::result::Result<CoreTable, String> {
+        let k = self.keys.get(&tid).ok_or("internal error: table not compiled")?;
+        let mut t = CoreTable::new(k.places.clone());
+        let entries = self.interp.d.tables.get(tid).map(|d| d.entries.clone()).unwrap_or_default();
+        for (i, e) in entries.iter().enumerate() {
+            let r = self.rule(tid, i, e)?;
+            let ops = self.action_ops(tid, e.action, &e.args)?;
+            t.push(r, ops)?;
+        }
+        Ok(t)
+    }
+
+    fn build_default(&mut self, tid: usize) -> std::result::Result<CoreTable, String> {
+        let (a, args) = self
+            .interp
+            .d
+            .tables
+            .get(tid)
+            .map(|d| d.default.clone())
+            .ok_or("internal error: table state")?;
+        Ok(CoreTable::catch_all(self.action_ops(tid, a, &args)?))
+    }
+
+    fn table_index(&self, name: &str) -> CtlResult<usize> {
+        crate::interp::resolve_suffix(
+            name,
+            self.s.tables.iter().enumerate().map(|(i, t)| (t.name.as_str(), i)),
+            "table",
+        )
+    }
+
+    /// Brings table `tid`'s core tables up to date.
+    fn sync(&mut self, tid: usize) -> CtlResult<()> {
+        let Some(k) = self.keys.get(&tid).cloned() else { return Ok(()) };
+        let real = usize::from(k.real);
+        let have = self.front.tables.get(real).map_or(0, |t| t.entries.len());
+        let entries = &self.interp.d.tables[tid].entries;
+        let t = if entries.len() == have + 1 {
+            // The usual case: one entry added.
+            let e = entries[have].clone();
+            let r = self.rule(tid, have, &e)?;
+            let ops = self.action_ops(tid, e.action, &e.args)?;
+            let mut t = std::mem::replace(&mut self.front.tables[real], CoreTable::new(Vec::new()));
+            let res = t.push(r, ops);
+            self.front.tables[real] = t;
+            res?;
+            None
+        } else {
+            Some(self.build_real(tid)?)
+        };
+        if let Some(t) = t {
+            self.front.tables[real] = t;
+        }
+        let d = self.build_default(tid)?;
+        self.front.tables[usize::from(k.default)] = d;
+        self.front.gen += 1;
+        Ok(())
+    }
+}
+
+impl Target for Compiled {
+    fn add_entry(&mut self, entry: &EntrySpec) -> CtlResult<u64> {
+        let h = self.interp.add_entry(entry)?;
+        let tid = self.table_index(&entry.table)?;
+        self.sync(tid)?;
+        Ok(h)
+    }
+
+    fn set_default(
+        &mut self,
+        table: &str,
+        action: &str,
+        args: &[(String, BigValue)],
+    ) -> CtlResult<()> {
+        self.interp.set_default(table, action, args)?;
+        let tid = self.table_index(table)?;
+        self.sync(tid)
+    }
+
+    fn remove_all(&mut self) -> CtlResult<()> {
+        self.interp.remove_all()?;
+        let tids: Vec<usize> = self.keys.keys().copied().collect();
+        for tid in tids {
+            let k = self.keys[&tid].clone();
+            let t = self.build_real(tid)?;
+            self.front.tables[usize::from(k.real)] = t;
+            self.sync(tid)?;
+        }
+        self.front.gen += 1;
+        Ok(())
+    }
+
+    fn set_multicast_group(&mut self, _group: u32, _copies: &[(u32, u32)]) -> CtlResult<()> {
+        // A compiled program never multicasts (`mcast_grp` is refused).
+        Ok(())
+    }
+
+    fn packet(&mut self, port: u32, data: &[u8]) -> CtlResult<Vec<Output>> {
+        let mut outs = Vec::new();
+        let pkt = &mut *self.pkt;
+        pkt.set_parser(Some(&self.front.parser));
+        if !pkt.load(data, Meta { in_port: port, ..Meta::default() }) {
+            return Err("frame too large".into());
+        }
+        let mut tx =
+            |p: u32, _q: Option<u32>, f: &[u8]| outs.push(Output { port: p, data: f.to_vec() });
+        walk::run(&self.front, &mut self.worker, pkt, &mut tx);
+        Ok(outs)
+    }
+}
+
+/// A control instance's declaration and its parameter names.
+fn block_decl(s: &Static, inst: usize) -> Result<&crate::ast::ControlDecl> {
+    let Some(crate::interp::Inst::Block(b)) = s.insts.get(inst) else {
+        return Err(Diagnostic::bare("lowering: internal error: not a block"));
+    };
+    match s.prog.decls.get(b.decl) {
+        Some(Decl::Control(c)) => Ok(c),
+        _ => Err(Diagnostic::bare("lowering: internal error: not a control")),
+    }
+}
+
+fn simple_gen<'a>(
+    s: &'a Static,
+    l: &'a Layout,
+    scratch: &'a mut super::action::Scratch,
+    roots: super::action::Roots,
+) -> Gen<'a> {
+    Gen::new(&s.env, l, &s.prog, scratch, roots, Vec::new(), Vec::new())
+}
+
+/// The `verify_checksum`/`update_checksum` calls (`which`) making up a
+/// checksum control; anything else there is refused.
+fn checksums(s: &Static, l: &Layout, inst: usize, which: &str) -> Result<Vec<Csum>> {
+    let c = block_decl(s, inst)?;
+    if let Some(loc) = c.locals.first() {
+        let sp = match loc {
+            Local::Var(v) => v.span,
+            Local::Instance(i) => i.span,
+            Local::Action(a) => a.span,
+            Local::Table(t) => t.span,
+            Local::Const(k) => k.span,
+            Local::ValueSet { span, .. } => *span,
+        };
+        return Err(refuse(sp, "declarations in a checksum control"));
+    }
+    let roots: super::action::Roots = c
+        .params
+        .iter()
+        .zip([Root::Headers, Root::Meta])
+        .map(|(p, r)| (p.name.name.clone(), r, String::new()))
+        .collect();
+    let mut scratch = super::action::Scratch::new(l);
+    let g = simple_gen(s, l, &mut scratch, roots);
+    let mut out = Vec::new();
+    for st in &c.apply.stmts {
+        let Stmt::Call(e) = st else {
+            return Err(refuse(
+                super::action::stmt_span(st),
+                "this statement in a checksum control",
+            ));
+        };
+        let ExprKind::Call { func, args, .. } = &e.kind else {
+            return Err(refuse(e.span, "this statement in a checksum control"));
+        };
+        let name = match &func.kind {
+            ExprKind::Name { id, .. } => id.name.as_str(),
+            _ => "",
+        };
+        if name != which || args.len() != 4 {
+            return Err(refuse(e.span, format!("`{name}` in a checksum control")));
+        }
+        let cond = match &args[0].value.kind {
+            ExprKind::Bool(true) => None,
+            ExprKind::Call { func, args: a, .. } if a.is_empty() => match &func.kind {
+                ExprKind::Member(h, m) if m.name == "isValid" => match g.header_index(h)? {
+                    Some(h) => Some(l.headers[h].valid),
+                    None => return Err(refuse(args[0].span, "this checksum condition")),
+                },
+                _ => return Err(refuse(args[0].span, "this checksum condition")),
+            },
+            _ => return Err(refuse(args[0].span, "this checksum condition")),
+        };
+        let ExprKind::List(items) = &args[1].value.kind else {
+            return Err(refuse(args[1].span, "a checksum over something other than a list"));
+        };
+        let mut its = Vec::new();
+        for it in items {
+            if let Some(v) = g.const_value(it) {
+                match v {
+                    Value::Bits(b) => its.push(CsItem::Const(b)),
+                    _ => return Err(refuse(it.span, "this checksum item")),
+                }
+                continue;
+            }
+            match g.field_index(it)? {
+                Some(f) if matches!(l.fields[f].ty, FieldTy::Bits { .. }) => {
+                    its.push(CsItem::Field(f))
+                }
+                _ => return Err(refuse(it.span, "this checksum item")),
+            }
+        }
+        let dst = match g.field_index(&args[2].value)? {
+            Some(f) => match l.fields[f].slots.as_slice() {
+                [s] => *s,
+                _ => return Err(refuse(args[2].span, "this checksum field")),
+            },
+            None => return Err(refuse(args[2].span, "this checksum field")),
+        };
+        let algo_ok = matches!(&args[3].value.kind,
+            ExprKind::Member(b, m) if m.name == "csum16"
+                && matches!(&b.kind, ExprKind::Name { id, .. } if id.name == "HashAlgorithm"));
+        if !algo_ok {
+            return Err(refuse(args[3].span, "a checksum algorithm other than csum16"));
+        }
+        out.push(Csum { cond, items: its, dst });
+    }
+    Ok(out)
+}
+
+/// The headers the deparser emits, in order.
+fn deparser(s: &Static, l: &Layout, inst: usize) -> Result<Vec<usize>> {
+    let c = block_decl(s, inst)?;
+    if let Some(loc) = c.locals.first() {
+        let sp = match loc {
+            Local::Var(v) => v.span,
+            _ => c.name.span,
+        };
+        return Err(refuse(sp, "declarations in a deparser"));
+    }
+    let (Some(pkt), Some(hdr)) = (c.params.first(), c.params.get(1)) else {
+        return Err(refuse(c.span, "this deparser"));
+    };
+    let mut scratch = super::action::Scratch::new(l);
+    let g =
+        simple_gen(s, l, &mut scratch, vec![(hdr.name.name.clone(), Root::Headers, String::new())]);
+    let mut out = Vec::new();
+    for st in &c.apply.stmts {
+        let e: &Expr = match st {
+            Stmt::Call(e) => e,
+            other => {
+                return Err(refuse(super::action::stmt_span(other), "this statement in a deparser"))
+            }
+        };
+        let ExprKind::Call { func, args, .. } = &e.kind else {
+            return Err(refuse(e.span, "this statement in a deparser"));
+        };
+        let ok = matches!(&func.kind, ExprKind::Member(b, m) if m.name == "emit"
+            && matches!(&b.kind, ExprKind::Name { id, .. } if id.name == pkt.name.name));
+        if !ok || args.len() != 1 {
+            return Err(refuse(e.span, "this call in a deparser"));
+        }
+        let Some((Root::Headers, path)) = g.path(&args[0].value, 0)? else {
+            return Err(refuse(args[0].span, "this emit"));
+        };
+        let mut any = false;
+        for (i, h) in l.headers.iter().enumerate() {
+            if h.root != Root::Headers {
+                continue;
+            }
+            let inside = path.is_empty()
+                || h.path == path
+                || h.path.starts_with(&format!("{path}."))
+                || h.path.starts_with(&format!("{path}["));
+            if inside {
+                if h.fields.iter().any(|&f| matches!(l.fields[f].ty, FieldTy::Varbit(_))) {
+                    return Err(refuse(args[0].span, "emitting a header with a varbit"));
+                }
+                out.push(i);
+                any = true;
+            }
+        }
+        if !any {
+            return Err(refuse(args[0].span, "this emit"));
+        }
+    }
+    Ok(out)
+}

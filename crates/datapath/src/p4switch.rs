@@ -1,9 +1,11 @@
 //! `sluice p4 run`: a P4 program on real ports, managed over the OpenFlow
 //! channel with `sluice p4 ctl`.
 //!
-//! The engine is the P4 reference interpreter (`sluice_p4::interp`, bmv2
-//! simple_switch semantics) until P4 programs are compiled into the core
-//! (ARCHITECTURE.md, "P4 in the core"): correct, not fast. One forwarding
+//! The engine (`sluice_p4::engines::Engine`) is the program compiled into
+//! the core (`sluice_p4::lower::engine`: the core's walk with its caches)
+//! when the lowering takes it, else the P4 reference interpreter
+//! (`sluice_p4::interp`, bmv2 simple_switch semantics: correct, not
+//! fast); `sluice p4 run` logs which and why. One forwarding
 //! thread owns the ports (opened in `netns` if given): it waits in
 //! `poll(2)` on the ports that have a descriptor (1 ms rounds when a
 //! pcap port has none), takes bursts of up to 32 frames per port, runs
@@ -33,7 +35,8 @@ use sluice_ofp::consts::SLUICE_EXPERIMENTER_ID;
 use sluice_ofp::error::ErrorCode;
 use sluice_ofp::message::{error_reply, FeaturesReply, Message, Outgoing};
 use sluice_ofp::p4ctl::{self, CtlReply};
-use sluice_p4::interp::{Digest, Interp};
+use sluice_p4::engines::Engine;
+use sluice_p4::interp::Digest;
 use sluice_p4::target::Target as _;
 use sluice_p4::value::Value;
 use sluice_ports::{Port, PortSpec, RxBuf};
@@ -54,6 +57,9 @@ pub struct P4RunConfig {
     /// Listeners and controllers for `sluice p4 ctl`.
     pub agent: AgentConfig,
     pub datapath_id: u64,
+    /// Why the program runs on the reference interpreter (none: it is
+    /// compiled into the core); logged at start.
+    pub fallback: Option<String>,
 }
 
 /// Counters of the forwarding thread.
@@ -69,13 +75,19 @@ pub struct P4Stats {
     pub tx_dropped: AtomicU64,
 }
 
-fn lock(m: &Mutex<Interp>) -> MutexGuard<'_, Interp> {
+fn lock(m: &Mutex<Engine>) -> MutexGuard<'_, Engine> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Runs `interp` on the configured ports until `stop` is set.
-pub fn run(interp: Interp, cfg: P4RunConfig, stop: &AtomicBool) -> anyhow::Result<()> {
-    let interp = Arc::new(Mutex::new(interp));
+/// Runs the program (`engine`) on the configured ports until `stop` is set.
+pub fn run(engine: Engine, cfg: P4RunConfig, stop: &AtomicBool) -> anyhow::Result<()> {
+    match &cfg.fallback {
+        None => info!(engine = engine.name(), "P4 program compiled into the core"),
+        Some(why) => {
+            warn!(engine = engine.name(), "P4 program on the reference interpreter: {why}")
+        }
+    }
+    let interp = Arc::new(Mutex::new(engine));
     let ports = open_ports(&cfg)?;
     for (n, p) in &ports {
         info!(port = n, name = p.name(), "P4 port open");
@@ -152,7 +164,7 @@ fn open_ports(cfg: &P4RunConfig) -> anyhow::Result<Vec<(u32, Box<dyn Port>)>> {
 }
 
 fn forward(
-    interp: &Mutex<Interp>,
+    interp: &Mutex<Engine>,
     mut ports: Vec<(u32, Box<dyn Port>)>,
     stats: &P4Stats,
     halt: &AtomicBool,
@@ -232,7 +244,7 @@ fn render_value(v: &Value) -> String {
 
 /// The agent's view of the P4 switch.
 struct P4Switch {
-    interp: Arc<Mutex<Interp>>,
+    interp: Arc<Mutex<Engine>>,
     /// Multicast nodes and groups made by `mc_*` commands.
     session: sluice_p4::ctl::Session,
     datapath_id: u64,

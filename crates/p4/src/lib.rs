@@ -28,6 +28,7 @@ pub mod ast;
 pub mod coretable;
 pub mod ctl;
 pub mod diag;
+pub mod engines;
 pub mod interp;
 pub mod lex;
 pub mod lower;

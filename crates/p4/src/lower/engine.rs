@@ -69,7 +69,7 @@ use crate::diag::{Diagnostic, Result};
 use crate::interp::table::{Lookup, Pat as IPat};
 use crate::interp::{Interp, Static};
 use crate::parse::Loaded;
-use crate::target::{CtlResult, EntrySpec, Output, Target};
+use crate::target::{CtlResult, EntryDump, EntrySpec, Manage, Output, TableInfo, Target};
 use crate::value::{Bits, Value};
 
 /// One entry of a core table.
@@ -200,11 +200,12 @@ impl Table for CoreTable {
     }
 }
 
-/// An item of a checksum's field list.
-#[derive(Clone, Debug)]
+/// A piece of a checksum's field list, flattened when the program is
+/// compiled: a field's key slot or up to 64 bits of a constant.
+#[derive(Clone, Copy, Debug)]
 enum CsItem {
-    Field(usize),
-    Const(Bits),
+    Slot(Slot),
+    Const { value: u64, width: u8 },
 }
 
 /// A `verify_checksum`/`update_checksum` call (csum16).
@@ -216,46 +217,62 @@ struct Csum {
     dst: Slot,
 }
 
-/// Appends `width` bits of `v` (right-aligned) to a big-endian bit
-/// string.
-fn put_bits(out: &mut Vec<u8>, nbits: &mut usize, v: u64, width: u8) {
-    for i in (0..u32::from(width)).rev() {
-        let bit = (v >> i) & 1;
-        if *nbits % 8 == 0 {
-            out.push(0);
-        }
-        if bit == 1 {
-            if let Some(b) = out.last_mut() {
-                *b |= 0x80 >> (*nbits % 8);
+/// Writes a big-endian bit string into bytes, many bits at a time (a
+/// header's fields are rarely byte-aligned one by one, their sum is).
+struct BitOut<'a> {
+    out: &'a mut Vec<u8>,
+    /// Bits not yet written, right-aligned; fewer than 8.
+    acc: u64,
+    n: u32,
+}
+
+impl<'a> BitOut<'a> {
+    fn new(out: &'a mut Vec<u8>) -> BitOut<'a> {
+        out.clear();
+        BitOut { out, acc: 0, n: 0 }
+    }
+
+    /// Appends the low `width` bits of `v`, most significant first.
+    #[inline]
+    fn put(&mut self, v: u64, width: u8) {
+        let mut w = u32::from(width).min(64);
+        while w > 0 {
+            let take = w.min(56);
+            let chunk = (v >> (w - take)) & ((1u64 << take) - 1);
+            self.acc = (self.acc << take) | chunk;
+            self.n += take;
+            while self.n >= 8 {
+                self.n -= 8;
+                self.out.push((self.acc >> self.n) as u8);
             }
+            self.acc &= (1u64 << self.n) - 1;
+            w -= take;
         }
-        *nbits += 1;
+    }
+
+    /// Pads the last byte with zero bits.
+    fn finish(self) {
+        if self.n > 0 {
+            self.out.push((self.acc << (8 - self.n)) as u8);
+        }
     }
 }
 
 impl Csum {
-    fn compute(&self, l: &Layout, key: &FlowKey, buf: &mut Vec<u8>) -> Option<u64> {
+    fn compute(&self, key: &FlowKey, buf: &mut Vec<u8>) -> Option<u64> {
         if let Some(c) = self.cond {
             if c.get(key) == 0 {
                 return None;
             }
         }
-        buf.clear();
-        let mut n = 0;
+        let mut w = BitOut::new(buf);
         for it in &self.items {
             match it {
-                CsItem::Field(f) => {
-                    for s in l.fields.get(*f).map(|x| x.slots.as_slice()).unwrap_or(&[]) {
-                        put_bits(buf, &mut n, s.get(key), s.width);
-                    }
-                }
-                CsItem::Const(b) => {
-                    for i in (0..b.width()).rev() {
-                        put_bits(buf, &mut n, u64::from(b.bit(i)), 1);
-                    }
-                }
+                CsItem::Slot(s) => w.put(s.get(key), s.width),
+                CsItem::Const { value, width } => w.put(*value, *width),
             }
         }
+        w.finish();
         crate::interp::externs::hash_bytes("csum16", buf).ok()
     }
 }
@@ -271,16 +288,24 @@ struct V1Parse {
 impl Parse for V1Parse {
     fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) {
         self.prog.parse(data, meta, key, info);
-        let mut buf = Vec::new();
-        for c in &self.verify {
-            if let Some(h) = c.compute(&self.prog.layout, key, &mut buf) {
-                if c.dst.get(key) != h & sluice_core::keyop::ones(c.dst.width) {
-                    if let Some(s) = self.checksum_error {
-                        s.set(key, 1);
+        if self.verify.is_empty() {
+            return;
+        }
+        thread_local! {
+            /// The bytes a checksum covers (a parse allocates nothing).
+            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        BUF.with_borrow_mut(|buf| {
+            for c in &self.verify {
+                if let Some(h) = c.compute(key, buf) {
+                    if c.dst.get(key) != h & sluice_core::keyop::ones(c.dst.width) {
+                        if let Some(s) = self.checksum_error {
+                            s.set(key, 1);
+                        }
                     }
                 }
             }
-        }
+        });
     }
 }
 
@@ -350,12 +375,11 @@ impl Frontend for Front {
         let mut key = pkt.key;
         let (out, tmp) = &mut w.ext;
         for c in &d.update {
-            if let Some(h) = c.compute(l, &key, tmp) {
+            if let Some(h) = c.compute(&key, tmp) {
                 c.dst.set(&mut key, h);
             }
         }
-        out.clear();
-        let mut n = 0;
+        let mut bits = BitOut::new(out);
         for &h in &d.emit {
             let Some(hd) = l.headers.get(h) else { continue };
             if hd.valid.get(&key) == 0 {
@@ -363,10 +387,11 @@ impl Frontend for Front {
             }
             for &f in &hd.fields {
                 for s in l.fields.get(f).map(|x| x.slots.as_slice()).unwrap_or(&[]) {
-                    put_bits(out, &mut n, s.get(&key), s.width);
+                    bits.put(s.get(&key), s.width);
                 }
             }
         }
+        bits.finish();
         let data = pkt.data();
         let from = ((l.cursor.get(&key) / 8) as usize).min(data.len());
         out.extend_from_slice(data.get(from..).unwrap_or(&[]));
@@ -704,6 +729,42 @@ impl Target for Compiled {
     }
 }
 
+/// The control plane beyond [`Target`]: the interpreter's table state
+/// answers, and a deletion rebuilds the table's core tables. Counters and
+/// registers: a compiled program has none (they are refused), so those
+/// requests find no such name.
+impl Manage for Compiled {
+    fn tables(&self) -> Vec<TableInfo> {
+        self.interp.tables()
+    }
+
+    fn delete_entry(&mut self, table: &str, handle: u64) -> CtlResult<()> {
+        self.interp.delete_entry(table, handle)?;
+        let tid = self.table_index(table)?;
+        if let Some(k) = self.keys.get(&tid).cloned() {
+            let t = self.build_real(tid)?;
+            self.front.tables[usize::from(k.real)] = t;
+        }
+        self.sync(tid)
+    }
+
+    fn dump(&self, table: &str) -> CtlResult<(Vec<EntryDump>, (String, Vec<(String, BigValue)>))> {
+        self.interp.dump(table)
+    }
+
+    fn counter_cells(&self, name: &str) -> CtlResult<(String, Vec<(u64, u64)>)> {
+        self.interp.counter_cells(name)
+    }
+
+    fn register_cells(&self, name: &str) -> CtlResult<(String, u32, Vec<BigValue>)> {
+        self.interp.register_cells(name)
+    }
+
+    fn register_write(&mut self, name: &str, index: usize, value: &BigValue) -> CtlResult<()> {
+        self.interp.register_write(name, index, value)
+    }
+}
+
 /// A control instance's declaration and its parameter names.
 fn block_decl(s: &Static, inst: usize) -> Result<&crate::ast::ControlDecl> {
     let Some(crate::interp::Inst::Block(b)) = s.insts.get(inst) else {
@@ -783,14 +844,23 @@ fn checksums(s: &Static, l: &Layout, inst: usize, which: &str) -> Result<Vec<Csu
         for it in items {
             if let Some(v) = g.const_value(it) {
                 match v {
-                    Value::Bits(b) => its.push(CsItem::Const(b)),
+                    Value::Bits(b) => {
+                        // Most significant chunk first: the remainder, then 64s.
+                        let mut hi = b.width();
+                        while hi > 0 {
+                            let w = if hi % 64 == 0 { 64 } else { hi % 64 };
+                            let value = b.slice(hi - 1, hi - w).low_u64();
+                            its.push(CsItem::Const { value, width: w as u8 });
+                            hi -= w;
+                        }
+                    }
                     _ => return Err(refuse(it.span, "this checksum item")),
                 }
                 continue;
             }
             match g.field_index(it)? {
                 Some(f) if matches!(l.fields[f].ty, FieldTy::Bits { .. }) => {
-                    its.push(CsItem::Field(f))
+                    its.extend(l.fields[f].slots.iter().map(|s| CsItem::Slot(*s)))
                 }
                 _ => return Err(refuse(it.span, "this checksum item")),
             }

@@ -13,8 +13,11 @@
 //!   runs longer than `--timeout` seconds has "timed out".
 //!
 //! - `sluice p4 run PROG.p4 --port SPEC... [--listen ptcp:PORT:IP]
-//!   [--netns NS]`: the program on real ports (the reference interpreter;
-//!   `sluice_datapath::p4switch`), its tables managed with `p4 ctl`.
+//!   [--netns NS] [--reference]`: the program on real ports
+//!   (`sluice_datapath::p4switch`), compiled into the core when the
+//!   lowering takes it, else (or with `--reference`) on the reference
+//!   interpreter, the log saying which and why; its tables managed with
+//!   `p4 ctl`.
 //! - `sluice p4 ctl TARGET [COMMAND...]`: one simple_switch_CLI command
 //!   (`table_add ...`, `table_dump T`, `counter_read C I`, `digests`, ...)
 //!   sent to a running `p4 run`; without a command, one per line from
@@ -103,15 +106,27 @@ pub struct RunArgs {
     /// Datapath id reported to FEATURES_REQUEST, decimal or 0x hex.
     #[arg(long, value_name = "ID", default_value = "1")]
     dpid: String,
+    /// Run the program on the reference interpreter even if it compiles
+    /// into the core.
+    #[arg(long)]
+    reference: bool,
+    /// Caches in front of a compiled program's tables: `on` (exact-match,
+    /// then megaflow), `megaflow` or `off`.
+    #[arg(long, value_name = "MODE", default_value = "on", value_parser = ["on", "megaflow", "off"])]
+    cache: String,
 }
 
 fn run_switch(a: RunArgs) -> Result<()> {
     use sluice_datapath::p4switch;
-    let interp = match load(&a.program) {
-        Ok(i) => i,
-        Err(Verdict::Fail(_, all) | Verdict::Unsupported(_, all)) => bail!("{all}"),
-        Err(Verdict::Pass) => bail!("internal error: a load error that passed"),
-    };
+    let loaded =
+        sluice_p4::parse::load_file(&a.program).map_err(|e| anyhow::anyhow!("{}", e.render()))?;
+    let (mut engine, fallback) = sluice_p4::engines::Engine::load(&loaded, a.reference)
+        .map_err(|d| anyhow::anyhow!("{}", loaded.sources.render(&d)))?;
+    engine.set_cache_mode(match a.cache.as_str() {
+        "megaflow" => sluice_p4::engines::CacheMode::Megaflow,
+        "off" => sluice_p4::engines::CacheMode::Off,
+        _ => sluice_p4::engines::CacheMode::On,
+    });
     let mut ports: Vec<(u32, sluice_datapath::ports::PortSpec)> = Vec::new();
     for s in &a.ports {
         let spec = sluice_datapath::ports::PortSpec::parse(s)
@@ -136,10 +151,18 @@ fn run_switch(a: RunArgs) -> Result<()> {
     }
     let dpid = sluice_datapath::config::parse_dpid(&a.dpid)
         .ok_or_else(|| anyhow::anyhow!("--dpid `{}` is not a number", a.dpid))?;
+    let fallback = match &fallback {
+        None => None,
+        Some(sluice_p4::engines::Fallback::Asked) => Some("--reference".to_string()),
+        Some(sluice_p4::engines::Fallback::Refused(d)) => Some(format!(
+            "the lowering into the core refused the program: {}",
+            loaded.sources.render(d)
+        )),
+    };
     sluice_datapath::daemon::init_logging();
     let stop = sluice_datapath::daemon::stop_on_signals().context("installing signal handlers")?;
-    let cfg = p4switch::P4RunConfig { ports, netns: a.netns, agent, datapath_id: dpid };
-    p4switch::run(interp, cfg, &stop)
+    let cfg = p4switch::P4RunConfig { ports, netns: a.netns, agent, datapath_id: dpid, fallback };
+    p4switch::run(engine, cfg, &stop)
 }
 
 fn ctl(target: &str, command: &[String], timeout: u64) -> Result<()> {

@@ -5,24 +5,15 @@
 //! `/work/shared/p4c-stf` on a development machine, or the directory in
 //! `SLUICE_P4C_STF`); without it the test only says so.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::corpus_dir;
+use std::path::PathBuf;
 
 use sluice_p4::interp::Interp;
 use sluice_p4::{parse, stf};
 
 /// The number of programs known to pass; fewer is a regression.
 const EXPECTED_PASS: usize = 108;
-
-fn corpus_dir() -> Option<PathBuf> {
-    let mut cands = Vec::new();
-    if let Ok(d) = std::env::var("SLUICE_P4C_STF") {
-        cands.push(PathBuf::from(d));
-    }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    cands.push(manifest.join("../../../shared/p4c-stf"));
-    cands.push(PathBuf::from("/work/shared/p4c-stf"));
-    cands.into_iter().map(|d| d.join("samples")).find(|d| d.is_dir())
-}
 
 #[test]
 fn corpus() {

@@ -8,8 +8,10 @@
 //! `SLUICE_P4C_STF`); without it the test fails when `CI` is set and
 //! otherwise runs the examples alone, saying so.
 
+mod common;
+use common::{corpus_dir, examples};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use sluice_core::walk::CacheMode;
 use sluice_p4::interp::Interp;
@@ -19,21 +21,6 @@ use sluice_p4::{parse, stf};
 
 /// Programs known to compile and pass; fewer is a regression.
 const FLOOR: usize = 84;
-
-fn corpus_dir() -> Option<PathBuf> {
-    let mut cands = Vec::new();
-    if let Ok(d) = std::env::var("SLUICE_P4C_STF") {
-        cands.push(PathBuf::from(d));
-    }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    cands.push(manifest.join("../../../shared/p4c-stf"));
-    cands.push(PathBuf::from("/work/shared/p4c-stf"));
-    cands.into_iter().map(|d| d.join("samples")).find(|d| d.is_dir())
-}
-
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4")
-}
 
 /// `(name, program, script)` of every program with an STF test.
 fn programs() -> Vec<(String, PathBuf, PathBuf)> {

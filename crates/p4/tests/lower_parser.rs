@@ -13,8 +13,10 @@
 //! Without the corpus the test says so and runs the examples alone,
 //! unless `CI` is set: then a missing corpus fails.
 
+mod common;
+use common::{corpus_dir, programs_in};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sluice_p4::interp::Interp;
 use sluice_p4::lower::layout::Root;
@@ -28,32 +30,6 @@ use sluice_packet::key::FlowKey;
 const MIN_COMPILED_WITH_CORPUS: usize = 108;
 /// The examples alone.
 const MIN_COMPILED_EXAMPLES: usize = 3;
-
-fn corpus_dir() -> Option<PathBuf> {
-    let mut cands = Vec::new();
-    if let Ok(d) = std::env::var("SLUICE_P4C_STF") {
-        cands.push(PathBuf::from(d));
-    }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    cands.push(manifest.join("../../../shared/p4c-stf"));
-    cands.push(PathBuf::from("/work/shared/p4c-stf"));
-    cands.into_iter().map(|d| d.join("samples")).find(|d| d.is_dir())
-}
-
-fn programs_in(dir: &Path) -> Vec<(String, PathBuf, PathBuf)> {
-    let mut out: Vec<(String, PathBuf, PathBuf)> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "p4"))
-        .filter_map(|p| {
-            let stf = p.with_extension("stf");
-            let name = p.file_stem()?.to_str()?.to_string();
-            stf.is_file().then_some((name, p, stf))
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 /// The frames to try for one STF packet: itself, its prefixes, and a few
 /// with one byte changed.

@@ -7,22 +7,9 @@
 //! that include them. Every program with an STF test must declare
 //! `main`.
 
-use std::path::{Path, PathBuf};
-
-fn corpus_dir() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("SLUICE_P4C_STF").map(PathBuf::from),
-        Some(PathBuf::from("/work/shared/p4c-stf")),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/p4c-stf")),
-    ];
-    for c in candidates.into_iter().flatten() {
-        let samples = c.join("samples");
-        if samples.is_dir() {
-            return Some(samples);
-        }
-    }
-    None
-}
+mod common;
+use common::corpus_dir;
+use std::path::PathBuf;
 
 #[test]
 fn every_corpus_program_parses() {

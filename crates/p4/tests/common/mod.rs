@@ -1,0 +1,40 @@
+//! What the P4 integration tests share: where p4c's STF corpus and the
+//! project's own example programs are.
+
+#![allow(dead_code)] // each test uses what it needs
+
+use std::path::{Path, PathBuf};
+
+/// `samples/` of p4c's STF corpus: `$SLUICE_P4C_STF`, else `shared/p4c-stf`
+/// beside the checkout, else `/work/shared/p4c-stf`.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let mut cands = Vec::new();
+    if let Ok(d) = std::env::var("SLUICE_P4C_STF") {
+        cands.push(PathBuf::from(d));
+    }
+    cands.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/p4c-stf"));
+    cands.push(PathBuf::from("/work/shared/p4c-stf"));
+    cands.into_iter().map(|d| d.join("samples")).find(|d| d.is_dir())
+}
+
+/// `examples/p4`.
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4")
+}
+
+/// `(name, program, script)` of every `NAME.p4` in `dir` with a
+/// `NAME.stf`, by name.
+pub fn programs_in(dir: &Path) -> Vec<(String, PathBuf, PathBuf)> {
+    let mut out: Vec<(String, PathBuf, PathBuf)> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "p4"))
+        .filter_map(|p| {
+            let stf = p.with_extension("stf");
+            let name = p.file_stem()?.to_str()?.to_string();
+            stf.is_file().then_some((name, p, stf))
+        })
+        .collect();
+    out.sort();
+    out
+}

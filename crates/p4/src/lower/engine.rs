@@ -610,9 +610,15 @@ impl Compiled {
                 IPat::Any => Pat::Masked { value: Bits::zero(w), mask: Bits::zero(w) },
             });
         }
+        // In exact and LPM tables two entries of one prefix length never
+        // both match a key (exact keys take no `_`, and equal keys are one
+        // entry), so the priority decides nothing there: leaving it out
+        // keeps one classifier priority per prefix length instead of one
+        // per entry (entries added without a priority each get a new
+        // lowest one, which would renumber every rule above it).
         let (prefix, prio, seq) = match ts.lookup {
             Lookup::Exact => (0, 0, pos as u64),
-            Lookup::Lpm => (crate::interp::table::prefix_len(e), e.prio, e.seq),
+            Lookup::Lpm => (crate::interp::table::prefix_len(e), 0, e.seq),
             Lookup::Priority => (0, e.prio, e.seq),
         };
         Ok(Rule { pats, prefix, prio, seq })

@@ -2,6 +2,7 @@
 //! calls with copy-in/copy-out, tables and parsers.
 
 use super::table::{self, ActionLoc};
+use super::trace::{self, TraceEvent};
 use super::{
     externs, get_field, meta_u64, set_field_u128, Dyn, ExternState, Inst, Obj, Static, DROP_PORT,
     INSTANCE_TYPE_REPLICATION,
@@ -134,23 +135,28 @@ pub(super) fn run_packet(
     let mut run = Run::new(s, d, data);
     let [mut hdr, mut meta, mut sm] = run.parser_stage(port, data.len())?;
     // verifyChecksum.
+    run.note_stage("verifyChecksum", 1);
     let (f, res) = run.invoke_block(s.pipeline[1], vec![hdr, meta]);
     check_stage(res)?;
     [hdr, meta] = take2(f)?;
     if run.checksum_error {
+        run.note(|| TraceEvent::ChecksumError);
         set_field_u128(&mut sm, "checksum_error", 1);
     }
     // Ingress.
+    run.note_stage("ingress", 2);
     let (f, res) = run.invoke_block(s.pipeline[2], vec![hdr, meta, sm]);
     check_stage(res)?;
     [hdr, meta, sm] = take3(f)?;
     // Traffic manager.
     let mgid = get_field(&sm, "mcast_grp").map_or(0, |v| meta_u64(&v));
     let egress_spec = get_field(&sm, "egress_spec").map_or(0, |v| meta_u64(&v));
+    run.note(|| TraceEvent::IngressEnd { egress_spec, mcast_grp: mgid });
     let mut copies = Vec::new();
     if mgid != 0 {
         let group =
             u32::try_from(mgid).ok().and_then(|g| run.d.mcast.get(&g).cloned()).unwrap_or_default();
+        run.note(|| TraceEvent::Replicate { group: mgid, copies: group.clone() });
         for (rid, p) in group {
             let mut sm2 = sm.clone();
             set_field_u128(&mut sm2, "instance_type", INSTANCE_TYPE_REPLICATION);
@@ -162,9 +168,16 @@ pub(super) fn run_packet(
         set_field_u128(&mut sm2, "instance_type", 0);
         copies.push((egress_spec as u32, hdr, meta, sm2));
     }
+    if copies.is_empty() {
+        run.note(|| TraceEvent::Drop);
+    }
     let payload_from = (run.pos / 8).min(run.pkt.len());
     let mut outputs = Vec::new();
     for (p, hdr, meta, mut sm) in copies {
+        let rid =
+            (mgid != 0).then(|| get_field(&sm, "egress_rid").map_or(0, |v| meta_u64(&v)) as u32);
+        run.note(|| TraceEvent::Egress { port: p, rid });
+        run.note_stage("egress", 3);
         set_field_u128(&mut sm, "egress_port", p as u128);
         // bmv2 sets egress_spec to 512, which a 9-bit field holds as 0.
         set_field_u128(&mut sm, "egress_spec", 512);
@@ -174,13 +187,16 @@ pub(super) fn run_packet(
         check_stage(res)?;
         let [hdr, meta, sm] = take3(f)?;
         if get_field(&sm, "egress_spec").map_or(0, |v| meta_u64(&v)) == DROP_PORT as u64 {
+            run.note(|| TraceEvent::EgressDrop { port: p });
             continue;
         }
+        run.note_stage("computeChecksum", 4);
         let (f, res) = run.invoke_block(s.pipeline[4], vec![hdr, meta]);
         check_stage(res)?;
         let [hdr, _meta] = take2(f)?;
         run.out = BitWriter::default();
         let pout = Value::Opaque { kind: "packet_out".into(), id: 0 };
+        run.note_stage("deparser", 5);
         let (_, res) = run.invoke_block(s.pipeline[5], vec![pout, hdr]);
         check_stage(res)?;
         let mut bytes = std::mem::take(&mut run.out.bytes);
@@ -189,6 +205,7 @@ pub(super) fn run_packet(
             bytes.truncate(t);
         }
         let port = get_field(&sm, "egress_port").map_or(p as u64, |v| meta_u64(&v));
+        run.note(|| TraceEvent::Output { port: port as u32, data: bytes.clone() });
         outputs.push(Output { port: port as u32, data: bytes });
     }
     Ok(outputs)
@@ -231,6 +248,7 @@ impl<'a> Run<'a> {
         set_field_u128(&mut sm, "ingress_port", port as u128);
         set_field_u128(&mut sm, "packet_length", len as u128);
         let pin = Value::Opaque { kind: "packet_in".into(), id: 0 };
+        self.note_stage("parser", 0);
         self.in_parser = true;
         let (finals, res) = self.invoke_block(s.pipeline[0], vec![pin, hdr, meta, sm]);
         self.in_parser = false;
@@ -241,12 +259,33 @@ impl<'a> Run<'a> {
             Err(Abort::Exit) => "NoError".to_string(),
             Err(Abort::Fail(m)) => return Err(m),
         };
+        if err != "NoError" {
+            self.note(|| TraceEvent::ParserError { error: err.clone() });
+        }
         if let Value::Struct(st) = &mut sm {
             if let Some(f) = st.get_mut("parser_error") {
                 *f = Value::Error(err);
             }
         }
         Ok([hdr, meta, sm])
+    }
+
+    /// Records a trace event if a trace is being taken (one `Option`
+    /// check otherwise; `f` runs only when recording).
+    pub(super) fn note(&mut self, f: impl FnOnce() -> TraceEvent) {
+        if let Some(t) = &mut self.d.trace {
+            if t.len() < trace::MAX_TRACE_EVENTS {
+                t.push(f());
+            }
+        }
+    }
+
+    /// Records the start of pipeline stage `i` of [`Static::pipeline`].
+    fn note_stage(&mut self, stage: &'static str, i: usize) {
+        if self.d.trace.is_some() {
+            let block = trace::block_name(self.s, self.s.pipeline[i]);
+            self.note(|| TraceEvent::Stage { stage, block });
+        }
     }
 }
 
@@ -1062,6 +1101,16 @@ impl Run<'_> {
         for (p, v) in a.params[nargs..].iter().zip(data) {
             binds.push((p.name.name.clone(), v.clone()));
         }
+        if self.d.trace.is_some() {
+            let data_args = a
+                .params
+                .iter()
+                .filter(|p| p.dir == Direction::None)
+                .filter_map(|p| binds.iter().find(|(n, _)| *n == p.name.name).cloned())
+                .collect();
+            let action = a.name.name.clone();
+            self.note(|| TraceEvent::Action { action, args: data_args });
+        }
         let (finals, r) = self.in_frame(ctx, binds, &a.body);
         match r {
             Ok(_) => self.copy_out(&outs, &finals),
@@ -1086,10 +1135,18 @@ impl Run<'_> {
         let Some(td) = self.d.tables.get(t) else {
             return fail("internal error: no table state");
         };
-        let (hit, action, data) = match table::lookup(ts, td, &keys) {
+        let found = table::lookup(ts, td, &keys);
+        let (hit, action, data) = match found {
             Some(e) => (true, e.action, e.args.clone()),
             None => (false, td.default.0, td.default.1.clone()),
         };
+        if self.d.trace.is_some() {
+            let ev = found.map_or(TraceEvent::Miss, |e| trace::hit(ts, e));
+            let names = ts.keys.iter().map(|k| k.name.clone());
+            let keys = names.zip(keys).collect();
+            self.note(|| TraceEvent::Table { table: ts.name.clone(), keys });
+            self.note(|| ev);
+        }
         if hit {
             if let Some(c) = ts.direct_counter {
                 let len = self.pkt.len() as u64;
@@ -1227,6 +1284,7 @@ impl Run<'_> {
             let Some(st) = p.states.iter().find(|s| s.name.name == cur) else {
                 return fail(format!("no parser state `{cur}`"));
             };
+            self.note(|| TraceEvent::ParserState { state: cur.clone() });
             self.push_scope()?;
             for stmt in &st.body {
                 if let Flow::Return(_) = self.exec(stmt)? {
@@ -1247,6 +1305,10 @@ impl Run<'_> {
                             next = Some(c.next.name.clone());
                             break;
                         }
+                    }
+                    if self.d.trace.is_some() {
+                        let next = next.clone();
+                        self.note(|| TraceEvent::Select { values: vals, next });
                     }
                     match next {
                         Some(n) => n,

@@ -41,6 +41,7 @@ mod exec;
 mod externs;
 mod render;
 mod table;
+mod trace;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -56,6 +57,7 @@ use crate::value::{Bits, Value};
 
 pub use render::render_expr;
 use table::{TableDyn, TableStatic};
+pub use trace::{show_big, show_match, show_value, TraceEvent, MAX_TRACE_EVENTS};
 
 /// A `digest()` call's data: the receiver and the value.
 #[derive(Clone, Debug, PartialEq)]
@@ -161,6 +163,8 @@ struct Dyn {
     digests_dropped: u64,
     /// Next implicit priority for control-plane entries without one.
     seq: u64,
+    /// The event sink of [`Interp::trace_packet`]; `None` otherwise.
+    trace: Option<Vec<TraceEvent>>,
 }
 
 /// The reference interpreter of one v1model program.

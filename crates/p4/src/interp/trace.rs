@@ -1,0 +1,164 @@
+//! Tracing one packet through the interpreter: what `sluice p4 trace`
+//! prints, like `ovs-appctl ofproto/trace` for a P4 program.
+//!
+//! The interpreter keeps an optional event sink ([`super::Dyn`]'s
+//! `trace`); every hook is one `Option` check when no sink is set, so
+//! [`crate::target::Target::packet`] costs the same as before. The sink is
+//! set only for the duration of [`Interp::trace_packet`].
+//!
+//! Events come in the order things happen: each pipeline stage
+//! ([`TraceEvent::Stage`]) is followed by what ran inside it — parser
+//! states and their `select` decisions, header extracts, a parser error;
+//! tables applied with their key values, the entry hit (handle, match,
+//! priority) or the miss, the action run with its data; `mark_to_drop`;
+//! then the traffic manager's decision (unicast, multicast replication or
+//! drop), each copy's egress, and finally each output frame or the drop
+//! of a copy in egress.
+
+use super::table::{Entry, Pat, TableStatic};
+use super::{Inst, Interp, Static};
+use crate::ast::{BigValue, Decl};
+use crate::target::{CtlResult, KeyMatch, Output};
+use crate::value::{Bits, Value};
+
+/// One thing that happened to the traced packet.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TraceEvent {
+    /// A pipeline stage starts: `parser`, `verifyChecksum`, `ingress`,
+    /// `egress`, `computeChecksum`, `deparser` (the block's name after
+    /// a colon, e.g. `ingress: RouterIngress`).
+    Stage { stage: &'static str, block: String },
+    /// A parser state is entered (sub-parsers included).
+    ParserState { state: String },
+    /// A `select` picked `next` for these values (`None`: no case
+    /// matched, the parser rejects with `error.NoMatch`).
+    Select { values: Vec<Value>, next: Option<String> },
+    /// `extract` filled a header (as the program names it) with `bits`.
+    Extract { header: String, bits: usize },
+    /// The parser ended with this error (not `NoError`).
+    ParserError { error: String },
+    /// verifyChecksum found a bad checksum.
+    ChecksumError,
+    /// A table is applied with these key values (name, value).
+    Table { table: String, keys: Vec<(String, Bits)> },
+    /// The entry the lookup found: handle, its match and priority as the
+    /// control plane sees them.
+    Hit { handle: u64, keys: Vec<(String, KeyMatch)>, priority: Option<i128> },
+    /// No entry matched: the default action runs.
+    Miss,
+    /// An action runs with its action-data (directionless) arguments.
+    Action { action: String, args: Vec<(String, Value)> },
+    /// `mark_to_drop(standard_metadata)`.
+    MarkToDrop,
+    /// Ingress ended with these `egress_spec` and `mcast_grp`.
+    IngressEnd { egress_spec: u64, mcast_grp: u64 },
+    /// Multicast group `group` replicates to these `(rid, port)` copies.
+    Replicate { group: u64, copies: Vec<(u32, u32)> },
+    /// The packet is dropped at the traffic manager (egress_spec 511 and
+    /// no multicast group, or an empty group).
+    Drop,
+    /// One copy starts egress on `port` (`rid` for a multicast copy).
+    Egress { port: u32, rid: Option<u32> },
+    /// Egress dropped the copy for `port`.
+    EgressDrop { port: u32 },
+    /// A frame leaves.
+    Output { port: u32, data: Vec<u8> },
+}
+
+impl Interp {
+    /// Runs one packet as [`crate::target::Target::packet`] does and
+    /// records what happens on the way.
+    pub fn trace_packet(
+        &mut self,
+        port: u32,
+        data: &[u8],
+    ) -> CtlResult<(Vec<Output>, Vec<TraceEvent>)> {
+        self.d.trace = Some(Vec::new());
+        let s = self.s.clone();
+        let r = super::exec::run_packet(&s, &mut self.d, port, data);
+        let events = self.d.trace.take().unwrap_or_default();
+        r.map(|o| (o, events))
+    }
+}
+
+/// Most events one trace records; later ones are left out (a packet
+/// runs at most a million statements, so this only bounds memory).
+pub const MAX_TRACE_EVENTS: usize = 100_000;
+
+/// The declared name of a parser or control instance.
+pub(super) fn block_name(s: &Static, inst: usize) -> String {
+    let Some(Inst::Block(b)) = s.insts.get(inst) else {
+        return String::new();
+    };
+    match s.prog.decls.get(b.decl) {
+        Some(Decl::Parser(p)) => p.name.name.clone(),
+        Some(Decl::Control(c)) => c.name.name.clone(),
+        _ => String::new(),
+    }
+}
+
+/// The hit event of an entry, its match as the control plane sees it.
+pub(super) fn hit(ts: &TableStatic, e: &Entry) -> TraceEvent {
+    let keys = ts
+        .keys
+        .iter()
+        .zip(&e.keys)
+        .map(|(k, p)| {
+            let m = match p {
+                Pat::Exact(v) => KeyMatch::Exact(v.to_big()),
+                Pat::Ternary(v, m) => KeyMatch::Ternary { value: v.to_big(), mask: m.to_big() },
+                Pat::Lpm(v, l) => KeyMatch::Lpm { value: v.to_big(), prefix_len: *l },
+                Pat::Range(lo, hi) => KeyMatch::Range { lo: lo.to_big(), hi: hi.to_big() },
+                Pat::Any => KeyMatch::Any,
+            };
+            (k.name.clone(), m)
+        })
+        .collect();
+    TraceEvent::Hit { handle: e.handle, keys, priority: e.explicit_prio.then_some(e.prio) }
+}
+
+/// A value for a trace line: numbers in hex (`0x0a000202`), booleans,
+/// errors as `error.X`, anything else by its kind.
+pub fn show_value(v: &Value) -> String {
+    match v {
+        Value::Bits(b) | Value::Signed(b) => format!("0x{}", b.to_hex()),
+        Value::Varbit { bits, .. } => format!("0x{}", bits.to_hex()),
+        Value::Int(i) => i.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Error(e) => format!("error.{e}"),
+        Value::Enum { ty, member } => format!("{ty}.{member}"),
+        Value::Str(s) => s.clone(),
+        Value::Tuple(t) => {
+            format!("({})", t.iter().map(show_value).collect::<Vec<_>>().join(", "))
+        }
+        other => other.kind_name().to_string(),
+    }
+}
+
+/// A control-plane value in hex.
+pub fn show_big(v: &BigValue) -> String {
+    let top = v.0.iter().rposition(|&l| l != 0).map_or(0, |i| i + 1);
+    let mut s = String::new();
+    for (i, limb) in v.0[..top].iter().rev().enumerate() {
+        if i == 0 {
+            s.push_str(&format!("{limb:x}"));
+        } else {
+            s.push_str(&format!("{limb:016x}"));
+        }
+    }
+    if s.is_empty() {
+        s.push('0');
+    }
+    format!("0x{s}")
+}
+
+/// A key match as `simple_switch_CLI` writes it (`0x0a000200/24`).
+pub fn show_match(m: &KeyMatch) -> String {
+    match m {
+        KeyMatch::Exact(v) => show_big(v),
+        KeyMatch::Ternary { value, mask } => format!("{}&&&{}", show_big(value), show_big(mask)),
+        KeyMatch::Lpm { value, prefix_len } => format!("{}/{prefix_len}", show_big(value)),
+        KeyMatch::Range { lo, hi } => format!("{}->{}", show_big(lo), show_big(hi)),
+        KeyMatch::Any => "*".into(),
+    }
+}

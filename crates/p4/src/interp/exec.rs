@@ -211,6 +211,17 @@ pub(super) fn run_packet(
     Ok(outputs)
 }
 
+/// Runs the computeChecksum control on a headers value (fresh metadata):
+/// the headers as it leaves them. For building frames from descriptions.
+pub(super) fn compute_checksums(s: &Static, d: &mut Dyn, hdr: Value) -> CtlResult<Value> {
+    let mut run = Run::new(s, d, &[]);
+    let meta = s.meta_ty.default_value();
+    let (f, res) = run.invoke_block(s.pipeline[4], vec![hdr, meta]);
+    check_stage(res)?;
+    let [hdr, _] = take2(f)?;
+    Ok(hdr)
+}
+
 /// Runs only the parser on a packet: the headers, metadata and standard
 /// metadata it leaves (`parser_error` set), as ingress would see them.
 pub(super) fn parse_only(s: &Static, d: &mut Dyn, port: u32, data: &[u8]) -> CtlResult<[Value; 3]> {

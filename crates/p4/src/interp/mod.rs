@@ -39,6 +39,7 @@
 
 mod exec;
 mod externs;
+mod flow;
 mod render;
 mod table;
 mod trace;
@@ -55,6 +56,7 @@ use crate::target::{
 use crate::types::{Ty, TypeEnv};
 use crate::value::{Bits, Value};
 
+pub use flow::parse_hex;
 pub use render::render_expr;
 use table::{TableDyn, TableStatic};
 pub use trace::{show_big, show_match, show_value, TraceEvent, MAX_TRACE_EVENTS};

@@ -59,7 +59,7 @@ use crate::value::{Bits, Value};
 pub use flow::parse_hex;
 pub use render::render_expr;
 use table::{TableDyn, TableStatic};
-pub use trace::{show_big, show_match, show_value, TraceEvent, MAX_TRACE_EVENTS};
+pub use trace::{show_big, show_bits, show_match, show_value, TraceEvent, MAX_TRACE_EVENTS};
 
 /// A `digest()` call's data: the receiver and the value.
 #[derive(Clone, Debug, PartialEq)]

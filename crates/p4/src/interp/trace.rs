@@ -117,12 +117,24 @@ pub(super) fn hit(ts: &TableStatic, e: &Entry) -> TraceEvent {
     TraceEvent::Hit { handle: e.handle, keys, priority: e.explicit_prio.then_some(e.prio) }
 }
 
-/// A value for a trace line: numbers in hex (`0x0a000202`), booleans,
-/// errors as `error.X`, anything else by its kind.
+/// A number for a trace line: narrower than 16 bits in decimal (`64`,
+/// a port), wider ones in hex with every digit of the width (`0x0800`,
+/// `0x0a000202`).
+pub fn show_bits(b: &Bits) -> String {
+    if b.width() < 16 {
+        return b.low_u64().to_string();
+    }
+    let digits = (b.width() as usize).div_ceil(4);
+    let h = b.to_hex();
+    format!("0x{}{h}", "0".repeat(digits.saturating_sub(h.len())))
+}
+
+/// A value for a trace line: numbers as [`show_bits`], booleans, errors
+/// as `error.X`, anything else by its kind.
 pub fn show_value(v: &Value) -> String {
     match v {
-        Value::Bits(b) | Value::Signed(b) => format!("0x{}", b.to_hex()),
-        Value::Varbit { bits, .. } => format!("0x{}", bits.to_hex()),
+        Value::Bits(b) | Value::Signed(b) => show_bits(b),
+        Value::Varbit { bits, .. } => show_bits(bits),
         Value::Int(i) => i.to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Error(e) => format!("error.{e}"),
@@ -135,30 +147,20 @@ pub fn show_value(v: &Value) -> String {
     }
 }
 
-/// A control-plane value in hex.
-pub fn show_big(v: &BigValue) -> String {
-    let top = v.0.iter().rposition(|&l| l != 0).map_or(0, |i| i + 1);
-    let mut s = String::new();
-    for (i, limb) in v.0[..top].iter().rev().enumerate() {
-        if i == 0 {
-            s.push_str(&format!("{limb:x}"));
-        } else {
-            s.push_str(&format!("{limb:016x}"));
-        }
-    }
-    if s.is_empty() {
-        s.push('0');
-    }
-    format!("0x{s}")
+/// A control-plane value of a `width`-bit key as [`show_bits`].
+pub fn show_big(v: &BigValue, width: u32) -> String {
+    show_bits(&Bits::from_big(width, v))
 }
 
-/// A key match as `simple_switch_CLI` writes it (`0x0a000200/24`).
-pub fn show_match(m: &KeyMatch) -> String {
+/// A key match of a `width`-bit key as `simple_switch_CLI` writes it
+/// (`0x0a000200/24`, `V&&&M`, `LO->HI`, `*`).
+pub fn show_match(m: &KeyMatch, width: u32) -> String {
+    let v = |x: &BigValue| show_big(x, width);
     match m {
-        KeyMatch::Exact(v) => show_big(v),
-        KeyMatch::Ternary { value, mask } => format!("{}&&&{}", show_big(value), show_big(mask)),
-        KeyMatch::Lpm { value, prefix_len } => format!("{}/{prefix_len}", show_big(value)),
-        KeyMatch::Range { lo, hi } => format!("{}->{}", show_big(lo), show_big(hi)),
+        KeyMatch::Exact(x) => v(x),
+        KeyMatch::Ternary { value, mask } => format!("{}&&&{}", v(value), v(mask)),
+        KeyMatch::Lpm { value, prefix_len } => format!("{}/{prefix_len}", v(value)),
+        KeyMatch::Range { lo, hi } => format!("{}->{}", v(lo), v(hi)),
         KeyMatch::Any => "*".into(),
     }
 }

@@ -15,6 +15,9 @@
 //! - `sluice p4 run PROG.p4 --port SPEC... [--listen ptcp:PORT:IP]
 //!   [--netns NS]`: the program on real ports (the reference interpreter;
 //!   `sluice_datapath::p4switch`), its tables managed with `p4 ctl`.
+//! - `sluice p4 trace PROG.p4 [--commands FILE] (--packet HEX | --flow
+//!   DESC) --port N`: one packet explained stage by stage (tables filled
+//!   by simple_switch_CLI commands first); see [`super::p4_trace`].
 //! - `sluice p4 ctl TARGET [COMMAND...]`: one simple_switch_CLI command
 //!   (`table_add ...`, `table_dump T`, `counter_read C I`, `digests`, ...)
 //!   sent to a running `p4 run`; without a command, one per line from
@@ -71,6 +74,8 @@ pub enum Cmd {
     },
     /// Run a program on ports (reference interpreter); manage it with `p4 ctl`.
     Run(RunArgs),
+    /// Explain one packet through a program: parser, tables, actions, outputs.
+    Trace(super::p4_trace::TraceArgs),
     /// Send simple_switch_CLI commands to a running `sluice p4 run`.
     Ctl {
         /// The switch's listener: `tcp:IP:PORT` or `unix:PATH`.
@@ -189,6 +194,14 @@ fn ctl(target: &str, command: &[String], timeout: u64) -> Result<()> {
 pub fn run(a: Args) -> Result<()> {
     match a.cmd {
         Cmd::Run(r) => run_switch(r),
+        Cmd::Trace(t) => {
+            let interp = match load(&t.program) {
+                Ok(i) => i,
+                Err(Verdict::Fail(_, all) | Verdict::Unsupported(_, all)) => bail!("{all}"),
+                Err(Verdict::Pass) => bail!("internal error: a load error that passed"),
+            };
+            super::p4_trace::run(t, interp)
+        }
         Cmd::Ctl { target, command, timeout } => ctl(&target, &command, timeout),
         Cmd::Check { program } => check(&program),
         Cmd::Test { program, stf } => test(&program, &stf),

@@ -127,7 +127,8 @@ fn position(events: &[TraceEvent], f: impl Fn(&TraceEvent) -> bool) -> usize {
 #[test]
 fn trace_of_a_routed_packet() {
     let mut r = router_with_route();
-    let (out, ev) = r.trace_packet(1, &hex(ROUTER_IN)).expect("trace");
+    let (ev, out) = r.trace_packet(1, &hex(ROUTER_IN));
+    let out = out.expect("trace");
     assert_eq!(out, vec![Output { port: 2, data: hex(ROUTER_OUT) }]);
     let stage = |name: &'static str| move |e: &TraceEvent| matches!(e, TraceEvent::Stage { stage, .. } if *stage == name);
     let parser = position(&ev, stage("parser"));
@@ -170,7 +171,8 @@ fn trace_of_a_routed_packet() {
 fn trace_of_a_miss_and_of_a_parser_error() {
     let mut r = router_with_route();
     let frame = r.flow_frame(&ROUTER_FLOW.replace("10.0.2.2", "192.168.0.1")).expect("frame");
-    let (out, ev) = r.trace_packet(1, &frame).expect("trace");
+    let (ev, out) = r.trace_packet(1, &frame);
+    let out = out.expect("trace");
     assert!(out.is_empty());
     let miss = position(&ev, |e| matches!(e, TraceEvent::Miss));
     let drop_action =
@@ -180,7 +182,7 @@ fn trace_of_a_miss_and_of_a_parser_error() {
     assert!(miss < drop_action && drop_action < mark && mark < dropped, "{ev:#?}");
     // ihl 6: verify() rejects.
     let frame = r.flow_frame(&ROUTER_FLOW.replace("ihl=5", "ihl=6")).expect("frame");
-    let (_, ev) = r.trace_packet(1, &frame).expect("trace");
+    let (ev, _) = r.trace_packet(1, &frame);
     position(
         &ev,
         |e| matches!(e, TraceEvent::ParserError { error } if error == "ParserInvalidArgument"),
@@ -195,9 +197,55 @@ fn trace_of_multicast_replication() {
         session.execute(&mut l2, c).expect(c);
     }
     let frame = hex("02000000010202000000010188B56F6E6520746F2074776F");
-    let (out, ev) = l2.trace_packet(1, &frame).expect("trace");
+    let (ev, out) = l2.trace_packet(1, &frame);
+    let out = out.expect("trace");
     assert_eq!(out.iter().map(|o| o.port).collect::<Vec<_>>(), vec![2, 3]);
     position(&ev, |e| matches!(e, TraceEvent::Replicate { group: 1, copies } if copies.len() == 3));
     position(&ev, |e| matches!(e, TraceEvent::EgressDrop { port: 1 }));
     position(&ev, |e| matches!(e, TraceEvent::Egress { port: 3, rid: Some(0) }));
+}
+
+#[test]
+fn odd_descriptions_are_refused_or_built_never_a_panic() {
+    let r = load("router");
+    for d in [
+        "",
+        ",",
+        "=",
+        "==",
+        ".=1",
+        "a.b.c=1",
+        "eth.dst=",
+        "eth.dst=0x",
+        "eth.dst==1",
+        "payload=0",
+        "payload=",
+        "hdr.=1",
+        "hdr.eth.dst=1",
+        "eth.dst=\u{ff}",
+        "\u{e9}.x=1",
+        "eth[0].dst=1",
+        "eth.dst[0]=1",
+        "ip.dst=1.2.3.4.5",
+        "ip.dst=999.1.1.1",
+        "eth.dst=0x1000000000000",
+        "ip.ttl=-1",
+        "ip.ttl=18446744073709551616",
+        "payload=\u{e9}e9",
+        "eth.dst=1,,,ip.ttl=2",
+        " eth.dst = 1 ",
+    ] {
+        let _ = r.flow_frame(d);
+    }
+    assert_eq!(r.flow_frame(""), Ok(Vec::new()));
+    assert_eq!(r.flow_frame(" eth.ethertype = 0x0800 "), Ok(hex("0000000000000000000000000800")));
+}
+
+#[test]
+fn digests_are_traced() {
+    let mut l2 = load("l2switch");
+    let frame = hex("02000000010202000000010188B56F6E6520746F2074776F");
+    let (ev, _) = l2.trace_packet(1, &frame);
+    position(&ev, |e| matches!(e, TraceEvent::Digest { .. }));
+    assert_eq!(l2.take_digests().len(), 1);
 }

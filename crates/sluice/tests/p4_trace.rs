@@ -156,6 +156,9 @@ fn hex_packet_floods_through_the_l2_switch_multicast_group() {
     in_order(
         &out,
         &[
+            "    table L2Ingress.learned: hdr.eth.src=0x020000000101",
+            "        action learn()",
+            "            digest to receiver 1: {mac=0x020000000101, port=1}",
             "    table L2Ingress.forwarding: hdr.eth.dst=0x020000000102",
             "        miss: default action",
             "        action flood()",

@@ -403,6 +403,10 @@ pub(super) fn call_function(
                 let ty = run.resolve_type(t)?;
                 data = coerce(&data, &ty).map_err(Abort::Fail)?;
             }
+            if run.d.trace.is_some() {
+                let data = data.clone();
+                run.note(|| super::TraceEvent::Digest { receiver, data });
+            }
             // Bounded: a queue nobody reads must not grow without end.
             if run.d.digests.len() < super::MAX_DIGESTS {
                 run.d.digests.push(Digest { receiver, data });

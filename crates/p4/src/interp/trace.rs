@@ -10,7 +10,8 @@
 //! ([`TraceEvent::Stage`]) is followed by what ran inside it — parser
 //! states and their `select` decisions, header extracts, a parser error;
 //! tables applied with their key values, the entry hit (handle, match,
-//! priority) or the miss, the action run with its data; `mark_to_drop`;
+//! priority) or the miss, the action run with its data; `mark_to_drop`
+//! and `digest`;
 //! then the traffic manager's decision (unicast, multicast replication or
 //! drop), each copy's egress, and finally each output frame or the drop
 //! of a copy in egress.
@@ -50,6 +51,8 @@ pub enum TraceEvent {
     Action { action: String, args: Vec<(String, Value)> },
     /// `mark_to_drop(standard_metadata)`.
     MarkToDrop,
+    /// `digest(receiver, data)` queued this for the controller.
+    Digest { receiver: u64, data: Value },
     /// Ingress ended with these `egress_spec` and `mcast_grp`.
     IngressEnd { egress_spec: u64, mcast_grp: u64 },
     /// Multicast group `group` replicates to these `(rid, port)` copies.
@@ -67,17 +70,17 @@ pub enum TraceEvent {
 
 impl Interp {
     /// Runs one packet as [`crate::target::Target::packet`] does and
-    /// records what happens on the way.
+    /// records what happens on the way: the events, and the outputs or
+    /// the run-time failure (the events then say how far it got).
     pub fn trace_packet(
         &mut self,
         port: u32,
         data: &[u8],
-    ) -> CtlResult<(Vec<Output>, Vec<TraceEvent>)> {
+    ) -> (Vec<TraceEvent>, CtlResult<Vec<Output>>) {
         self.d.trace = Some(Vec::new());
         let s = self.s.clone();
         let r = super::exec::run_packet(&s, &mut self.d, port, data);
-        let events = self.d.trace.take().unwrap_or_default();
-        r.map(|o| (o, events))
+        (self.d.trace.take().unwrap_or_default(), r)
     }
 }
 
@@ -142,6 +145,15 @@ pub fn show_value(v: &Value) -> String {
         Value::Str(s) => s.clone(),
         Value::Tuple(t) => {
             format!("({})", t.iter().map(show_value).collect::<Vec<_>>().join(", "))
+        }
+        Value::Struct(a) | Value::Header(a) => {
+            let f: Vec<String> =
+                a.ty.fields
+                    .iter()
+                    .zip(&a.fields)
+                    .map(|((n, _), v)| format!("{n}={}", show_value(v)))
+                    .collect();
+            format!("{{{}}}", f.join(", "))
         }
         other => other.kind_name().to_string(),
     }

@@ -14,7 +14,7 @@
 //! ([`sluice_p4::interp::TraceEvent`]), one line per event, indented by
 //! stage: parser states with their extracts and `select` decisions,
 //! tables with their keys, the entry hit (or the miss) and the action
-//! with its data, `mark_to_drop`, the end of ingress, the traffic
+//! with its data, `mark_to_drop`, `digest`, the end of ingress, the traffic
 //! manager's decision, each copy's egress, and each output; it ends with
 //! `outputs: P,Q` (or `outputs: drop`) and each frame in hex. Numbers
 //! narrower than 16 bits are decimal, wider ones hex.
@@ -68,11 +68,19 @@ pub fn run(a: TraceArgs, mut interp: Interp) -> Result<()> {
         (None, Some(d)) => interp.flow_frame(d).map_err(|e| anyhow::anyhow!("--flow: {e}"))?,
         (None, None) => bail!("give --packet HEX or --flow DESC"),
     };
-    let (outputs, events) = interp
-        .trace_packet(a.port, &frame)
-        .map_err(|e| anyhow::anyhow!("the packet could not run: {e}"))?;
-    print!("{}", render(a.port, &frame, &events, &outputs));
-    Ok(())
+    let (events, outputs) = interp.trace_packet(a.port, &frame);
+    match outputs {
+        Ok(outputs) => {
+            print!("{}", render(a.port, &frame, &events, &outputs));
+            Ok(())
+        }
+        Err(e) => {
+            // The events say how far the packet got.
+            let text = render(a.port, &frame, &events, &[]);
+            print!("{}", text.strip_suffix("outputs: drop\n").unwrap_or(&text));
+            bail!("the packet could not run: {e}")
+        }
+    }
 }
 
 /// The trace as text (see the module docs).
@@ -161,6 +169,10 @@ pub fn render(port: u32, frame: &[u8], events: &[TraceEvent], outputs: &[Output]
             TraceEvent::MarkToDrop => {
                 line(after_action.unwrap_or(4), "mark_to_drop: egress_spec = 511".into())
             }
+            TraceEvent::Digest { receiver, data } => line(
+                after_action.unwrap_or(4),
+                format!("digest to receiver {receiver}: {}", show_value(data)),
+            ),
             TraceEvent::IngressEnd { egress_spec, mcast_grp } => {
                 let spec = if *egress_spec == 511 {
                     "511 (drop)".to_string()

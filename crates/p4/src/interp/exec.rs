@@ -174,9 +174,10 @@ pub(super) fn run_packet(
     let payload_from = (run.pos / 8).min(run.pkt.len());
     let mut outputs = Vec::new();
     for (p, hdr, meta, mut sm) in copies {
-        let rid =
-            (mgid != 0).then(|| get_field(&sm, "egress_rid").map_or(0, |v| meta_u64(&v)) as u32);
-        run.note(|| TraceEvent::Egress { port: p, rid });
+        run.note(|| {
+            let rid = get_field(&sm, "egress_rid").map_or(0, |v| meta_u64(&v)) as u32;
+            TraceEvent::Egress { port: p, rid: (mgid != 0).then_some(rid) }
+        });
         run.note_stage("egress", 3);
         set_field_u128(&mut sm, "egress_port", p as u128);
         // bmv2 sets egress_spec to 512, which a 9-bit field holds as 0.

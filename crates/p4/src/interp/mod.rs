@@ -39,10 +39,8 @@
 
 mod exec;
 mod externs;
-mod flow;
 mod render;
 mod table;
-mod trace;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -59,6 +57,10 @@ use crate::value::{Bits, Value};
 pub use flow::parse_hex;
 pub use render::render_expr;
 use table::{TableDyn, TableStatic};
+
+// The trace hook and the frame builder of `sluice p4 trace`.
+mod flow;
+mod trace;
 pub use trace::{show_big, show_bits, show_match, show_value, TraceEvent, MAX_TRACE_EVENTS};
 
 /// A `digest()` call's data: the receiver and the value.

@@ -103,6 +103,8 @@ pub(super) struct Run<'a> {
     /// The stack whose `.next` the last lvalue went through, and the
     /// index it denoted (`extract` advances it).
     pub next_used: Option<(LVal, u32)>,
+    /// The event sink of [`super::Interp::trace_packet`]; `None` otherwise.
+    pub trace: Option<Vec<TraceEvent>>,
 }
 
 fn apply_result_ty() -> Arc<AggTy> {
@@ -132,7 +134,26 @@ pub(super) fn run_packet(
     port: u32,
     data: &[u8],
 ) -> CtlResult<Vec<Output>> {
+    pipeline(&mut Run::new(s, d, data), s, port, data)
+}
+
+/// [`run_packet`] with the trace sink set: the events, and the outputs.
+pub(super) fn trace_packet(
+    s: &Static,
+    d: &mut Dyn,
+    port: u32,
+    data: &[u8],
+) -> (Vec<TraceEvent>, CtlResult<Vec<Output>>) {
     let mut run = Run::new(s, d, data);
+    run.trace = Some(Vec::new());
+    let r = pipeline(&mut run, s, port, data);
+    (run.trace.take().unwrap_or_default(), r)
+}
+
+/// The pipeline on a fresh [`Run`]: parser, verifyChecksum, ingress,
+/// the traffic manager, then egress, computeChecksum and the deparser
+/// for each copy.
+fn pipeline(run: &mut Run<'_>, s: &Static, port: u32, data: &[u8]) -> CtlResult<Vec<Output>> {
     let [mut hdr, mut meta, mut sm] = run.parser_stage(port, data.len())?;
     // verifyChecksum.
     run.note_stage("verifyChecksum", 1);
@@ -246,6 +267,7 @@ impl<'a> Run<'a> {
             depth: 0,
             in_parser: false,
             next_used: None,
+            trace: None,
         }
     }
 
@@ -285,7 +307,7 @@ impl<'a> Run<'a> {
     /// Records a trace event if a trace is being taken (one `Option`
     /// check otherwise; `f` runs only when recording).
     pub(super) fn note(&mut self, f: impl FnOnce() -> TraceEvent) {
-        if let Some(t) = &mut self.d.trace {
+        if let Some(t) = &mut self.trace {
             if t.len() < trace::MAX_TRACE_EVENTS {
                 t.push(f());
             }
@@ -294,7 +316,7 @@ impl<'a> Run<'a> {
 
     /// Records the start of pipeline stage `i` of [`Static::pipeline`].
     fn note_stage(&mut self, stage: &'static str, i: usize) {
-        if self.d.trace.is_some() {
+        if self.trace.is_some() {
             let block = trace::block_name(self.s, self.s.pipeline[i]);
             self.note(|| TraceEvent::Stage { stage, block });
         }
@@ -1113,7 +1135,7 @@ impl Run<'_> {
         for (p, v) in a.params[nargs..].iter().zip(data) {
             binds.push((p.name.name.clone(), v.clone()));
         }
-        if self.d.trace.is_some() {
+        if self.trace.is_some() {
             let data_args = a
                 .params
                 .iter()
@@ -1152,7 +1174,7 @@ impl Run<'_> {
             Some(e) => (true, e.action, e.args.clone()),
             None => (false, td.default.0, td.default.1.clone()),
         };
-        if self.d.trace.is_some() {
+        if self.trace.is_some() {
             let ev = found.map_or(TraceEvent::Miss, |e| trace::hit(ts, e));
             let names = ts.keys.iter().map(|k| k.name.clone());
             let keys = names.zip(keys).collect();
@@ -1318,7 +1340,7 @@ impl Run<'_> {
                             break;
                         }
                     }
-                    if self.d.trace.is_some() {
+                    if self.trace.is_some() {
                         let next = next.clone();
                         self.note(|| TraceEvent::Select { values: vals, next });
                     }

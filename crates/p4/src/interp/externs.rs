@@ -289,7 +289,7 @@ fn extract(run: &mut Run<'_>, targs: &[Type], args: &[Arg]) -> R<Value> {
             }
         });
     }
-    if run.d.trace.is_some() {
+    if run.trace.is_some() {
         let header = super::render_expr(&a0.value);
         let bits = pos - run.pos;
         run.note(|| super::TraceEvent::Extract { header, bits });
@@ -403,7 +403,7 @@ pub(super) fn call_function(
                 let ty = run.resolve_type(t)?;
                 data = coerce(&data, &ty).map_err(Abort::Fail)?;
             }
-            if run.d.trace.is_some() {
+            if run.trace.is_some() {
                 let data = data.clone();
                 run.note(|| super::TraceEvent::Digest { receiver, data });
             }

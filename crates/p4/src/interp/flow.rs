@@ -142,7 +142,6 @@ impl Interp {
         // ...checksums as computeChecksum writes them, except where the
         // description gives the field...
         let mut d = self.d.clone();
-        d.trace = None;
         hdr = super::exec::compute_checksums(s, &mut d, hdr)?;
         put(&mut hdr, false)?;
         // ...serialized in the deparser's order.

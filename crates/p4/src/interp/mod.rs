@@ -167,8 +167,6 @@ struct Dyn {
     digests_dropped: u64,
     /// Next implicit priority for control-plane entries without one.
     seq: u64,
-    /// The event sink of [`Interp::trace_packet`]; `None` otherwise.
-    trace: Option<Vec<TraceEvent>>,
 }
 
 /// The reference interpreter of one v1model program.

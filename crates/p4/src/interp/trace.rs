@@ -1,8 +1,8 @@
 //! Tracing one packet through the interpreter: what `sluice p4 trace`
 //! prints, like `ovs-appctl ofproto/trace` for a P4 program.
 //!
-//! The interpreter keeps an optional event sink ([`super::Dyn`]'s
-//! `trace`); every hook is one `Option` check when no sink is set, so
+//! The interpreter keeps an optional event sink (the `trace` field of
+//! the per-packet state in `exec.rs`); every hook is one `Option` check when no sink is set, so
 //! [`crate::target::Target::packet`] costs the same as before. The sink is
 //! set only for the duration of [`Interp::trace_packet`].
 //!
@@ -77,10 +77,8 @@ impl Interp {
         port: u32,
         data: &[u8],
     ) -> (Vec<TraceEvent>, CtlResult<Vec<Output>>) {
-        self.d.trace = Some(Vec::new());
         let s = self.s.clone();
-        let r = super::exec::run_packet(&s, &mut self.d, port, data);
-        (self.d.trace.take().unwrap_or_default(), r)
+        super::exec::trace_packet(&s, &mut self.d, port, data)
     }
 }
 

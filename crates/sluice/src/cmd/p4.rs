@@ -15,13 +15,13 @@
 //! - `sluice p4 run PROG.p4 --port SPEC... [--listen ptcp:PORT:IP]
 //!   [--netns NS]`: the program on real ports (the reference interpreter;
 //!   `sluice_datapath::p4switch`), its tables managed with `p4 ctl`.
-//! - `sluice p4 trace PROG.p4 [--commands FILE] (--packet HEX | --flow
-//!   DESC) --port N`: one packet explained stage by stage (tables filled
-//!   by simple_switch_CLI commands first); see [`super::p4_trace`].
 //! - `sluice p4 ctl TARGET [COMMAND...]`: one simple_switch_CLI command
 //!   (`table_add ...`, `table_dump T`, `counter_read C I`, `digests`, ...)
 //!   sent to a running `p4 run`; without a command, one per line from
 //!   stdin. Answers go to stdout, refusals to stderr (exit status 1).
+//! - `sluice p4 trace PROG.p4 [--commands FILE] (--packet HEX | --flow
+//!   DESC) --port N`: one packet explained stage by stage (tables filled
+//!   by simple_switch_CLI commands first); see [`super::p4_trace`].
 //!
 //! Exit status of `check` and `test`: 0 ok/pass, 1 error or failure, 2
 //! what the program or the script uses is not supported. `suite`: 1 if

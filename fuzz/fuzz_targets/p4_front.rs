@@ -2,7 +2,8 @@
 //! reject or accept, never panic or overflow the stack; a program they
 //! accept is loaded into the reference interpreter, which refuses it or
 //! runs two packets (the input's first bytes) through it, within its
-//! step bounds.
+//! step bounds, traces one, and builds a frame from the text's tail as
+//! a header-field description.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -37,6 +38,12 @@ fuzz_target!(|data: &[u8]| {
             let frame = &data[..data.len().min(64)];
             let _ = sw.packet(1, frame);
             let _ = sw.packet(2, &[]);
+            // The trace hook on the same packet, and the text's tail as a
+            // `--flow` description: refused or built, never a panic.
+            let _ = sw.trace_packet(1, frame);
+            let tail = text.len().saturating_sub(128);
+            let desc = text.get(tail..).unwrap_or(text);
+            let _ = sw.flow_frame(desc);
         }
         Err(d) => {
             let _ = loaded.sources.render(&d);

@@ -2,6 +2,7 @@
 //! calls with copy-in/copy-out, tables and parsers.
 
 use super::table::{self, ActionLoc};
+use super::trace::{self, TraceEvent};
 use super::{
     externs, get_field, meta_u64, set_field_u128, Dyn, ExternState, Inst, Obj, Static, DROP_PORT,
     INSTANCE_TYPE_REPLICATION,
@@ -102,6 +103,8 @@ pub(super) struct Run<'a> {
     /// The stack whose `.next` the last lvalue went through, and the
     /// index it denoted (`extract` advances it).
     pub next_used: Option<(LVal, u32)>,
+    /// The event sink of [`super::Interp::trace_packet`]; `None` otherwise.
+    pub trace: Option<Vec<TraceEvent>>,
 }
 
 fn apply_result_ty() -> Arc<AggTy> {
@@ -131,26 +134,50 @@ pub(super) fn run_packet(
     port: u32,
     data: &[u8],
 ) -> CtlResult<Vec<Output>> {
+    pipeline(&mut Run::new(s, d, data), s, port, data)
+}
+
+/// [`run_packet`] with the trace sink set: the events, and the outputs.
+pub(super) fn trace_packet(
+    s: &Static,
+    d: &mut Dyn,
+    port: u32,
+    data: &[u8],
+) -> (Vec<TraceEvent>, CtlResult<Vec<Output>>) {
     let mut run = Run::new(s, d, data);
+    run.trace = Some(Vec::new());
+    let r = pipeline(&mut run, s, port, data);
+    (run.trace.take().unwrap_or_default(), r)
+}
+
+/// The pipeline on a fresh [`Run`]: parser, verifyChecksum, ingress,
+/// the traffic manager, then egress, computeChecksum and the deparser
+/// for each copy.
+fn pipeline(run: &mut Run<'_>, s: &Static, port: u32, data: &[u8]) -> CtlResult<Vec<Output>> {
     let [mut hdr, mut meta, mut sm] = run.parser_stage(port, data.len())?;
     // verifyChecksum.
+    run.note_stage("verifyChecksum", 1);
     let (f, res) = run.invoke_block(s.pipeline[1], vec![hdr, meta]);
     check_stage(res)?;
     [hdr, meta] = take2(f)?;
     if run.checksum_error {
+        run.note(|| TraceEvent::ChecksumError);
         set_field_u128(&mut sm, "checksum_error", 1);
     }
     // Ingress.
+    run.note_stage("ingress", 2);
     let (f, res) = run.invoke_block(s.pipeline[2], vec![hdr, meta, sm]);
     check_stage(res)?;
     [hdr, meta, sm] = take3(f)?;
     // Traffic manager.
     let mgid = get_field(&sm, "mcast_grp").map_or(0, |v| meta_u64(&v));
     let egress_spec = get_field(&sm, "egress_spec").map_or(0, |v| meta_u64(&v));
+    run.note(|| TraceEvent::IngressEnd { egress_spec, mcast_grp: mgid });
     let mut copies = Vec::new();
     if mgid != 0 {
         let group =
             u32::try_from(mgid).ok().and_then(|g| run.d.mcast.get(&g).cloned()).unwrap_or_default();
+        run.note(|| TraceEvent::Replicate { group: mgid, copies: group.clone() });
         for (rid, p) in group {
             let mut sm2 = sm.clone();
             set_field_u128(&mut sm2, "instance_type", INSTANCE_TYPE_REPLICATION);
@@ -162,9 +189,17 @@ pub(super) fn run_packet(
         set_field_u128(&mut sm2, "instance_type", 0);
         copies.push((egress_spec as u32, hdr, meta, sm2));
     }
+    if copies.is_empty() {
+        run.note(|| TraceEvent::Drop);
+    }
     let payload_from = (run.pos / 8).min(run.pkt.len());
     let mut outputs = Vec::new();
     for (p, hdr, meta, mut sm) in copies {
+        run.note(|| {
+            let rid = get_field(&sm, "egress_rid").map_or(0, |v| meta_u64(&v)) as u32;
+            TraceEvent::Egress { port: p, rid: (mgid != 0).then_some(rid) }
+        });
+        run.note_stage("egress", 3);
         set_field_u128(&mut sm, "egress_port", p as u128);
         // bmv2 sets egress_spec to 512, which a 9-bit field holds as 0.
         set_field_u128(&mut sm, "egress_spec", 512);
@@ -174,13 +209,16 @@ pub(super) fn run_packet(
         check_stage(res)?;
         let [hdr, meta, sm] = take3(f)?;
         if get_field(&sm, "egress_spec").map_or(0, |v| meta_u64(&v)) == DROP_PORT as u64 {
+            run.note(|| TraceEvent::EgressDrop { port: p });
             continue;
         }
+        run.note_stage("computeChecksum", 4);
         let (f, res) = run.invoke_block(s.pipeline[4], vec![hdr, meta]);
         check_stage(res)?;
         let [hdr, _meta] = take2(f)?;
         run.out = BitWriter::default();
         let pout = Value::Opaque { kind: "packet_out".into(), id: 0 };
+        run.note_stage("deparser", 5);
         let (_, res) = run.invoke_block(s.pipeline[5], vec![pout, hdr]);
         check_stage(res)?;
         let mut bytes = std::mem::take(&mut run.out.bytes);
@@ -189,9 +227,21 @@ pub(super) fn run_packet(
             bytes.truncate(t);
         }
         let port = get_field(&sm, "egress_port").map_or(p as u64, |v| meta_u64(&v));
+        run.note(|| TraceEvent::Output { port: port as u32, data: bytes.clone() });
         outputs.push(Output { port: port as u32, data: bytes });
     }
     Ok(outputs)
+}
+
+/// Runs the computeChecksum control on a headers value (fresh metadata):
+/// the headers as it leaves them. For building frames from descriptions.
+pub(super) fn compute_checksums(s: &Static, d: &mut Dyn, hdr: Value) -> CtlResult<Value> {
+    let mut run = Run::new(s, d, &[]);
+    let meta = s.meta_ty.default_value();
+    let (f, res) = run.invoke_block(s.pipeline[4], vec![hdr, meta]);
+    check_stage(res)?;
+    let [hdr, _] = take2(f)?;
+    Ok(hdr)
 }
 
 /// Runs only the parser on a packet: the headers, metadata and standard
@@ -217,6 +267,7 @@ impl<'a> Run<'a> {
             depth: 0,
             in_parser: false,
             next_used: None,
+            trace: None,
         }
     }
 
@@ -231,6 +282,7 @@ impl<'a> Run<'a> {
         set_field_u128(&mut sm, "ingress_port", port as u128);
         set_field_u128(&mut sm, "packet_length", len as u128);
         let pin = Value::Opaque { kind: "packet_in".into(), id: 0 };
+        self.note_stage("parser", 0);
         self.in_parser = true;
         let (finals, res) = self.invoke_block(s.pipeline[0], vec![pin, hdr, meta, sm]);
         self.in_parser = false;
@@ -241,12 +293,33 @@ impl<'a> Run<'a> {
             Err(Abort::Exit) => "NoError".to_string(),
             Err(Abort::Fail(m)) => return Err(m),
         };
+        if err != "NoError" {
+            self.note(|| TraceEvent::ParserError { error: err.clone() });
+        }
         if let Value::Struct(st) = &mut sm {
             if let Some(f) = st.get_mut("parser_error") {
                 *f = Value::Error(err);
             }
         }
         Ok([hdr, meta, sm])
+    }
+
+    /// Records a trace event if a trace is being taken (one `Option`
+    /// check otherwise; `f` runs only when recording).
+    pub(super) fn note(&mut self, f: impl FnOnce() -> TraceEvent) {
+        if let Some(t) = &mut self.trace {
+            if t.len() < trace::MAX_TRACE_EVENTS {
+                t.push(f());
+            }
+        }
+    }
+
+    /// Records the start of pipeline stage `i` of [`Static::pipeline`].
+    fn note_stage(&mut self, stage: &'static str, i: usize) {
+        if self.trace.is_some() {
+            let block = trace::block_name(self.s, self.s.pipeline[i]);
+            self.note(|| TraceEvent::Stage { stage, block });
+        }
     }
 }
 
@@ -1062,6 +1135,16 @@ impl Run<'_> {
         for (p, v) in a.params[nargs..].iter().zip(data) {
             binds.push((p.name.name.clone(), v.clone()));
         }
+        if self.trace.is_some() {
+            let data_args = a
+                .params
+                .iter()
+                .filter(|p| p.dir == Direction::None)
+                .filter_map(|p| binds.iter().find(|(n, _)| *n == p.name.name).cloned())
+                .collect();
+            let action = a.name.name.clone();
+            self.note(|| TraceEvent::Action { action, args: data_args });
+        }
         let (finals, r) = self.in_frame(ctx, binds, &a.body);
         match r {
             Ok(_) => self.copy_out(&outs, &finals),
@@ -1086,10 +1169,18 @@ impl Run<'_> {
         let Some(td) = self.d.tables.get(t) else {
             return fail("internal error: no table state");
         };
-        let (hit, action, data) = match table::lookup(ts, td, &keys) {
+        let found = table::lookup(ts, td, &keys);
+        let (hit, action, data) = match found {
             Some(e) => (true, e.action, e.args.clone()),
             None => (false, td.default.0, td.default.1.clone()),
         };
+        if self.trace.is_some() {
+            let ev = found.map_or(TraceEvent::Miss, |e| trace::hit(ts, e));
+            let names = ts.keys.iter().map(|k| k.name.clone());
+            let keys = names.zip(keys).collect();
+            self.note(|| TraceEvent::Table { table: ts.name.clone(), keys });
+            self.note(|| ev);
+        }
         if hit {
             if let Some(c) = ts.direct_counter {
                 let len = self.pkt.len() as u64;
@@ -1227,6 +1318,7 @@ impl Run<'_> {
             let Some(st) = p.states.iter().find(|s| s.name.name == cur) else {
                 return fail(format!("no parser state `{cur}`"));
             };
+            self.note(|| TraceEvent::ParserState { state: cur.clone() });
             self.push_scope()?;
             for stmt in &st.body {
                 if let Flow::Return(_) = self.exec(stmt)? {
@@ -1247,6 +1339,10 @@ impl Run<'_> {
                             next = Some(c.next.name.clone());
                             break;
                         }
+                    }
+                    if self.trace.is_some() {
+                        let next = next.clone();
+                        self.note(|| TraceEvent::Select { values: vals, next });
                     }
                     match next {
                         Some(n) => n,

@@ -289,6 +289,11 @@ fn extract(run: &mut Run<'_>, targs: &[Type], args: &[Arg]) -> R<Value> {
             }
         });
     }
+    if run.trace.is_some() {
+        let header = super::render_expr(&a0.value);
+        let bits = pos - run.pos;
+        run.note(|| super::TraceEvent::Extract { header, bits });
+    }
     run.pos = pos;
     let nh = Value::Header(Box::new(Aggregate { ty: h.ty.clone(), valid: true, fields }));
     run.write_lv(&lv, nh)?;
@@ -314,6 +319,7 @@ pub(super) fn call_function(
             set_field_u128(&mut sm, "egress_spec", DROP_PORT as u128);
             set_field_u128(&mut sm, "mcast_grp", 0);
             run.write_lv(&lv, sm)?;
+            run.note(|| super::TraceEvent::MarkToDrop);
             Ok(Value::Void)
         }
         "verify" => {
@@ -396,6 +402,10 @@ pub(super) fn call_function(
             if let Some(t) = targs.first() {
                 let ty = run.resolve_type(t)?;
                 data = coerce(&data, &ty).map_err(Abort::Fail)?;
+            }
+            if run.trace.is_some() {
+                let data = data.clone();
+                run.note(|| super::TraceEvent::Digest { receiver, data });
             }
             // Bounded: a queue nobody reads must not grow without end.
             if run.d.digests.len() < super::MAX_DIGESTS {

@@ -54,8 +54,14 @@ use crate::target::{
 use crate::types::{Ty, TypeEnv};
 use crate::value::{Bits, Value};
 
+pub use flow::parse_hex;
 pub use render::render_expr;
 use table::{TableDyn, TableStatic};
+
+// The trace hook and the frame builder of `sluice p4 trace`.
+mod flow;
+mod trace;
+pub use trace::{show_big, show_bits, show_match, show_value, TraceEvent, MAX_TRACE_EVENTS};
 
 /// A `digest()` call's data: the receiver and the value.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,6 +5,7 @@ pub mod demo;
 pub mod filter;
 pub mod ofp_print;
 pub mod p4;
+pub mod p4_trace;
 pub mod replay;
 pub mod run;
 pub mod trace;

@@ -22,6 +22,9 @@
 //!   (`table_add ...`, `table_dump T`, `counter_read C I`, `digests`, ...)
 //!   sent to a running `p4 run`; without a command, one per line from
 //!   stdin. Answers go to stdout, refusals to stderr (exit status 1).
+//! - `sluice p4 trace PROG.p4 [--commands FILE] (--packet HEX | --flow
+//!   DESC) --port N`: one packet explained stage by stage (tables filled
+//!   by simple_switch_CLI commands first); see [`super::p4_trace`].
 //!
 //! Exit status of `check` and `test`: 0 ok/pass, 1 error or failure, 2
 //! what the program or the script uses is not supported. `suite`: 1 if
@@ -74,6 +77,8 @@ pub enum Cmd {
     },
     /// Run a program on ports (reference interpreter); manage it with `p4 ctl`.
     Run(RunArgs),
+    /// Explain one packet through a program: parser, tables, actions, outputs.
+    Trace(super::p4_trace::TraceArgs),
     /// Send simple_switch_CLI commands to a running `sluice p4 run`.
     Ctl {
         /// The switch's listener: `tcp:IP:PORT` or `unix:PATH`.
@@ -212,6 +217,14 @@ fn ctl(target: &str, command: &[String], timeout: u64) -> Result<()> {
 pub fn run(a: Args) -> Result<()> {
     match a.cmd {
         Cmd::Run(r) => run_switch(r),
+        Cmd::Trace(t) => {
+            let interp = match load(&t.program) {
+                Ok(i) => i,
+                Err(Verdict::Fail(_, all) | Verdict::Unsupported(_, all)) => bail!("{all}"),
+                Err(Verdict::Pass) => bail!("internal error: a load error that passed"),
+            };
+            super::p4_trace::run(t, interp)
+        }
         Cmd::Ctl { target, command, timeout } => ctl(&target, &command, timeout),
         Cmd::Check { program } => check(&program),
         Cmd::Test { program, stf } => test(&program, &stf),

@@ -1001,10 +1001,20 @@ fn errors_are_clear_and_fail() {
     c.args(["ctl", "unix:/nonexistent/sluice.sock", "show"]);
     let o = run(&mut c, TIMEOUT);
     assert!(!o.ok && o.stderr.contains("cannot connect to unix:/nonexistent/sluice.sock"), "{o:?}");
+    // A bare word is a switch name: its socket in the run directory (an
+    // empty one here, so the test does not depend on /run/sluice).
+    let empty = std::env::temp_dir().join(format!("sluice-ctl-ovs-rundir-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
-    c.args(["ctl", "br0", "show"]);
+    c.args(["ctl", "--rundir"]).arg(&empty).args(["br0", "show"]);
     let o = run(&mut c, TIMEOUT);
-    assert!(!o.ok && o.stderr.contains("use tcp:IP[:PORT] or unix:PATH"), "{o:?}");
+    let _ = std::fs::remove_dir_all(&empty);
+    assert!(
+        !o.ok
+            && o.stderr.contains("`br0`: no switch of that name")
+            && o.stderr.contains(&format!("{}", empty.join("br0.mgmt").display())),
+        "{o:?}"
+    );
     let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
     c.args(["ctl", "tcp:127.0.0.1:9", "show", "-O", "OpenFlow10"]);
     let o = run(&mut c, TIMEOUT);

@@ -233,17 +233,7 @@ impl<'a> Builder<'a> {
         let mut init: Vec<Stmt> = Vec::new();
         for loc in &c.locals {
             match loc {
-                Local::Const(k) => {
-                    let ty = self.s.env.resolve(&k.ty, &[])?;
-                    let look = |n: &str| {
-                        base.iter().rev().find_map(|(k, b)| match b {
-                            Bind::Const(v) if k == n => Some(v.clone()),
-                            _ => None,
-                        })
-                    };
-                    let v = self.s.env.eval_const(&k.value, Some(&ty), &look)?;
-                    base.push((k.name.name.clone(), Bind::Const(v)));
-                }
+                Local::Const(k) => self.bind_const(k, &mut base)?,
                 Local::Var(v) => {
                     init.push(Stmt::Var(v.clone()));
                     self.bind_var(v, &mut base)?;
@@ -262,17 +252,7 @@ impl<'a> Builder<'a> {
                     }
                     self.bind_var(v, &mut base)?;
                 }
-                Stmt::Const(k) => {
-                    let ty = self.s.env.resolve(&k.ty, &[])?;
-                    let look = |n: &str| {
-                        base.iter().rev().find_map(|(k, b)| match b {
-                            Bind::Const(v) if k == n => Some(v.clone()),
-                            _ => None,
-                        })
-                    };
-                    let v = self.s.env.eval_const(&k.value, Some(&ty), &look)?;
-                    base.push((k.name.name.clone(), Bind::Const(v)));
-                }
+                Stmt::Const(k) => self.bind_const(k, &mut base)?,
                 _ => {}
             }
         }
@@ -290,6 +270,21 @@ impl<'a> Builder<'a> {
             return Ok(body);
         }
         self.straight(ci, &init, body, exit, c.apply.span)
+    }
+
+    /// Binds a control's constant (a local or one declared in `apply`),
+    /// evaluated with the constants bound before it.
+    fn bind_const(&self, k: &crate::ast::ConstDecl, base: &mut Vec<(String, Bind)>) -> Result<()> {
+        let ty = self.s.env.resolve(&k.ty, &[])?;
+        let look = |n: &str| {
+            base.iter().rev().find_map(|(k, b)| match b {
+                Bind::Const(v) if k == n => Some(v.clone()),
+                _ => None,
+            })
+        };
+        let v = self.s.env.eval_const(&k.value, Some(&ty), &look)?;
+        base.push((k.name.name.clone(), Bind::Const(v)));
+        Ok(())
     }
 
     fn bind_var(&mut self, v: &crate::ast::VarDecl, base: &mut Vec<(String, Bind)>) -> Result<()> {

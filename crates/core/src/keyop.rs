@@ -117,6 +117,10 @@ pub enum BinOp {
     /// Signed comparisons of `width`-bit two's-complement values.
     LtS,
     LeS,
+    /// Unsigned quotient and remainder; a zero divisor gives 0 (front
+    /// ends decide what P4's division by zero means before they emit one).
+    Div,
+    Rem,
 }
 
 /// One instruction.
@@ -416,6 +420,8 @@ pub fn bin(op: BinOp, a: u64, b: u64, width: u8) -> u64 {
         BinOp::Le => u64::from(a <= b),
         BinOp::LtS => u64::from(sext(a, width) < sext(b, width)),
         BinOp::LeS => u64::from(sext(a, width) <= sext(b, width)),
+        BinOp::Div => a.checked_div(b).unwrap_or(0),
+        BinOp::Rem => a.checked_rem(b).unwrap_or(0),
     }
 }
 
@@ -532,6 +538,8 @@ mod tests {
                     (BinOp::SubSatS, (s(a) - s(b)).clamp(-8, 7) & m),
                     (BinOp::Lt, i128::from(a < b)),
                     (BinOp::LeS, i128::from(s(a) <= s(b))),
+                    (BinOp::Div, if b == 0 { 0 } else { ai / bi }),
+                    (BinOp::Rem, if b == 0 { 0 } else { ai % bi }),
                     (BinOp::LtS, i128::from(s(a) < s(b))),
                 ];
                 for (op, want) in cases {

@@ -961,6 +961,7 @@ impl<'a> Gen<'a> {
             BinOp::Le => (if s { KOp::LeS } else { KOp::Le }, false, T1::Bool),
             BinOp::Gt => (if s { KOp::LtS } else { KOp::Lt }, true, T1::Bool),
             BinOp::Ge => (if s { KOp::LeS } else { KOp::Le }, true, T1::Bool),
+            BinOp::Div | BinOp::Mod => (self.divisor(op, b, t)?, false, t),
             _ => return Err(refuse(span, format!("operator {op:?} in a compiled pipeline"))),
         };
         let (x, y) = if swap { (rb, ra) } else { (ra, rb) };
@@ -969,6 +970,27 @@ impl<'a> Gen<'a> {
         self.next_reg = base + 1;
         self.emit(Insn::Bin { op: kop, dst: d, a: x, b: y, width: w });
         Ok(E::R(d, res))
+    }
+
+    /// The key op for `/` or `%` on `t` with divisor `b`. The interpreter
+    /// fails a packet on a zero divisor and refuses signed operands, so
+    /// only an unsigned division by a constant other than zero compiles
+    /// (then no packet can divide by zero); anything else is refused.
+    fn divisor(&self, op: BinOp, b: &Expr, t: T1) -> Result<KOp> {
+        if t.signed() {
+            return Err(refuse(b.span, format!("operator {op:?} on a signed value")));
+        }
+        let nonzero = self.const_value(b).and_then(|v| v.to_u64()).is_some_and(|v| {
+            // The divisor as the operation's width sees it.
+            v & sluice_core::keyop::ones(t.width()) != 0
+        });
+        if !nonzero {
+            return Err(refuse(
+                b.span,
+                format!("operator {op:?} by anything but a constant other than zero"),
+            ));
+        }
+        Ok(if op == BinOp::Div { KOp::Div } else { KOp::Rem })
     }
 
     /// `a && b` / `a || b`, `b` evaluated only when it decides (it may
@@ -1001,6 +1023,10 @@ impl<'a> Gen<'a> {
             BinOp::BitAnd => Some(x & y),
             BinOp::BitOr => Some(x | y),
             BinOp::BitXor => Some(x ^ y),
+            // As the interpreter: both operands non-negative, divisor not 0.
+            BinOp::Div | BinOp::Mod if x >= 0 && y > 0 => {
+                Some(if op == BinOp::Div { x / y } else { x % y })
+            }
             _ => None,
         };
         if let Some(v) = int {
@@ -2009,6 +2035,18 @@ impl<'a> Gen<'a> {
         self.emit(Insn::Store { src: r, to: slot });
         self.next_reg = 0;
         Ok(())
+    }
+
+    /// Compiles `e` (a value of at most 64 bits whose type it decides)
+    /// into the scratch slot named `name`: the slot and the value's type.
+    pub fn scalar_into(&mut self, e: &Expr, name: &str) -> Result<(Slot, T1)> {
+        let (r, t) = self.scalar(e, None)?;
+        let Some(slot) = self.scratch.slot(name, u32::from(t.width())) else {
+            return Err(refuse(e.span, "more values than the key has room for"));
+        };
+        self.emit(Insn::Store { src: r, to: slot });
+        self.next_reg = 0;
+        Ok((slot, t))
     }
 
     /// Compiles `e` (a table key) into `slot`.

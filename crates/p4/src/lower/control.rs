@@ -42,6 +42,8 @@
 //!   after code or a table that may set it branches on the flag to the
 //!   control's end.
 
+mod flow;
+
 use std::collections::HashMap;
 
 use sluice_core::graph::{KeyTest, Next, Node, NodeId};
@@ -242,8 +244,9 @@ impl<'a> Builder<'a> {
                 Local::ValueSet { span, .. } => return Err(refuse(*span, "a value set")),
             }
         }
+        let stmts = self.hoist_applies(inst, &c.apply.stmts)?;
         let mut pre = Vec::new();
-        prescan(&c.apply.stmts, &mut pre, 0);
+        prescan(&stmts, &mut pre, 0);
         for s in pre {
             match s {
                 Stmt::Var(v) => {
@@ -265,7 +268,7 @@ impl<'a> Builder<'a> {
                 self.ctls.len() - 1
             }
         };
-        let body = self.block(ci, &c.apply.stmts, next, exit)?;
+        let body = self.block(ci, &stmts, next, exit)?;
         if init.is_empty() {
             return Ok(body);
         }
@@ -488,11 +491,12 @@ impl<'a> Builder<'a> {
                 self.fixed(vec![Op::Key(std::sync::Arc::new(p))], br, cond.span)
             }
             Stmt::Switch { expr, cases, span } => {
-                let ExprKind::Member(call, m) = &expr.kind else {
-                    return Err(refuse(*span, "a `switch` on a value"));
+                let run = match &expr.kind {
+                    ExprKind::Member(call, m) if m.name == "action_run" => self.apply_of(ci, call),
+                    _ => None,
                 };
-                let Some(tid) = self.apply_of(ci, call).filter(|_| m.name == "action_run") else {
-                    return Err(refuse(*span, "a `switch` on a value"));
+                let Some(tid) = run else {
+                    return self.switch_value(ci, expr, cases, next, exit, *span);
                 };
                 // Bodies from the last case up, so fall-through labels
                 // take the next body.

@@ -205,7 +205,19 @@ impl Table for CoreTable {
 #[derive(Clone, Copy, Debug)]
 enum CsItem {
     Slot(Slot),
-    Const { value: u64, width: u8 },
+    Const {
+        value: u64,
+        width: u8,
+    },
+    /// A key slot of a varbit field whose lowest bit is bit `lo` of the
+    /// field: only the field's current `len` low bits are covered (the
+    /// value is right-aligned in its maximum width), as the interpreter
+    /// concatenates a varbit's current bits.
+    Varbit {
+        slot: Slot,
+        lo: u32,
+        len: Slot,
+    },
 }
 
 /// A `verify_checksum`/`update_checksum` call (csum16).
@@ -270,6 +282,15 @@ impl Csum {
             match it {
                 CsItem::Slot(s) => w.put(s.get(key), s.width),
                 CsItem::Const { value, width } => w.put(*value, *width),
+                CsItem::Varbit { slot, lo, len } => {
+                    let n = u32::try_from(len.get(key)).unwrap_or(u32::MAX);
+                    let take = (lo + u32::from(slot.width)).min(n).saturating_sub(*lo);
+                    if take > 0 {
+                        // take ≤ the slot's width ≤ 64
+                        let take = take as u8;
+                        w.put(slot.get(key) & sluice_core::keyop::ones(take), take);
+                    }
+                }
             }
         }
         w.finish();
@@ -868,6 +889,18 @@ fn checksums(s: &Static, l: &Layout, inst: usize, which: &str) -> Result<Vec<Csu
                 Some(f) if matches!(l.fields[f].ty, FieldTy::Bits { .. }) => {
                     its.extend(l.fields[f].slots.iter().map(|s| CsItem::Slot(*s)))
                 }
+                Some(f) if matches!(l.fields[f].ty, FieldTy::Varbit(_)) => {
+                    let fl = &l.fields[f];
+                    let Some(len) = fl.len else {
+                        return Err(refuse(it.span, "this checksum item"));
+                    };
+                    // Slots are most significant first.
+                    let mut lo: u32 = fl.slots.iter().map(|s| u32::from(s.width)).sum();
+                    for s in &fl.slots {
+                        lo -= u32::from(s.width);
+                        its.push(CsItem::Varbit { slot: *s, lo, len });
+                    }
+                }
                 _ => return Err(refuse(it.span, "this checksum item")),
             }
         }
@@ -941,7 +974,10 @@ fn deparser(s: &Static, l: &Layout, inst: usize) -> Result<Vec<usize>> {
                 any = true;
             }
         }
-        if !any {
+        // Emitting the whole headers argument when it holds nothing
+        // (`struct Headers {}`) emits nothing.
+        let empty = path.is_empty() && !l.fields.iter().any(|f| f.root == Root::Headers);
+        if !any && !empty {
             return Err(refuse(args[0].span, "this emit"));
         }
     }

@@ -216,11 +216,8 @@ impl<'a> Builder<'a> {
             return Err(Diagnostic::bare("lowering: internal error: not a control instance"));
         };
         let c = self.control_decl(b.decl)?;
-        if !c.type_params.is_empty() || !c.ctor_params.is_empty() {
-            return Err(refuse(
-                c.name.span,
-                "a generic control or one with constructor parameters",
-            ));
+        if !c.type_params.is_empty() {
+            return Err(refuse(c.name.span, "a generic control"));
         }
         let roots: Roots = match roots {
             Some(r) => r,
@@ -231,7 +228,15 @@ impl<'a> Builder<'a> {
                 .map(|(p, r)| (p.name.name.clone(), r, String::new()))
                 .collect(),
         };
+        // Constructor parameters: constants are bound as constants; an
+        // instance (a control passed to the constructor) is found by
+        // `nested` through the instance's constructor values.
         let mut base: Vec<(String, Bind)> = Vec::new();
+        for (name, v) in &b.ctor {
+            if !matches!(v, crate::value::Value::Opaque { .. }) {
+                base.push((name.clone(), Bind::Const(v.clone())));
+            }
+        }
         let mut init: Vec<Stmt> = Vec::new();
         for loc in &c.locals {
             match loc {
@@ -547,8 +552,16 @@ impl<'a> Builder<'a> {
                     let Some(Inst::Block(outer)) = self.s.insts.get(self.ctls[ci].inst) else {
                         return Err(refuse(e.span, "this apply"));
                     };
-                    match outer.objects.get(&id.name) {
-                        Some(Obj::Inst(i)) => *i,
+                    // A local instance, else a constructor parameter
+                    // holding one.
+                    let ctor =
+                        outer.ctor.iter().find(|(n, _)| *n == id.name).and_then(|(_, v)| match v {
+                            crate::value::Value::Opaque { kind, id } if kind == "inst" => Some(*id),
+                            _ => None,
+                        });
+                    match (outer.objects.get(&id.name), ctor) {
+                        (Some(Obj::Inst(i)), _) => *i,
+                        (None, Some(i)) => i,
                         _ => return Err(refuse(e.span, "this apply")),
                     }
                 }

@@ -17,7 +17,10 @@
 //! `default`/`_`. Values are fields (also of `stack.last`/`stack.next`),
 //! constants, `lookahead<T>()` (or a field of it), slices, `+ - *`,
 //! bitwise operators, shifts, `++`, negation and casts, all within 128
-//! bits, computed as the interpreter computes them.
+//! bits, computed as the interpreter computes them. Variables declared
+//! in a state (`bit<W>` or `bool`) are compiled by substitution ([`Var`]):
+//! a read is the value last assigned, refused if something it was
+//! computed from may have changed since.
 //!
 //! # Basic design
 //! The program mirrors the reference interpreter ([`crate::interp`]) step
@@ -36,7 +39,7 @@
 //!   is stored where the parser stopped, and `parser_error` is written
 //!   last (the interpreter overwrites it after the parser too).
 //!
-//! Anything else (sub-parsers, parser-local variables, `if`, value sets,
+//! Anything else (sub-parsers, variables of the parser itself, `if`, value sets,
 //! division, saturating arithmetic, varbits as values, values over 128
 //! bits, ...) is refused at its span by [`super::refuse`]: compile-time
 //! only, never a wrong parse.
@@ -324,6 +327,74 @@ struct Cx<'a> {
     roots: [(&'a str, Root); 3],
     consts: Vec<(String, Value)>,
     p: &'a ParserDecl,
+    /// The current state's local variables ([`Var`]), innermost last.
+    vars: std::cell::RefCell<Vec<Var>>,
+}
+
+/// A variable local to a parser state, compiled by substitution: its
+/// value is the [`Src`] last assigned to it, read where the variable is
+/// read. That is exact only while nothing the `Src` reads has changed,
+/// so every op the state emits after the assignment marks the variable
+/// stale if it may write what the value reads (a field, a header's
+/// validity, a stack element, the cursor for a `lookahead`); reading a
+/// stale variable is refused at the read. State bodies are straight-line
+/// code (no `if`), so this tracking is exact at compile time.
+#[derive(Clone, Debug)]
+struct Var {
+    name: String,
+    value: Src,
+    k: K,
+    stale: bool,
+}
+
+/// What a [`Src`] reads: fields, headers' validity, and whether it reads
+/// stack elements (by a run-time index) or the frame past the cursor.
+#[derive(Default)]
+struct Reads {
+    fields: Vec<usize>,
+    valid: Vec<usize>,
+    elems: bool,
+    look: bool,
+}
+
+impl Reads {
+    fn of(s: &Src, out: &mut Reads) {
+        match s {
+            Src::Const(_) => {}
+            Src::Field(f) => out.fields.push(*f),
+            Src::Elem { .. } => out.elems = true,
+            Src::Valid(h) => out.valid.push(*h),
+            Src::Look { .. } => out.look = true,
+            Src::Slice { src, .. } => Reads::of(src, out),
+            Src::Bin { a, b, .. } | Src::Concat { a, b, .. } => {
+                Reads::of(a, out);
+                Reads::of(b, out);
+            }
+            Src::Un { a, .. } | Src::Cast { a, .. } => Reads::of(a, out),
+        }
+    }
+
+    fn any_state(&self) -> bool {
+        !self.fields.is_empty() || !self.valid.is_empty() || self.elems
+    }
+
+    /// Whether running `op` may change what these reads see.
+    fn changed_by(&self, op: &POp, l: &Layout) -> bool {
+        match op {
+            POp::Verify { .. } | POp::Need(_) => false,
+            POp::Skip(_) | POp::SkipBy(_) => self.look,
+            POp::Extract { header, .. } => {
+                let h = &l.headers[*header];
+                self.look
+                    || self.elems
+                    || self.valid.contains(header)
+                    || self.fields.iter().any(|f| h.fields.contains(f))
+            }
+            POp::ExtractNext { .. } => self.look || self.any_state(),
+            POp::Set { field, header: None, .. } => self.elems || self.fields.contains(field),
+            POp::Set { header: Some(_), .. } => self.any_state(),
+        }
+    }
 }
 
 const MAX_DEPTH: u32 = 64;
@@ -374,10 +445,12 @@ impl ParseProg {
             roots: [(h, Root::Headers), (m, Root::Meta), (s, Root::Std)],
             consts,
             p,
+            vars: std::cell::RefCell::new(Vec::new()),
         };
         let mut states = Vec::with_capacity(p.states.len());
         for st in &p.states {
             let mut ops = Vec::new();
+            cx.vars.borrow_mut().clear();
             for stmt in &st.body {
                 cx.stmt(stmt, &mut ops, 0)?;
             }
@@ -833,16 +906,76 @@ impl Cx<'_> {
         self.konst(e)?.to_u64()
     }
 
+    /// The state-local variable `e` names, if it names one.
+    fn var_of(&self, e: &Expr) -> Option<usize> {
+        let ExprKind::Name { id, dot_prefix: false } = &e.kind else { return None };
+        self.vars.borrow().iter().rposition(|v| v.name == id.name)
+    }
+
+    /// Marks stale every variable the ops from `from` on may change.
+    fn track_vars(&self, ops: &[POp], from: usize) {
+        let mut vars = self.vars.borrow_mut();
+        for v in vars.iter_mut() {
+            let mut r = Reads::default();
+            Reads::of(&v.value, &mut r);
+            if ops.get(from..).unwrap_or_default().iter().any(|op| r.changed_by(op, self.l)) {
+                v.stale = true;
+            }
+        }
+    }
+
+    /// Declares a state-local variable of type `k`, initialised to `init`.
+    fn declare_var(&self, name: &str, k: K, init: Option<&Expr>) -> Result<()> {
+        let value = match init {
+            Some(e) => {
+                let (src, sk) = self.src(e, 0)?;
+                self.coerce(src, sk, &k, e.span)?
+            }
+            // Not initialised: zero (false), as the interpreter starts
+            // a bit<W> or bool local.
+            None => Src::Const(0),
+        };
+        self.vars.borrow_mut().push(Var { name: name.to_string(), value, k, stale: false });
+        Ok(())
+    }
+
     fn stmt(&self, s: &Stmt, ops: &mut Vec<POp>, depth: u32) -> Result<()> {
         if depth > MAX_DEPTH {
             return Err(refuse(stmt_span(s), "blocks nested this deeply"));
         }
+        let from = ops.len();
+        self.stmt_inner(s, ops, depth)?;
+        self.track_vars(ops, from);
+        Ok(())
+    }
+
+    fn stmt_inner(&self, s: &Stmt, ops: &mut Vec<POp>, depth: u32) -> Result<()> {
         match s {
             Stmt::Empty(_) => Ok(()),
             Stmt::Block(b) => {
+                let scope = self.vars.borrow().len();
                 for x in &b.stmts {
                     self.stmt(x, ops, depth + 1)?;
                 }
+                self.vars.borrow_mut().truncate(scope);
+                Ok(())
+            }
+            Stmt::Var(v) => {
+                let k = match self.env.resolve(&v.ty, &[])? {
+                    Ty::Bits { signed, width } if width <= 128 => K::Bits { signed, width },
+                    Ty::Bool => K::Bool,
+                    _ => return Err(refuse(v.span, "a parser variable of this type")),
+                };
+                self.declare_var(&v.name.name, k, v.init.as_ref())
+            }
+            Stmt::Assign { lhs, op: None, rhs, .. } if self.var_of(lhs).is_some() => {
+                let Some(i) = self.var_of(lhs) else { return Ok(()) };
+                let k = self.vars.borrow()[i].k.clone();
+                let (src, sk) = self.src(rhs, 0)?;
+                let value = self.coerce(src, sk, &k, rhs.span)?;
+                let mut vars = self.vars.borrow_mut();
+                vars[i].value = value;
+                vars[i].stale = false;
                 Ok(())
             }
             Stmt::Call(e) => self.call_stmt(e, ops),
@@ -870,7 +1003,6 @@ impl Cx<'_> {
             }
             Stmt::Assign { span, .. } => Err(refuse(*span, "a compound assignment in a parser")),
             Stmt::If { span, .. } => Err(refuse(*span, "`if` in a parser state")),
-            Stmt::Var(v) => Err(refuse(v.span, "a variable in a parser state")),
             Stmt::Const(c) => Err(refuse(c.span, "a constant in a parser state")),
             other => Err(refuse(stmt_span(other), "this statement in a parser")),
         }
@@ -1082,6 +1214,16 @@ impl Cx<'_> {
     fn src(&self, e: &Expr, depth: u32) -> Result<(Src, K)> {
         if depth > MAX_DEPTH {
             return Err(refuse(e.span, "expressions nested this deeply"));
+        }
+        if let Some(i) = self.var_of(e) {
+            let v = self.vars.borrow()[i].clone();
+            if v.stale {
+                return Err(refuse(
+                    e.span,
+                    "a parser variable read after what its value was computed from changed",
+                ));
+            }
+            return Ok((v.value, v.k));
         }
         if let Some(p) = self.place(e, depth + 1)? {
             let (s, k) = self.place_src(p, e)?;

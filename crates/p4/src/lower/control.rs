@@ -11,7 +11,9 @@
 //! it; straight-line code between applies (assignments, action calls,
 //! `if`s without applies) is a synthetic table with one catch-all entry
 //! whose op is the code's key program; `exit` (and `return`) goes to the
-//! control's end; `c.apply(...)` of a nested control is lowered in place.
+//! control's end; `c.apply(...)` of a nested control (a local instance
+//! or one passed to the constructor) is lowered in place; `switch` on a
+//! value and table applies inside expressions are lowered by [`flow`].
 //!
 //! # Basic design
 //! Nodes are built backwards: a statement list is lowered from its last
@@ -37,7 +39,8 @@
 //! - A nested control's `apply(args)` is inlined only when every argument
 //!   is a location, no two overlap and no parameter is `out` (copy-in/
 //!   copy-out is then the identity); otherwise it is refused at its
-//!   span, as are `switch` on values and `.hit` inside expressions.
+//!   span. `switch` on values and applies inside expressions are
+//!   [`flow`]'s.
 //! - An `exit` inside an action sets the stage's exit flag; every node
 //!   after code or a table that may set it branches on the flag to the
 //!   control's end.

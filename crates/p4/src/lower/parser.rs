@@ -18,7 +18,7 @@
 //! constants, `lookahead<T>()` (or a field of it), slices, `+ - *`,
 //! bitwise operators, shifts, `++`, negation and casts, all within 128
 //! bits, computed as the interpreter computes them. Variables declared
-//! in a state (`bit<W>` or `bool`) are compiled by substitution ([`Var`]):
+//! in a state (`bit<W>` or `bool`) are compiled by substitution (`Var`):
 //! a read is the value last assigned, refused if something it was
 //! computed from may have changed since.
 //!

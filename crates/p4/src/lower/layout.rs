@@ -56,6 +56,12 @@ pub const KEY_BITS: u32 = KEY_WORDS as u32 * 64;
 /// cursor and stacks' next indices.
 pub const WORD32: u32 = 32;
 
+/// Width of the length slot of a `varbit<max>`: enough bits for
+/// `0..=max` (at least one).
+pub fn varbit_len_width(max: u32) -> u32 {
+    32 - max.leading_zeros().min(31)
+}
+
 /// Which of the pipeline's state parameters a path starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Root {
@@ -590,7 +596,7 @@ impl Builder<'_> {
     fn scalar_field(&mut self, root: Root, path: &str, ty: FieldTy) -> usize {
         let slots = self.a.field(ty.width());
         let len = match ty {
-            FieldTy::Varbit(max) => Some(self.a.slot(32 - max.leading_zeros().min(31))),
+            FieldTy::Varbit(max) => Some(self.a.slot(varbit_len_width(max))),
             _ => None,
         };
         let id = self.l.fields.len();

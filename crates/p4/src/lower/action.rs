@@ -647,6 +647,9 @@ impl<'a> Gen<'a> {
                     Some(Place::Const(v)) => self.value_e(&v, e.span),
                     Some(Place::Field(f)) => {
                         let fl = &self.l.fields[f];
+                        if let FieldTy::Varbit(_) = fl.ty {
+                            return Err(refuse(e.span, varbit::IN_EXPRESSION));
+                        }
                         let (Some(t), [s]) = (field_t1(&fl.ty), fl.slots.as_slice()) else {
                             return Err(refuse(e.span, "a field over 64 bits in an expression"));
                         };
@@ -654,6 +657,9 @@ impl<'a> Gen<'a> {
                         let r = self.reg(e.span)?;
                         self.emit(Insn::Load { dst: r, from: s });
                         Ok(E::R(r, t))
+                    }
+                    Some(Place::LocalAgg(a)) if varbit::is_varbit(&a) => {
+                        Err(refuse(e.span, varbit::IN_EXPRESSION))
                     }
                     Some(Place::Header(_) | Place::LocalHeader(_) | Place::LocalAgg(_)) => {
                         Err(refuse(e.span, "a header or struct as a value"))

@@ -35,6 +35,10 @@ use crate::lower::refuse;
 /// (`.options` → `.options.$len`); no P4 name can spell it.
 pub const LEN: &str = ".$len";
 
+/// The refusal of a varbit anywhere else in an expression.
+pub(super) const IN_EXPRESSION: &str =
+    "a varbit in an expression other than `==` and `!=` (or a copy)";
+
 /// The two leaves of a `varbit<max>` at `rel`: value, then length.
 pub(super) fn shape(rel: &str, max: u32, out: &mut Shape) {
     out.push((rel.to_string(), false, max, None));

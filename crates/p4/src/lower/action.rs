@@ -18,6 +18,8 @@
 //! whole assignments, initializers, parameters, results) are flattened
 //! into leaves and copied slot by slot; stack elements at run-time
 //! indices are selected by comparing the index with each element's.
+//! A `varbit` is such a value too, of two leaves (its bits and its
+//! length): copied like one, compared with `==`/`!=` (`varbit`).
 //!
 //! # Basic design
 //! Expressions evaluate into registers; every register value is reduced
@@ -43,6 +45,8 @@
 //!   stack index out of range reads the default and loses writes.
 //! - A program is at most [`sluice_core::keyop::MAX_INSNS`] instructions
 //!   and runs each at most once (forward jumps only).
+
+mod varbit;
 
 use std::collections::HashMap;
 
@@ -210,6 +214,7 @@ fn flatten(t: &Ty, rel: &str, out: &mut Shape, span: Span, d: u32) -> Result<()>
                     Ty::Bits { width, signed } => {
                         out.push((format!("{rel}.{n}"), false, *width, T1::bits(*width, *signed)))
                     }
+                    Ty::Varbit(max) => varbit::shape(&format!("{rel}.{n}"), *max, out),
                     other => match ty_t1(other) {
                         Some(t) => {
                             out.push((format!("{rel}.{n}"), false, u32::from(t.width()), Some(t)))
@@ -229,6 +234,7 @@ fn flatten(t: &Ty, rel: &str, out: &mut Shape, span: Span, d: u32) -> Result<()>
         Ty::Bits { width, signed } => {
             out.push((rel.to_string(), false, *width, T1::bits(*width, *signed)))
         }
+        Ty::Varbit(max) => varbit::shape(rel, *max, out),
         other => match ty_t1(other) {
             Some(t) => out.push((rel.to_string(), false, u32::from(t.width()), Some(t))),
             None => return Err(refuse(span, format!("a value of type {other} here"))),
@@ -641,6 +647,9 @@ impl<'a> Gen<'a> {
                     Some(Place::Const(v)) => self.value_e(&v, e.span),
                     Some(Place::Field(f)) => {
                         let fl = &self.l.fields[f];
+                        if let FieldTy::Varbit(_) = fl.ty {
+                            return Err(refuse(e.span, varbit::IN_EXPRESSION));
+                        }
                         let (Some(t), [s]) = (field_t1(&fl.ty), fl.slots.as_slice()) else {
                             return Err(refuse(e.span, "a field over 64 bits in an expression"));
                         };
@@ -648,6 +657,9 @@ impl<'a> Gen<'a> {
                         let r = self.reg(e.span)?;
                         self.emit(Insn::Load { dst: r, from: s });
                         Ok(E::R(r, t))
+                    }
+                    Some(Place::LocalAgg(a)) if varbit::is_varbit(&a) => {
+                        Err(refuse(e.span, varbit::IN_EXPRESSION))
                     }
                     Some(Place::Header(_) | Place::LocalHeader(_) | Place::LocalAgg(_)) => {
                         Err(refuse(e.span, "a header or struct as a value"))
@@ -864,6 +876,9 @@ impl<'a> Gen<'a> {
         let base = self.next_reg;
         if matches!(op, BinOp::And | BinOp::Or) {
             return self.logical(op == BinOp::And, a, b, e.span);
+        }
+        if let Some(r) = self.varbit_eq(op, a, b, e.span)? {
+            return Ok(r);
         }
         let ea = self.expr(a)?;
         let eb = self.expr(b)?;
@@ -1524,11 +1539,9 @@ impl<'a> Gen<'a> {
     /// The header or struct `e` names in the header vector, flattened.
     fn hv_agg(&self, e: &Expr) -> Result<Option<Agg>> {
         let Some((root, path)) = self.path(e, 0)? else { return Ok(None) };
-        if self.l.field(root, &path).is_some() {
-            return Ok(None);
-        }
         let Some(t) = self.hv_ty(root, &path) else { return Ok(None) };
-        if !matches!(t, Ty::Header(_) | Ty::Struct(_)) {
+        // A varbit field is a value of two leaves (`varbit`).
+        if !matches!(t, Ty::Header(_) | Ty::Struct(_) | Ty::Varbit(_)) {
             return Ok(None);
         }
         let mut shape = Vec::new();
@@ -1552,13 +1565,15 @@ impl<'a> Gen<'a> {
                     return Err(refuse(e.span, "a whole header union member"));
                 }
                 vec![self.l.headers[h].valid]
+            } else if let Some(vb) = full.strip_suffix(varbit::LEN) {
+                match self.l.field(root, vb).and_then(|f| self.l.fields[f].len) {
+                    Some(len) => vec![len],
+                    None => return Err(refuse(e.span, "this part of a header or struct")),
+                }
             } else {
                 let Some(f) = self.l.field(root, &full) else {
                     return Err(refuse(e.span, "this part of a header or struct"));
                 };
-                if matches!(self.l.fields[f].ty, FieldTy::Varbit(_)) {
-                    return Err(refuse(e.span, "a header with a varbit as a value"));
-                }
                 self.l.fields[f].slots.clone()
             };
             leaves.push(Leaf { rel, valid, width, t: t1, slots });

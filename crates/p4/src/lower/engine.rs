@@ -270,6 +270,23 @@ impl<'a> BitOut<'a> {
     }
 }
 
+/// Appends a varbit field's current value: the low `length` bits of its
+/// slots (right-aligned, most significant slot first; a length over the
+/// maximum, which no program writes, is taken as the maximum).
+fn put_varbit(bits: &mut BitOut, key: &FlowKey, fd: &super::layout::Field, max: u32) {
+    let n = fd.len.map_or(0, |s| s.get(key)).min(u64::from(max)) as u32;
+    // Bit position (from the right) of the top of the current slot.
+    let mut top = fd.slots.iter().map(|s| u32::from(s.width)).sum::<u32>();
+    for s in &fd.slots {
+        let lo = top - u32::from(s.width);
+        if n > lo {
+            let take = (n - lo).min(u32::from(s.width));
+            bits.put(s.get(key) & sluice_core::keyop::ones(take as u8), take as u8);
+        }
+        top = lo;
+    }
+}
+
 impl Csum {
     fn compute(&self, key: &FlowKey, buf: &mut Vec<u8>) -> Option<u64> {
         if let Some(c) = self.cond {
@@ -407,7 +424,12 @@ impl Frontend for Front {
                 continue;
             }
             for &f in &hd.fields {
-                for s in l.fields.get(f).map(|x| x.slots.as_slice()).unwrap_or(&[]) {
+                let Some(fd) = l.fields.get(f) else { continue };
+                if let FieldTy::Varbit(max) = fd.ty {
+                    put_varbit(&mut bits, &key, fd, max);
+                    continue;
+                }
+                for s in &fd.slots {
                     bits.put(s.get(&key), s.width);
                 }
             }
@@ -967,9 +989,6 @@ fn deparser(s: &Static, l: &Layout, inst: usize) -> Result<Vec<usize>> {
                 || h.path.starts_with(&format!("{path}."))
                 || h.path.starts_with(&format!("{path}["));
             if inside {
-                if h.fields.iter().any(|&f| matches!(l.fields[f].ty, FieldTy::Varbit(_))) {
-                    return Err(refuse(args[0].span, "emitting a header with a varbit"));
-                }
                 out.push(i);
                 any = true;
             }

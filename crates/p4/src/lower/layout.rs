@@ -34,9 +34,13 @@
 //! # Invariants
 //! - Every slot lies inside the key and inside one word; no two slots
 //!   overlap (checked by a test over the examples).
-//! - A program whose state does not fit is refused with the bits it needs
-//!   and the bits the key has; types that have no bits in a header vector
-//!   (`int`, `string`, tuples...) are refused by name.
+//! - A program whose state does not fit is placed again without the
+//!   members of its headers and metadata structs that its code never
+//!   names ([`Layout::left_out`]; they keep their defaults); if it still
+//!   does not fit it is refused with the bits it needs and the bits the
+//!   key has. A program that fits is laid out with every member.
+//! - Types that have no bits in a header vector (`int`, `string`,
+//!   tuples...) are refused by name.
 //! - Reading and writing never panic, whatever the key holds.
 
 use std::collections::HashMap;
@@ -55,6 +59,12 @@ pub const KEY_BITS: u32 = KEY_WORDS as u32 * 64;
 /// Width of the slots of `error` values, non-serializable enums, the
 /// cursor and stacks' next indices.
 pub const WORD32: u32 = 32;
+
+/// Width of the length slot of a `varbit<max>`: enough bits for
+/// `0..=max` (at least one).
+pub fn varbit_len_width(max: u32) -> u32 {
+    32 - max.leading_zeros().min(31)
+}
 
 /// Which of the pipeline's state parameters a path starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -173,6 +183,7 @@ pub struct Layout {
     pub types: [Ty; 3],
     /// Bits taken (slots and reserved slots).
     pub bits_used: u32,
+    left_out: Vec<(Root, String)>,
     by_path: HashMap<(Root, String), Item>,
 }
 
@@ -221,12 +232,38 @@ struct Builder<'a> {
     span: Span,
     a: Alloc,
     l: Layout,
+    /// When set, the text of the program's code (see [`code_text`]):
+    /// members of the headers and metadata structs it never names are
+    /// left out.
+    named: Option<&'a str>,
+}
+
+/// Every declaration but the aggregate types', as text (`Debug`): a
+/// member name that does not occur in it quoted is named by no
+/// statement, expression, key, argument or annotation of the program.
+fn code_text(prog: &Program) -> String {
+    let mut out = String::new();
+    for d in &prog.decls {
+        if !matches!(d, Decl::Aggregate(_)) {
+            out.push_str(&format!("{d:?}"));
+        }
+    }
+    out
 }
 
 impl Layout {
     /// The layout of a program whose pipeline state has types `hdr`,
     /// `meta` and `std`; `span` is where refusals point (the parser).
     /// Refusals of a field point at its declaration in `prog`.
+    ///
+    /// When everything does not fit, the members of `hdr` and `meta`
+    /// that the program's code never names are left out
+    /// ([`Layout::left_out`]) and the rest placed again. Such a member
+    /// keeps its default for ever: code can only change it by naming it
+    /// (a header becomes valid by `extract` or `setValid` of its name;
+    /// a copy or initializer of the whole struct needs every member's
+    /// slots and is refused), so it is never emitted and reads as its
+    /// default in [`Layout::decode`].
     pub fn new(
         prog: &Program,
         env: &TypeEnv,
@@ -235,9 +272,36 @@ impl Layout {
         std: &Ty,
         span: Span,
     ) -> Result<Layout> {
+        let full = Self::build(prog, env, [hdr, meta, std], span, None)?;
+        if !full.a.failed && full.a.asked <= KEY_BITS {
+            return Ok(full.finish());
+        }
+        let text = code_text(prog);
+        let b = Self::build(prog, env, [hdr, meta, std], span, Some(&text))?;
+        if b.a.failed || b.a.asked > KEY_BITS {
+            return Err(Diagnostic::new(
+                span,
+                format!(
+                    "lowering: the header vector needs {} bits ({} without the members \
+                     the code never names); the key holds {KEY_BITS}",
+                    full.a.asked, b.a.asked
+                ),
+            ));
+        }
+        Ok(b.finish())
+    }
+
+    fn build<'a>(
+        prog: &'a Program,
+        env: &TypeEnv,
+        [hdr, meta, std]: [&Ty; 3],
+        span: Span,
+        named: Option<&'a str>,
+    ) -> Result<Builder<'a>> {
         let mut b = Builder {
             prog,
             span,
+            named,
             a: Alloc { fill: [0; KEY_WORDS], asked: 0, failed: false },
             l: Layout {
                 fields: Vec::new(),
@@ -248,6 +312,7 @@ impl Layout {
                 errors: env.errors.clone(),
                 types: [hdr.clone(), meta.clone(), std.clone()],
                 bits_used: 0,
+                left_out: Vec::new(),
                 by_path: HashMap::new(),
             },
         };
@@ -263,17 +328,13 @@ impl Layout {
                 }
             }
         }
-        if b.a.failed || b.a.asked > KEY_BITS {
-            return Err(Diagnostic::new(
-                span,
-                format!(
-                    "lowering: the header vector needs {} bits; the key holds {KEY_BITS}",
-                    b.a.asked
-                ),
-            ));
-        }
-        b.l.bits_used = b.a.asked;
-        Ok(b.l)
+        Ok(b)
+    }
+
+    /// Members of the headers and metadata structs left out (see
+    /// [`Layout::new`]), as `(root, member)`.
+    pub fn left_out(&self) -> &[(Root, String)] {
+        &self.left_out
     }
 
     /// What `path` (below `root`) names.
@@ -327,6 +388,9 @@ impl Layout {
             out.push_str(&format!("{:2}.{:<2}+{:<2}  {n}\n", s.word, s.shift, s.width));
         }
         out.push_str(&format!("{} of {KEY_BITS} bits\n", self.bits_used));
+        for (root, m) in &self.left_out {
+            out.push_str(&format!("left out (never named): {}\n", name(*root, m)));
+        }
         out
     }
 
@@ -468,6 +532,9 @@ impl Layout {
         if depth > 64 {
             return Value::Void;
         }
+        if depth == 1 && self.left_out.iter().any(|(r, p)| *r == root && p == path) {
+            return ty.default_value();
+        }
         let join = |n: &str| if path.is_empty() { n.to_string() } else { format!("{path}.{n}") };
         match ty {
             Ty::Struct(a) | Ty::Header(a) | Ty::HeaderUnion(a) => {
@@ -506,6 +573,11 @@ impl Layout {
 }
 
 impl Builder<'_> {
+    fn finish(mut self) -> Layout {
+        self.l.bits_used = self.a.asked;
+        self.l
+    }
+
     fn refuse<T>(&self, what: String) -> Result<T> {
         Err(super::refuse(self.span, what))
     }
@@ -537,6 +609,12 @@ impl Builder<'_> {
             self.name(root, path, Item::Struct);
         }
         for (n, t) in &a.fields {
+            if let (Some(text), true, false) = (self.named, path.is_empty(), root == Root::Std) {
+                if !text.contains(&format!("{n:?}")) {
+                    self.l.left_out.push((root, n.clone()));
+                    continue;
+                }
+            }
             let p = if path.is_empty() { n.clone() } else { format!("{path}.{n}") };
             let at = self.decl_span(&a.name, n);
             self.member(root, &p, t, at, depth + 1)?;
@@ -590,7 +668,7 @@ impl Builder<'_> {
     fn scalar_field(&mut self, root: Root, path: &str, ty: FieldTy) -> usize {
         let slots = self.a.field(ty.width());
         let len = match ty {
-            FieldTy::Varbit(max) => Some(self.a.slot(32 - max.leading_zeros().min(31))),
+            FieldTy::Varbit(max) => Some(self.a.slot(varbit_len_width(max))),
             _ => None,
         };
         let id = self.l.fields.len();
@@ -734,11 +812,54 @@ struct headers { eth_t eth; wide_t w; a_t[2] st; u_t u; }
 header big_t { bit<1024> a; bit<1024> b; }
 struct meta_t { }
 struct headers { big_t h; }
+control c(inout headers hdr) { apply { hdr.h.setValid(); } }
 "#;
         let loaded = crate::parse::load_str("t.p4", src).unwrap();
         let env = TypeEnv::new(&loaded.program).unwrap();
         let [h, m, s] = ["headers", "meta_t", "standard_metadata_t"].map(|n| env.named(n).unwrap());
         let e = Layout::new(&loaded.program, &env, &h, &m, &s, Span::default()).unwrap_err();
         assert!(e.message.contains("needs") && e.message.contains("1536"), "{}", e.message);
+    }
+
+    #[test]
+    fn members_the_code_never_names_are_left_out_only_when_needed() {
+        let src = r#"
+#include <core.p4>
+#include <v1model.p4>
+header big_t { bit<1024> a; bit<8> b; }
+header eth_t { bit<48> dst; }
+struct inner_t { bit<512> x; }
+struct meta_t { inner_t scratchpad; bit<8> k; }
+struct headers { big_t spare; eth_t eth; }
+control c(inout headers hdr, inout meta_t meta) {
+    apply { hdr.eth.dst = 1; meta.k = 2; }
+}
+"#;
+        let loaded = crate::parse::load_str("t.p4", src).unwrap();
+        let env = TypeEnv::new(&loaded.program).unwrap();
+        let [h, m, s] = ["headers", "meta_t", "standard_metadata_t"].map(|n| env.named(n).unwrap());
+        let l = Layout::new(&loaded.program, &env, &h, &m, &s, Span::default()).unwrap();
+        assert_eq!(
+            l.left_out(),
+            &[(Root::Headers, "spare".to_string()), (Root::Meta, "scratchpad".to_string())]
+        );
+        assert!(l.bits_used <= KEY_BITS && l.header(Root::Headers, "spare").is_none());
+        let dst = l.field(Root::Headers, "eth.dst").unwrap();
+        let mut key = FlowKey::ZERO;
+        l.set_u128(&mut key, dst, 7);
+        // The left-out members read as their defaults.
+        let Value::Struct(hv) = l.decode(&key, Root::Headers) else { panic!("not a struct") };
+        assert_eq!(hv.fields[0], h_field(&h, 0).default_value());
+        assert_eq!(l.get_u128(&key, dst), 7);
+        assert!(l.dump().contains("left out (never named): hdr.spare\n"), "{}", l.dump());
+        // A layout that fits keeps everything.
+        assert!(layout(SRC).left_out().is_empty());
+    }
+
+    fn h_field(t: &Ty, i: usize) -> Ty {
+        match t {
+            Ty::Struct(a) => a.fields[i].1.clone(),
+            _ => panic!("not a struct"),
+        }
     }
 }

@@ -37,7 +37,8 @@ fn load_text(name: &str, text: &str) -> parse::Loaded {
 
 /// A v1model program: headers `i` (indices and results), a stack `s`
 /// of three `h_t`, two more `h_t` (`c`, `d`, not parsed) and a union
-/// `u` parsed when `i.x` is odd; `locals` and `apply` are the ingress's.
+/// `u` parsed when `i.x` is odd, and a function `bump` with a side
+/// effect; `locals` and `apply` are the ingress's.
 fn program(locals: &str, apply: &str) -> String {
     format!(
         r#"#include <core.p4>
@@ -48,7 +49,7 @@ header g_t {{ bit<16> g; }}
 header_union u_t {{ h_t a; g_t b; }}
 struct pair_t {{ h_t x; bit<8> y; }}
 struct H {{ i_t i; h_t[3] s; h_t c; h_t d; u_t u; }}
-struct M {{ }}
+struct M {{ }} bit<8> bump(inout bit<8> v) {{ v = v + 1; return v & 3; }}
 parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {{
     state start {{
         pkt.extract(hdr.i);
@@ -108,12 +109,20 @@ fn agree(name: &str, text: &str, entries: &[EntrySpec]) {
 
 #[test]
 fn stack_elements_at_run_time_indices() {
+    let locals = "action two(inout bit<8> p, inout bit<8> q) { p = q; q = q + 1; }";
     let apply = "
         hdr.s[hdr.i.x].a = hdr.i.y;
         hdr.i.r = hdr.s[hdr.i.y].b;
         hdr.s[hdr.s[hdr.i.y & 3].a & 3].b = hdr.i.x + 1;
-        hdr.i.e = hdr.s[hdr.i.x].isValid() ? 8w1 : 8w2;";
-    agree("dyn.p4", &program("", apply), &[]);
+        hdr.i.e = hdr.s[hdr.i.x].isValid() ? 8w1 : 8w2;
+        // The index is computed before the value, and an argument's
+        // location before the call.
+        hdr.s[hdr.i.y].b = bump(hdr.i.y);
+        hdr.s[bump(hdr.i.x)].a = hdr.i.x;
+        hdr.s[hdr.i.x & 1].b[3:0] = (bit<4>)bump(hdr.i.x);
+        hdr.s[hdr.i.y].a = hdr.s[hdr.i.y].a + bump(hdr.i.y);
+        two(hdr.s[hdr.i.x & 3].b, hdr.i.x);";
+    agree("dyn.p4", &program(locals, apply), &[]);
 }
 
 #[test]

@@ -1433,6 +1433,9 @@ impl<'a> Gen<'a> {
     fn stmt_inner(&mut self, s: &Stmt) -> Result<()> {
         match s {
             Stmt::Assign { lhs, op, rhs, span } => {
+                // The location first, then the value (the interpreter's
+                // order: an index is computed once, before the value).
+                let lhs = &self.pin_index(lhs, 0)?;
                 if op.is_none() {
                     if let Some(dst) = self.agg_place(lhs)? {
                         return self.assign_agg(&dst, rhs);
@@ -2087,6 +2090,40 @@ impl<'a> Gen<'a> {
         Ok(())
     }
 
+    /// `lhs` with its run-time stack index (`hdr.s[e].f`, `hdr.s[e].f[3:0]`)
+    /// computed now into a scratch slot and replaced by a name bound to
+    /// it, so that later reads and the write select the same element
+    /// even if the code in between changes what `e` reads.
+    fn pin_index(&mut self, lhs: &Expr, d: u32) -> Result<Expr> {
+        if d > MAX_DEPTH {
+            return Err(refuse(lhs.span, "an expression this deep"));
+        }
+        let kind = match &lhs.kind {
+            ExprKind::Slice(b, hi, lo) => {
+                ExprKind::Slice(Box::new(self.pin_index(b, d + 1)?), hi.clone(), lo.clone())
+            }
+            ExprKind::Member(b, m) => {
+                ExprKind::Member(Box::new(self.pin_index(b, d + 1)?), m.clone())
+            }
+            ExprKind::Index(b, i) if self.dyn_place(lhs)?.is_some() => {
+                let save = self.next_reg;
+                let (r, t) = self.scalar(i, Some(T1::Bits { w: 32, signed: false }))?;
+                let name = format!("$index @{}:{}", i.span.file, i.span.start);
+                let Some(slot) = self.scratch.slot(&name, u32::from(t.width())) else {
+                    return Err(refuse(i.span, "more locals than the key has room for"));
+                };
+                self.emit(Insn::Store { src: r, to: slot });
+                self.next_reg = save;
+                self.bind(&name, Bind::Slot(slot, t));
+                let id = crate::ast::Ident { name, span: i.span };
+                let pinned = Expr { kind: ExprKind::Name { id, dot_prefix: false }, span: i.span };
+                ExprKind::Index(b.clone(), Box::new(pinned))
+            }
+            _ => return Ok(lhs.clone()),
+        };
+        Ok(Expr { kind, span: lhs.span })
+    }
+
     /// `stack[i]...` with an index that is not a constant: the index
     /// expression and the location for each element (all of one kind).
     fn dyn_place(&self, e: &Expr) -> Result<Option<(Expr, Vec<Place>)>> {
@@ -2307,7 +2344,12 @@ impl<'a> Gen<'a> {
                 ));
                 continue;
             }
-            let arg = &args[i].value;
+            // An `out`/`inout` argument's location is fixed at the call:
+            // its run-time index (if any) is computed once, before.
+            let arg = &match p.dir {
+                Direction::Out | Direction::InOut => self.pin_index(&args[i].value, 0)?,
+                _ => args[i].value.clone(),
+            };
             if p.dir == Direction::None {
                 if let Some(v) = self.const_value(arg) {
                     let v =

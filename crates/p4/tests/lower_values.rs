@@ -138,6 +138,14 @@ fn whole_headers_stacks_and_structs() {
         if (tmp == hdr.s) { hdr.i.e = hdr.i.e | 4; }
         if (p.x == hdr.s[2]) { hdr.i.e = hdr.i.e | 8; }
         hdr.i.r = p.x.a + p.x.b + p.y;
+        // Two invalid headers are equal whatever their fields.
+        h_t u1 = hdr.s[1];
+        u1.a = hdr.i.y;
+        u1.setInvalid();
+        h_t u2 = hdr.s[2];
+        u2.setInvalid();
+        if (u1 == u2) { hdr.i.e = hdr.i.e | 16; }
+        if (u1 == hdr.s[2]) { hdr.i.e = hdr.i.e | 32; }
         tuple<bit<8>, bit<8>> t = { hdr.i.y, hdr.i.x };
         p = { { 7, hdr.i.r }, hdr.i.x };
         hdr.s[2] = p.x;";

@@ -121,7 +121,15 @@ fn stack_elements_at_run_time_indices() {
         hdr.s[bump(hdr.i.x)].a = hdr.i.x;
         hdr.s[hdr.i.x & 1].b[3:0] = (bit<4>)bump(hdr.i.x);
         hdr.s[hdr.i.y].a = hdr.s[hdr.i.y].a + bump(hdr.i.y);
-        two(hdr.s[hdr.i.x & 3].b, hdr.i.x);";
+        two(hdr.s[hdr.i.x & 3].b, hdr.i.x);
+        // Whole elements: read (out of range: an invalid header), written.
+        hdr.c = hdr.s[hdr.i.y];
+        h_t l = hdr.s[hdr.i.x & 3];
+        hdr.s[hdr.i.x] = hdr.d;
+        hdr.s[hdr.i.y & 1] = { hdr.i.x, 5 };
+        hdr.d = l;
+        hdr.s[hdr.i.r & 3] = hdr.s[hdr.i.e & 3];
+        hdr.s[1] = hdr.s[hdr.i.y & 3];";
     agree("dyn.p4", &program(locals, apply), &[]);
 }
 

@@ -21,8 +21,10 @@
 //! flattened into leaves and copied slot by slot, and compared leaf by
 //! leaf as the interpreter compares them (two invalid headers are equal
 //! whatever their fields); a union's `isValid()` is whether any member
-//! is; stack elements of the header vector at run-time indices are
-//! selected by comparing the index with each element's.
+//! is; stack elements of the header vector at run-time indices (their
+//! fields, validity, or whole, read and written) are selected by
+//! comparing the index with each element's, the index of an assigned
+//! location computed before the value.
 //!
 //! # Basic design
 //! Expressions evaluate into registers; every register value is reduced
@@ -1440,6 +1442,17 @@ impl<'a> Gen<'a> {
                     if let Some(dst) = self.agg_place(lhs)? {
                         return self.assign_agg(&dst, rhs);
                     }
+                    if let Some((idx, cands)) = self.dyn_place(lhs)? {
+                        if cands.iter().all(|p| matches!(p, Place::Header(_))) {
+                            // A whole element at a run-time index: the
+                            // value assigned to the one selected (none
+                            // out of range).
+                            return self.each_elem(&idx, &cands, *span, |g, p| {
+                                let dst = g.elem_agg(p, *span)?;
+                                g.assign_agg(&dst, rhs)
+                            });
+                        }
+                    }
                 }
                 if let Some((to, width)) = self.wide_place(lhs)? {
                     if op.is_some() {
@@ -1759,15 +1772,20 @@ impl<'a> Gen<'a> {
             return Ok(None);
         }
         let Some((root, path)) = self.path(e, 0)? else { return Ok(None) };
-        if self.l.field(root, &path).is_some() {
+        self.hv_agg_path(root, &path, e.span)
+    }
+
+    /// The header, struct or stack at `root`/`path`, flattened.
+    fn hv_agg_path(&self, root: Root, path: &str, span: Span) -> Result<Option<Agg>> {
+        if self.l.field(root, path).is_some() {
             return Ok(None);
         }
-        let Some(t) = self.hv_ty(root, &path) else { return Ok(None) };
+        let Some(t) = self.hv_ty(root, path) else { return Ok(None) };
         if !matches!(t, Ty::Header(_) | Ty::Struct(_) | Ty::Stack(..)) {
             return Ok(None);
         }
         let mut shape = Vec::new();
-        flatten(&t, "", &mut shape, e.span, 0)?;
+        flatten(&t, "", &mut shape, span, 0)?;
         let join = |rel: &str| {
             if path.is_empty() {
                 rel.strip_prefix('.').unwrap_or(rel).to_string()
@@ -1780,15 +1798,15 @@ impl<'a> Gen<'a> {
             let full = join(&rel);
             let slots = if valid {
                 let Some(h) = self.l.header(root, &full) else {
-                    return Err(refuse(e.span, "this header"));
+                    return Err(refuse(span, "this header"));
                 };
                 if self.l.headers[h].union.is_some() {
-                    return Err(refuse(e.span, "a whole header union member"));
+                    return Err(refuse(span, "a whole header union member"));
                 }
                 vec![self.l.headers[h].valid]
             } else {
                 let Some(f) = self.l.field(root, &full) else {
-                    return Err(refuse(e.span, "this part of a header or struct"));
+                    return Err(refuse(span, "this part of a header or struct"));
                 };
                 let fl = &self.l.fields[f];
                 // A varbit's value slots, then its length.
@@ -1896,6 +1914,12 @@ impl<'a> Gen<'a> {
             return Ok(());
         }
         if !matches!(rhs.kind, ExprKind::List(_) | ExprKind::StructInit(_)) {
+            let rhs = &self.pin_index(rhs, 0)?;
+            if let Some((idx, cands)) = self.dyn_place(rhs)? {
+                if cands.iter().all(|p| matches!(p, Place::Header(_))) {
+                    return self.copy_from_dyn(dst, &idx, &cands, rhs.span);
+                }
+            }
             let Some(src) = self.agg_value(rhs)? else {
                 return Err(refuse(rhs.span, "this value assigned to a header or struct"));
             };
@@ -2156,6 +2180,42 @@ impl<'a> Gen<'a> {
             return Err(refuse(e.span, "an empty stack"));
         }
         Ok(Some(((**i).clone(), cands)))
+    }
+
+    /// The header-vector element `p` (a header), flattened.
+    fn elem_agg(&self, p: &Place, span: Span) -> Result<Agg> {
+        let Place::Header(h) = p else {
+            return Err(refuse(span, "this element of a stack with a run-time index"));
+        };
+        let hd = &self.l.headers[*h];
+        self.hv_agg_path(hd.root, &hd.path, span)?
+            .ok_or_else(|| refuse(span, "this element of a stack with a run-time index"))
+    }
+
+    /// `dst = stack[i]` with `i` a run-time index (pinned, so evaluating
+    /// it again reads the same value): the selected element, or, out of
+    /// range, the interpreter's default (an invalid header, zero fields).
+    fn copy_from_dyn(&mut self, dst: &Agg, idx: &Expr, cands: &[Place], span: Span) -> Result<()> {
+        self.each_elem(idx, cands, span, |g, p| {
+            let src = g.elem_agg(p, span)?;
+            g.copy_agg(dst, &src, span)
+        })?;
+        let save = self.next_reg;
+        let (ri, ti) = self.scalar(idx, Some(T1::Bits { w: 32, signed: false }))?;
+        let n = cands.len() as u64;
+        if ti.width() >= 64 || n <= ones(ti.width()) {
+            let k = self.reg(span)?;
+            self.emit(self.konst(k, n));
+            // k := idx >= n
+            self.emit(Insn::Bin { op: KOp::Le, dst: k, a: k, b: ri, width: ti.width() });
+            let j = self.insns.len();
+            self.emit(Insn::JumpIfZero { cond: k, to: 0 });
+            self.zero_agg(dst, span)?;
+            let end = self.insns.len();
+            self.patch(j, end)?;
+        }
+        self.next_reg = save;
+        Ok(())
     }
 
     /// Runs `f` on the element a run-time index selects (none when it is

@@ -1369,6 +1369,9 @@ impl<'a> Gen<'a> {
         let mut hi = width;
         for s in shape {
             let lo = hi.saturating_sub(u32::from(s.width));
+            if hi == lo {
+                return Err(Diagnostic::bare("lowering: internal error: wide value shape"));
+            }
             let r = self.reg(e.span)?;
             self.emit(self.konst(r, bits.slice(hi - 1, lo).low_u64()));
             regs.push(r);

@@ -166,11 +166,13 @@ fn union_validity_and_wide_values() {
         bit<128> w = 128w0x1234;
         action hit(bit<8> v) { hdr.i.r = v; }
         action two(bit<8> v) { hdr.i.e = v; }
+        action widen(inout bit<128> x, in bit<128> y) { if (x == y) { x = 128w0x5; } }
         table t { key = { hdr.u.isValid(): exact @name(\"valid\"); w: exact @name(\"w\"); }
                   actions = { hit; } }
         table k { key = { 128w7: exact @name(\"k\"); } actions = { two; } }";
     let apply = "
-        if (hdr.i.y > 2) { w = 128w0x5; }
+        bit<128> w2 = 128w0x1234;
+        if (hdr.i.y > 2) { widen(w, w2); }
         if (w == 128w0x1234) { hdr.i.e = 9; }
         t.apply();
         k.apply();";

@@ -13,8 +13,8 @@
 //! literals, constants, fields, locals, action data, `isValid()`,
 //! `+ - * & | ^ ~ << >>`, comparisons, `&& || !` (short-circuit),
 //! `|+| |-|`, slices, `++`, casts, `?:` and function calls, all within 64
-//! bits; a `bit<W>` over 64 bits (a field or a local) may only be copied
-//! from one of the same shape or set to a constant, compared with `==`
+//! bits; a `bit<W>` over 64 bits (a field, local or parameter) may only
+//! be copied from one of the same shape or set to a constant, compared with `==`
 //! and `!=`, and be a table key (several slots). Header, struct, stack
 //! and tuple values ([`Agg`]: locals, whole assignments, initializers
 //! nested as the type is, `?:` of them, parameters, results) are
@@ -2425,9 +2425,16 @@ impl<'a> Gen<'a> {
             let Some(t) = ty_t1(&ty) else {
                 // A header or struct: copied in (or invalid for `out`),
                 // copied out.
+                // A `bit<W>` over 64 bits is one leaf of several slots.
                 let loc = alloc_agg(self.scratch, &name, &ty, p.span)?;
+                let wide = match (&ty, loc.leaves.as_slice()) {
+                    (Ty::Bits { width, .. }, [leaf]) => Some((leaf.slots.clone(), *width)),
+                    _ => None,
+                };
                 if p.dir == Direction::Out || matches!(arg.kind, ExprKind::DontCare) {
                     self.zero_agg(&loc, span)?;
+                } else if let Some((to, width)) = &wide {
+                    self.assign_wide(to, *width, arg)?;
                 } else {
                     let Some(src) = self.agg_value(arg)? else {
                         return Err(refuse(arg.span, "this argument"));
@@ -2499,6 +2506,19 @@ impl<'a> Gen<'a> {
             self.next_reg = save;
         }
         for (arg, loc) in agg_outs {
+            if let Some((to, _)) = self.wide_place(&arg)? {
+                // A `bit<W>` over 64 bits: its slots copied back.
+                let Some(from) = loc.leaves.first().map(|l| l.slots.clone()) else {
+                    return Err(refuse(arg.span, "this argument"));
+                };
+                let save = self.next_reg;
+                let regs = self.load_shaped(&from, &to, arg.span)?;
+                for (r, s) in regs.into_iter().zip(&to) {
+                    self.emit(Insn::Store { src: r, to: *s });
+                }
+                self.next_reg = save;
+                continue;
+            }
             let Some(dst) = self.agg_place(&arg)? else {
                 return Err(refuse(arg.span, "this argument"));
             };

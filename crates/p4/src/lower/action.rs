@@ -13,11 +13,18 @@
 //! literals, constants, fields, locals, action data, `isValid()`,
 //! `+ - * & | ^ ~ << >>`, comparisons, `&& || !` (short-circuit),
 //! `|+| |-|`, slices, `++`, casts, `?:` and function calls, all within 64
-//! bits; a field over 64 bits may only be copied from a field of the same
-//! shape or set to a constant. Header and struct values ([`Agg`]: locals,
-//! whole assignments, initializers, parameters, results) are flattened
-//! into leaves and copied slot by slot; stack elements at run-time
-//! indices are selected by comparing the index with each element's.
+//! bits; a `bit<W>` over 64 bits (a field, local or parameter) may only
+//! be copied from one of the same shape or set to a constant, compared with `==`
+//! and `!=`, and be a table key (several slots). Header, struct, stack
+//! and tuple values ([`Agg`]: locals, whole assignments, initializers
+//! nested as the type is, `?:` of them, parameters, results) are
+//! flattened into leaves and copied slot by slot, and compared leaf by
+//! leaf as the interpreter compares them (two invalid headers are equal
+//! whatever their fields); a union's `isValid()` is whether any member
+//! is; stack elements of the header vector at run-time indices (their
+//! fields, validity, or whole, read and written) are selected by
+//! comparing the index with each element's, the index of an assigned
+//! location computed before the value.
 //! A `varbit` is such a value too, of two leaves (its bits and its
 //! length): copied like one, compared with `==`/`!=` (`varbit`).
 //!
@@ -170,7 +177,7 @@ pub struct Leaf {
     pub rel: String,
     pub valid: bool,
     pub width: u32,
-    /// Its scalar type (`None` past 64 bits).
+    /// Its scalar type (`None` past 64 bits and for a varbit).
     pub t: Option<T1>,
     pub slots: Vec<Slot>,
 }
@@ -199,12 +206,15 @@ impl Agg {
 }
 
 /// The leaves of type `t` (headers and structs of scalars): `(rel,
-/// valid, width)`.
+/// valid, width, scalar type)`.
 type Shape = Vec<(String, bool, u32, Option<T1>)>;
 
 fn flatten(t: &Ty, rel: &str, out: &mut Shape, span: Span, d: u32) -> Result<()> {
     if d > MAX_DEPTH {
         return Err(refuse(span, "a type nested this deep"));
+    }
+    if out.len() > MAX_LEAVES {
+        return Err(refuse(span, "a value with this many fields"));
     }
     match t {
         Ty::Header(a) => {
@@ -231,6 +241,23 @@ fn flatten(t: &Ty, rel: &str, out: &mut Shape, span: Span, d: u32) -> Result<()>
                 flatten(ft, &format!("{rel}.{n}"), out, span, d + 1)?;
             }
         }
+        // A stack's elements (its next index is not part of the value
+        // here: `.next`, `.last` and `.lastIndex` are refused outside the
+        // parser, so nothing after it reads the index).
+        Ty::Stack(e, n) => {
+            for k in 0..*n {
+                if out.len() > MAX_LEAVES {
+                    return Err(refuse(span, "a value with this many fields"));
+                }
+                flatten(e, &format!("{rel}[{k}]"), out, span, d + 1)?;
+            }
+        }
+        // A tuple's items, named by position (`.0`, `.1`).
+        Ty::Tuple(ts) => {
+            for (k, t) in ts.iter().enumerate() {
+                flatten(t, &format!("{rel}.{k}"), out, span, d + 1)?;
+            }
+        }
         Ty::Bits { width, signed } => {
             out.push((rel.to_string(), false, *width, T1::bits(*width, *signed)))
         }
@@ -241,6 +268,53 @@ fn flatten(t: &Ty, rel: &str, out: &mut Shape, span: Span, d: u32) -> Result<()>
         },
     }
     Ok(())
+}
+
+/// Whether two aggregates have leaves of the same kinds and slot widths.
+fn same_shape(a: &Agg, b: &Agg) -> bool {
+    a.leaves.len() == b.leaves.len()
+        && a.leaves.iter().zip(&b.leaves).all(|(x, y)| {
+            x.valid == y.valid
+                && x.width == y.width
+                && x.slots.len() == y.slots.len()
+                && x.slots.iter().zip(&y.slots).all(|(s, t)| s.width == t.width)
+        })
+}
+
+/// The immediate parts of an aggregate, each named by its path
+/// component (`.f`, `[0]`), re-rooted; and a header's validity slot.
+fn parts(a: &Agg) -> (Option<Slot>, Vec<(String, Agg)>) {
+    let mut leaves = &a.leaves[..];
+    let mut valid = None;
+    if let Some(first) = leaves.first() {
+        if first.valid && first.rel.is_empty() {
+            valid = first.slots.first().copied();
+            leaves = &leaves[1..];
+        }
+    }
+    let mut out: Vec<(String, Agg)> = Vec::new();
+    for l in leaves {
+        let comp = first_component(&l.rel);
+        let leaf = Leaf { rel: l.rel[comp.len()..].to_string(), ..l.clone() };
+        match out.last_mut() {
+            Some((c, p)) if *c == comp => p.leaves.push(leaf),
+            _ => out.push((comp.to_string(), Agg { leaves: vec![leaf] })),
+        }
+    }
+    (valid, out)
+}
+
+/// `.f` of `.f.g` or `.f[1]`; `[1]` of `[1].g`.
+fn first_component(rel: &str) -> &str {
+    let end = if rel.starts_with('[') {
+        rel.find(']').map_or(rel.len(), |i| i + 1)
+    } else {
+        rel.char_indices()
+            .skip(1)
+            .find(|(_, c)| *c == '.' || *c == '[')
+            .map_or(rel.len(), |(i, _)| i)
+    };
+    &rel[..end]
 }
 
 /// Scratch slots for a local of aggregate type `t`, named after `base`.
@@ -292,6 +366,9 @@ enum Place {
     LocalHeader(Agg),
     /// A struct local or part of one.
     LocalAgg(Agg),
+    /// A `bit<W>` local (or part of one) with `W` over 64: its slots,
+    /// most significant first, and `W`.
+    LocalWide(Vec<Slot>, u32),
 }
 
 /// The scalar type a layout field holds (`None`: wider than 64 bits or
@@ -320,6 +397,8 @@ pub fn ty_t1(t: &Ty) -> Option<T1> {
 }
 
 const MAX_DEPTH: u32 = 64;
+/// Most leaves of one flattened value (more would not fit the key).
+const MAX_LEAVES: usize = 2048;
 /// Deepest chain of inlined calls.
 const MAX_CALL_DEPTH: u32 = 16;
 /// Most calls inlined into one program.
@@ -509,26 +588,63 @@ impl<'a> Gen<'a> {
     }
 
     /// `e` inside a local aggregate: the local and the path below it.
+    /// Members and constant stack indices (`tmp[1].a`) both walk down;
+    /// an index that is not a constant gives `None`.
     fn local_agg(&self, e: &Expr) -> Option<(&Agg, String)> {
         let mut rest = Vec::new();
         let mut cur = e;
-        while let ExprKind::Member(b, m) = &cur.kind {
-            rest.push(m.name.clone());
-            cur = b;
+        loop {
+            match &cur.kind {
+                ExprKind::Member(b, m) => {
+                    rest.push(format!(".{}", m.name));
+                    cur = b;
+                }
+                ExprKind::Index(b, i) => {
+                    let k = self.const_value(i)?.to_u64()?;
+                    rest.push(format!("[{k}]"));
+                    cur = b;
+                }
+                _ => break,
+            }
         }
         let ExprKind::Name { id, dot_prefix: false } = &cur.kind else { return None };
         let Some(Bind::Agg(a)) = self.lookup(&id.name) else { return None };
         rest.reverse();
-        Some((a, rest.iter().map(|m| format!(".{m}")).collect()))
+        Some((a, rest.concat()))
+    }
+
+    /// Whether `e` is inside a local aggregate below a stack index that
+    /// is not a constant (refused: only the header vector's stacks are
+    /// indexed at run time).
+    fn local_dyn_index(&self, e: &Expr) -> bool {
+        let mut cur = e;
+        let mut dynamic = false;
+        loop {
+            match &cur.kind {
+                ExprKind::Member(b, _) => cur = b,
+                ExprKind::Index(b, i) => {
+                    dynamic |= self.const_value(i).is_none();
+                    cur = b;
+                }
+                _ => break,
+            }
+        }
+        dynamic
+            && matches!(&cur.kind, ExprKind::Name { id, dot_prefix: false }
+                if matches!(self.lookup(&id.name), Some(Bind::Agg(_))))
     }
 
     fn place(&self, e: &Expr) -> Result<Option<Place>> {
+        if self.local_dyn_index(e) {
+            return Err(refuse(e.span, "a local stack's element at a run-time index"));
+        }
         if let Some((a, rel)) = self.local_agg(e) {
             let sub = a.sub(&rel);
             return Ok(Some(match sub.leaves.as_slice() {
                 [] => return Err(refuse(e.span, "no such member")),
                 [l] if !l.valid && l.rel.is_empty() => match (l.slots.as_slice(), l.t) {
                     ([s], Some(t)) => Place::Local(*s, t),
+                    (slots, None) if l.width > 64 => Place::LocalWide(slots.to_vec(), l.width),
                     _ => return Err(refuse(e.span, "a local field over 64 bits here")),
                 },
                 [first, ..] if first.valid && first.rel.is_empty() => Place::LocalHeader(sub),
@@ -664,6 +780,9 @@ impl<'a> Gen<'a> {
                     Some(Place::Header(_) | Place::LocalHeader(_) | Place::LocalAgg(_)) => {
                         Err(refuse(e.span, "a header or struct as a value"))
                     }
+                    Some(Place::LocalWide(..)) => {
+                        Err(refuse(e.span, "a local over 64 bits in an expression"))
+                    }
                     None => Err(refuse(e.span, "this name")),
                 }
             }
@@ -672,6 +791,9 @@ impl<'a> Gen<'a> {
                     if m.name == "isValid" && args.is_empty() {
                         if let Some((idx, cands)) = self.dyn_place(b)? {
                             return self.dyn_read(&idx, &cands, e.span);
+                        }
+                        if let Some(u) = self.union_of(b)? {
+                            return self.union_valid(u, e.span);
                         }
                         if let Some(Place::LocalHeader(a)) = self.place(b)? {
                             let Some(v) = a.leaves.first().and_then(|l| l.slots.first().copied())
@@ -879,6 +1001,14 @@ impl<'a> Gen<'a> {
         }
         if let Some(r) = self.varbit_eq(op, a, b, e.span)? {
             return Ok(r);
+        }
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            if self.is_agg(a) || self.is_agg(b) {
+                return self.agg_eq(op == BinOp::Eq, a, b, e.span);
+            }
+            if self.wide_place(a)?.is_some() || self.wide_place(b)?.is_some() {
+                return self.wide_eq(op == BinOp::Eq, a, b, e.span);
+            }
         }
         let ea = self.expr(a)?;
         let eb = self.expr(b)?;
@@ -1151,51 +1281,97 @@ impl<'a> Gen<'a> {
         })
     }
 
-    /// `lhs = rhs` where `lhs` is a field over 64 bits: from a constant
-    /// or a field of the same shape.
-    fn assign_wide(&mut self, f: usize, rhs: &Expr, span: Span) -> Result<()> {
-        let fl = self.l.fields[f].clone();
-        let FieldTy::Bits { width, .. } = fl.ty else {
-            return Err(refuse(span, "this assignment"));
-        };
-        let konst = match self.const_value(rhs) {
+    /// The location `lhs` denotes when it holds a `bit<W>` over 64 bits
+    /// (a header-vector field or a local): its slots, most significant
+    /// first, and `W`.
+    fn wide_place(&self, lhs: &Expr) -> Result<Option<(Vec<Slot>, u32)>> {
+        if self.dyn_place(lhs)?.is_some() {
+            return Ok(None);
+        }
+        Ok(match self.place_opt(lhs) {
+            Some(Place::Field(f)) => match self.l.fields[f].ty {
+                FieldTy::Bits { width, .. } if width > 64 => {
+                    Some((self.l.fields[f].slots.clone(), width))
+                }
+                _ => None,
+            },
+            Some(Place::LocalWide(slots, w)) => Some((slots, w)),
+            _ => None,
+        })
+    }
+
+    /// A `bit<W>` value over 64 bits in registers, one per slot of
+    /// `shape` (the destination's slots, most significant first): a
+    /// constant, or a field or local of the same shape.
+    fn wide_value(&mut self, e: &Expr, shape: &[Slot], width: u32) -> Result<Vec<Reg>> {
+        let konst = match self.const_value(e) {
             Some(v) => Some(v),
-            None => match self.place(rhs)? {
+            None => match self.place(e)? {
                 Some(Place::Const(v)) => Some(v),
                 Some(Place::Field(g)) => {
                     let gl = &self.l.fields[g];
-                    if gl.ty.width() != width || gl.slots.len() != fl.slots.len() {
-                        return Err(refuse(span, "a copy between fields of different shapes"));
+                    if !matches!(gl.ty, FieldTy::Bits { .. }) || gl.ty.width() != width {
+                        return Err(refuse(e.span, "a copy between fields of different shapes"));
                     }
-                    let pairs: Vec<(Slot, Slot)> =
-                        gl.slots.iter().copied().zip(fl.slots.iter().copied()).collect();
-                    let r = self.reg(span)?;
-                    for (from, to) in pairs {
-                        if from.width != to.width {
-                            return Err(refuse(span, "a copy between fields of different shapes"));
-                        }
-                        self.emit(Insn::Load { dst: r, from });
-                        self.emit(Insn::Store { src: r, to });
-                    }
-                    return Ok(());
+                    let from = gl.slots.clone();
+                    return self.load_shaped(&from, shape, e.span);
                 }
-                _ => return Err(refuse(span, "this value assigned to a field over 64 bits")),
+                Some(Place::LocalWide(from, w)) if w == width => {
+                    return self.load_shaped(&from, shape, e.span);
+                }
+                _ => return Err(refuse(e.span, "this value over 64 bits")),
             },
         };
         let bits = match konst {
             Some(Value::Bits(b)) | Some(Value::Signed(b)) => b.resize(width),
             Some(Value::Int(i)) => Bits::from_i128(width, i),
-            _ => return Err(refuse(span, "this value assigned to a field over 64 bits")),
+            _ => return Err(refuse(e.span, "this value over 64 bits")),
         };
-        let r = self.reg(span)?;
+        let mut regs = Vec::with_capacity(shape.len());
         let mut hi = width;
-        for s in &fl.slots {
-            let lo = hi - u32::from(s.width);
-            let v = bits.slice(hi - 1, lo).low_u64();
-            self.emit(self.konst(r, v));
-            self.emit(Insn::Store { src: r, to: *s });
+        for s in shape {
+            let lo = hi.saturating_sub(u32::from(s.width));
+            if hi == lo {
+                return Err(Diagnostic::bare("lowering: internal error: wide value shape"));
+            }
+            let r = self.reg(e.span)?;
+            self.emit(self.konst(r, bits.slice(hi - 1, lo).low_u64()));
+            regs.push(r);
             hi = lo;
         }
+        Ok(regs)
+    }
+
+    /// Loads slots `from` into registers, refused unless they have the
+    /// widths of `shape`'s.
+    fn load_shaped(&mut self, from: &[Slot], shape: &[Slot], span: Span) -> Result<Vec<Reg>> {
+        if from.len() != shape.len() || from.iter().zip(shape).any(|(a, b)| a.width != b.width) {
+            return Err(refuse(span, "a copy between fields of different shapes"));
+        }
+        let mut regs = Vec::with_capacity(from.len());
+        for s in from {
+            let r = self.reg(span)?;
+            self.emit(Insn::Load { dst: r, from: *s });
+            regs.push(r);
+        }
+        Ok(regs)
+    }
+
+    /// `lhs = rhs` where `lhs` holds a `bit<W>` over 64 bits.
+    fn assign_wide(&mut self, to: &[Slot], width: u32, rhs: &Expr) -> Result<()> {
+        let save = self.next_reg;
+        let regs = self.wide_value(rhs, to, width)?;
+        for (r, s) in regs.into_iter().zip(to) {
+            self.emit(Insn::Store { src: r, to: *s });
+        }
+        self.next_reg = save;
+        Ok(())
+    }
+
+    /// Compiles a value over 64 bits (a table key) into `slots`.
+    pub fn wide_into(&mut self, e: &Expr, width: u32, slots: &[Slot]) -> Result<()> {
+        self.assign_wide(slots, width, e)?;
+        self.next_reg = 0;
         Ok(())
     }
 
@@ -1224,23 +1400,34 @@ impl<'a> Gen<'a> {
     fn stmt_inner(&mut self, s: &Stmt) -> Result<()> {
         match s {
             Stmt::Assign { lhs, op, rhs, span } => {
+                // The location first, then the value (the interpreter's
+                // order: an index is computed once, before the value).
+                let lhs = &self.pin_index(lhs, 0)?;
                 if op.is_none() {
                     if let Some(dst) = self.agg_place(lhs)? {
-                        let Some(src) = self.agg_value(rhs)? else {
-                            return Err(refuse(
-                                rhs.span,
-                                "this value assigned to a header or struct",
-                            ));
-                        };
-                        return self.copy_agg(&dst, &src, *span);
+                        return self.assign_agg(&dst, rhs);
                     }
+                    if let Some((idx, cands)) = self.dyn_place(lhs)? {
+                        if cands.iter().all(|p| matches!(p, Place::Header(_))) {
+                            // A whole element at a run-time index: the
+                            // value assigned to the one selected (none
+                            // out of range).
+                            return self.each_elem(&idx, &cands, *span, |g, p| {
+                                let dst = g.elem_agg(p, *span)?;
+                                g.assign_agg(&dst, rhs)
+                            });
+                        }
+                    }
+                }
+                if let Some((to, width)) = self.wide_place(lhs)? {
+                    if op.is_some() {
+                        return Err(refuse(*span, "compound assignment over 64 bits"));
+                    }
+                    return self.assign_wide(&to, width, rhs);
                 }
                 if let Some(Place::Field(f)) = self.place_opt(lhs) {
                     if field_t1(&self.l.fields[f].ty).is_none() {
-                        if op.is_some() {
-                            return Err(refuse(*span, "compound assignment over 64 bits"));
-                        }
-                        return self.assign_wide(f, rhs, *span);
+                        return Err(refuse(*span, "this assignment"));
                     }
                 }
                 let want = self.lhs_t1(lhs)?;
@@ -1294,11 +1481,17 @@ impl<'a> Gen<'a> {
                 let ty = self.env.resolve(&v.ty, &[])?;
                 let name = format!("var {} @{}:{}", v.name.name, v.span.file, v.span.start);
                 let Some(t) = ty_t1(&ty) else {
-                    // A header (invalid) or struct (zero) local.
+                    // A header (invalid) or struct (zero) local, or a
+                    // `bit<W>` over 64 bits (zero).
                     let loc = alloc_agg(self.scratch, &name, &ty, v.span)?;
                     self.zero_agg(&loc, v.span)?;
-                    if let Some(init) = &v.init {
-                        self.assign_agg(&loc, init)?;
+                    match (&v.init, &ty, loc.leaves.as_slice()) {
+                        (Some(init), Ty::Bits { width, .. }, [leaf]) => {
+                            let to = leaf.slots.clone();
+                            self.assign_wide(&to, *width, init)?;
+                        }
+                        (Some(init), _, _) => self.assign_agg(&loc, init)?,
+                        (None, _, _) => {}
                     }
                     self.bind(&v.name.name, Bind::Agg(loc));
                     return Ok(());
@@ -1538,20 +1731,33 @@ impl<'a> Gen<'a> {
 
     /// The header or struct `e` names in the header vector, flattened.
     fn hv_agg(&self, e: &Expr) -> Result<Option<Agg>> {
+        // A stack element at a run-time index is no fixed location (its
+        // fields are selected by `dyn_place`).
+        if self.dyn_place(e)?.is_some() {
+            return Ok(None);
+        }
         let Some((root, path)) = self.path(e, 0)? else { return Ok(None) };
-        let Some(t) = self.hv_ty(root, &path) else { return Ok(None) };
-        // A varbit field is a value of two leaves (`varbit`).
-        if !matches!(t, Ty::Header(_) | Ty::Struct(_) | Ty::Varbit(_)) {
+        self.hv_agg_path(root, &path, e.span)
+    }
+
+    /// The header, struct or stack at `root`/`path`, flattened.
+    fn hv_agg_path(&self, root: Root, path: &str, span: Span) -> Result<Option<Agg>> {
+        // A varbit field is a value of two leaves (`varbit`); any other
+        // field is no aggregate.
+        if self.l.field(root, path).is_some_and(|f| self.l.fields[f].len.is_none()) {
+            return Ok(None);
+        }
+        let Some(t) = self.hv_ty(root, path) else { return Ok(None) };
+        if !matches!(t, Ty::Header(_) | Ty::Struct(_) | Ty::Stack(..) | Ty::Varbit(_)) {
             return Ok(None);
         }
         let mut shape = Vec::new();
-        flatten(&t, "", &mut shape, e.span, 0)?;
+        flatten(&t, "", &mut shape, span, 0)?;
         let join = |rel: &str| {
-            let rel = rel.strip_prefix('.').unwrap_or(rel);
-            match (path.is_empty(), rel.is_empty()) {
-                (true, _) => rel.to_string(),
-                (false, true) => path.clone(),
-                (false, false) => format!("{path}.{rel}"),
+            if path.is_empty() {
+                rel.strip_prefix('.').unwrap_or(rel).to_string()
+            } else {
+                format!("{path}{rel}")
             }
         };
         let mut leaves = Vec::with_capacity(shape.len());
@@ -1559,26 +1765,56 @@ impl<'a> Gen<'a> {
             let full = join(&rel);
             let slots = if valid {
                 let Some(h) = self.l.header(root, &full) else {
-                    return Err(refuse(e.span, "this header"));
+                    return Err(refuse(span, "this header"));
                 };
                 if self.l.headers[h].union.is_some() {
-                    return Err(refuse(e.span, "a whole header union member"));
+                    return Err(refuse(span, "a whole header union member"));
                 }
                 vec![self.l.headers[h].valid]
             } else if let Some(vb) = full.strip_suffix(varbit::LEN) {
                 match self.l.field(root, vb).and_then(|f| self.l.fields[f].len) {
                     Some(len) => vec![len],
-                    None => return Err(refuse(e.span, "this part of a header or struct")),
+                    None => return Err(refuse(span, "this part of a header or struct")),
                 }
             } else {
                 let Some(f) = self.l.field(root, &full) else {
-                    return Err(refuse(e.span, "this part of a header or struct"));
+                    return Err(refuse(span, "this part of a header or struct"));
                 };
                 self.l.fields[f].slots.clone()
             };
             leaves.push(Leaf { rel, valid, width, t: t1, slots });
         }
         Ok(Some(Agg { leaves }))
+    }
+
+    /// The header union `e` names in the header vector, if it names one.
+    fn union_of(&self, e: &Expr) -> Result<Option<usize>> {
+        if self.local_agg(e).is_some() || self.dyn_place(e)?.is_some() {
+            return Ok(None);
+        }
+        let Some((root, path)) = self.path(e, 0)? else { return Ok(None) };
+        Ok(match self.l.item(root, &path) {
+            Some(super::layout::Item::Union(u)) => Some(u),
+            _ => None,
+        })
+    }
+
+    /// `u.isValid()` of union `u`: whether any member is valid (at most
+    /// one is, as the interpreter keeps it).
+    fn union_valid(&mut self, u: usize, span: Span) -> Result<E> {
+        let members = self.l.unions.get(u).map(|x| x.members.clone()).unwrap_or_default();
+        let r = self.reg(span)?;
+        self.emit(self.konst(r, 0));
+        let t = self.reg(span)?;
+        for m in members {
+            let Some(h) = self.l.headers.get(m) else {
+                return Err(Diagnostic::bare("lowering: internal error: union member"));
+            };
+            self.emit(Insn::Load { dst: t, from: h.valid });
+            self.emit(Insn::Bin { op: KOp::Or, dst: r, a: r, b: t, width: 1 });
+        }
+        self.next_reg = t;
+        Ok(E::R(r, T1::Bool))
     }
 
     /// The aggregate location `e` names (a local's, the header vector's).
@@ -1610,14 +1846,7 @@ impl<'a> Gen<'a> {
 
     /// Copies `src` into `dst` (same shape), leaf by leaf.
     fn copy_agg(&mut self, dst: &Agg, src: &Agg, span: Span) -> Result<()> {
-        let same = dst.leaves.len() == src.leaves.len()
-            && dst.leaves.iter().zip(&src.leaves).all(|(a, b)| {
-                a.valid == b.valid
-                    && a.width == b.width
-                    && a.slots.len() == b.slots.len()
-                    && a.slots.iter().zip(&b.slots).all(|(x, y)| x.width == y.width)
-            });
-        if !same {
+        if !same_shape(dst, src) {
             return Err(refuse(span, "an assignment between values of different shapes"));
         }
         let save = self.next_reg;
@@ -1632,58 +1861,213 @@ impl<'a> Gen<'a> {
         Ok(())
     }
 
-    /// `dst = rhs` for an aggregate `dst`: from another aggregate, or
-    /// from a list or `{ f = v }` initializer of scalars (a header so
-    /// initialized becomes valid).
+    /// `dst = rhs` for an aggregate `dst`: from another aggregate, from a
+    /// `?:` of them, or from a list or `{ f = v }` initializer, nested
+    /// as the type is (a header so initialized becomes valid). Every
+    /// item is evaluated, in order, before anything is written (an item
+    /// may read the target).
     fn assign_agg(&mut self, dst: &Agg, rhs: &Expr) -> Result<()> {
-        let items: Vec<(Option<String>, &Expr)> = match &rhs.kind {
-            ExprKind::List(v) => v.iter().map(|e| (None, e)).collect(),
-            ExprKind::StructInit(v) => {
-                v.iter().map(|(n, e)| (Some(format!(".{}", n.name)), e)).collect()
-            }
-            _ => {
-                let Some(src) = self.agg_value(rhs)? else {
-                    return Err(refuse(rhs.span, "this value assigned to a header or struct"));
-                };
-                return self.copy_agg(dst, &src, rhs.span);
-            }
-        };
-        let header = dst.leaves.first().is_some_and(|l| l.valid && l.rel.is_empty());
-        let fields: Vec<&Leaf> =
-            dst.leaves.iter().filter(|l| !(l.valid && l.rel.is_empty())).collect();
-        if fields.iter().any(|l| l.valid) || fields.len() != items.len() {
-            return Err(refuse(rhs.span, "this initializer"));
+        if let ExprKind::Mux(c, a, b) = &rhs.kind {
+            let save = self.next_reg;
+            let (cr, _) = self.scalar(c, Some(T1::Bool))?;
+            let jz = self.insns.len();
+            self.emit(Insn::JumpIfZero { cond: cr, to: 0 });
+            self.assign_agg(dst, a)?;
+            let jend = self.insns.len();
+            self.emit(Insn::Jump { to: 0 });
+            let else_at = self.insns.len();
+            self.patch(jz, else_at)?;
+            self.assign_agg(dst, b)?;
+            let end = self.insns.len();
+            self.patch(jend, end)?;
+            self.next_reg = save;
+            return Ok(());
         }
-        // Evaluate every item before writing (an item may read the target).
+        if !matches!(rhs.kind, ExprKind::List(_) | ExprKind::StructInit(_)) {
+            let rhs = &self.pin_index(rhs, 0)?;
+            if let Some((idx, cands)) = self.dyn_place(rhs)? {
+                if cands.iter().all(|p| matches!(p, Place::Header(_))) {
+                    return self.copy_from_dyn(dst, &idx, &cands, rhs.span);
+                }
+            }
+            let Some(src) = self.agg_value(rhs)? else {
+                return Err(refuse(rhs.span, "this value assigned to a header or struct"));
+            };
+            return self.copy_agg(dst, &src, rhs.span);
+        }
         let save = self.next_reg;
-        let mut vals = Vec::with_capacity(items.len());
-        for (k, (name, e)) in items.iter().enumerate() {
-            let leaf = match name {
-                None => fields[k],
-                Some(n) => match fields.iter().find(|l| &l.rel == n) {
-                    Some(l) => l,
-                    None => return Err(refuse(e.span, "this initializer")),
-                },
-            };
-            let (Some(t), [slot]) = (leaf.t, leaf.slots.as_slice()) else {
-                return Err(refuse(e.span, "an initializer of a field over 64 bits"));
-            };
-            let x = self.expr(e)?;
-            let r = self.typed(x, t, e.span)?;
-            vals.push((r, *slot));
-        }
-        for (r, slot) in vals {
+        let mut stores = Vec::new();
+        self.init_regs(dst, rhs, &mut stores, 0)?;
+        for (r, slot) in stores {
             self.emit(Insn::Store { src: r, to: slot });
-        }
-        if header {
-            if let Some(v) = dst.leaves.first().and_then(|l| l.slots.first().copied()) {
-                let r = self.reg(rhs.span)?;
-                self.emit(self.konst(r, 1));
-                self.emit(Insn::Store { src: r, to: v });
-            }
         }
         self.next_reg = save;
         Ok(())
+    }
+
+    /// Evaluates initializer `e` of `dst` into registers: the stores to
+    /// make, in `out`.
+    fn init_regs(&mut self, dst: &Agg, e: &Expr, out: &mut Vec<(Reg, Slot)>, d: u32) -> Result<()> {
+        if d > MAX_DEPTH {
+            return Err(refuse(e.span, "an initializer this deep"));
+        }
+        let items: Vec<(Option<String>, &Expr)> = match &e.kind {
+            ExprKind::List(v) => v.iter().map(|x| (None, x)).collect(),
+            ExprKind::StructInit(v) => {
+                v.iter().map(|(n, x)| (Some(format!(".{}", n.name)), x)).collect()
+            }
+            _ => {
+                // A scalar part, or a whole aggregate one.
+                if let [leaf] = dst.leaves.as_slice() {
+                    if !leaf.valid && leaf.rel.is_empty() {
+                        if let (Some(t), [slot]) = (leaf.t, leaf.slots.as_slice()) {
+                            let x = self.expr(e)?;
+                            let r = self.typed(x, t, e.span)?;
+                            out.push((r, *slot));
+                            return Ok(());
+                        }
+                        let regs = self.wide_value(e, &leaf.slots, leaf.width)?;
+                        out.extend(regs.into_iter().zip(leaf.slots.iter().copied()));
+                        return Ok(());
+                    }
+                }
+                let Some(src) = self.agg_value(e)? else {
+                    return Err(refuse(e.span, "this item of an initializer"));
+                };
+                if !same_shape(dst, &src) {
+                    return Err(refuse(e.span, "an item of a different shape"));
+                }
+                for (dl, sl) in dst.leaves.iter().zip(&src.leaves) {
+                    for (to, from) in dl.slots.iter().zip(&sl.slots) {
+                        let r = self.reg(e.span)?;
+                        self.emit(Insn::Load { dst: r, from: *from });
+                        out.push((r, *to));
+                    }
+                }
+                return Ok(());
+            }
+        };
+        let (valid, parts) = parts(dst);
+        if parts.len() != items.len() {
+            return Err(refuse(e.span, "this initializer"));
+        }
+        for (k, (name, x)) in items.iter().enumerate() {
+            let part = match name {
+                None => &parts[k].1,
+                Some(n) => match parts.iter().find(|(c, _)| c == n) {
+                    Some((_, p)) => p,
+                    None => return Err(refuse(x.span, "this initializer")),
+                },
+            };
+            self.init_regs(part, x, out, d + 1)?;
+        }
+        if let Some(v) = valid {
+            let r = self.reg(e.span)?;
+            self.emit(self.konst(r, 1));
+            out.push((r, v));
+        }
+        Ok(())
+    }
+
+    /// `a == b` (`eq`) or `a != b` of two headers, structs, stacks or
+    /// tuples, as the interpreter compares them: two invalid headers are
+    /// equal whatever their fields, a valid and an invalid one are not.
+    fn agg_eq(&mut self, eq: bool, a: &Expr, b: &Expr, span: Span) -> Result<E> {
+        let (Some(x), Some(y)) = (self.agg_value(a)?, self.agg_value(b)?) else {
+            return Err(refuse(span, "a comparison of these values"));
+        };
+        if !same_shape(&x, &y) {
+            return Err(refuse(span, "a comparison between values of different shapes"));
+        }
+        let acc = self.reg(span)?;
+        let (p, q, f) = (self.reg(span)?, self.reg(span)?, self.reg(span)?);
+        self.emit(self.konst(acc, 1));
+        // `f` := every slot of leaves `range` equal.
+        let fields_eq = |g: &mut Self, range: std::ops::Range<usize>| {
+            g.emit(g.konst(f, 1));
+            for i in range {
+                for (s, t) in x.leaves[i].slots.iter().zip(&y.leaves[i].slots) {
+                    g.emit(Insn::Load { dst: p, from: *s });
+                    g.emit(Insn::Load { dst: q, from: *t });
+                    g.emit(Insn::Bin { op: KOp::Eq, dst: p, a: p, b: q, width: s.width });
+                    g.emit(Insn::Bin { op: KOp::And, dst: f, a: f, b: p, width: 1 });
+                }
+            }
+        };
+        let mut i = 0;
+        while i < x.leaves.len() {
+            let l = &x.leaves[i];
+            if !l.valid {
+                fields_eq(self, i..i + 1);
+                self.emit(Insn::Bin { op: KOp::And, dst: acc, a: acc, b: f, width: 1 });
+                i += 1;
+                continue;
+            }
+            // A header: its validity, then its fields.
+            let prefix = format!("{}.", l.rel);
+            let mut j = i + 1;
+            while j < x.leaves.len() && !x.leaves[j].valid && x.leaves[j].rel.starts_with(&prefix) {
+                j += 1;
+            }
+            fields_eq(self, i + 1..j);
+            // equal = (va == vb) & (fields equal | !va)
+            let (Some(va), Some(vb)) = (l.slots.first(), y.leaves[i].slots.first()) else {
+                return Err(Diagnostic::bare("lowering: internal error: validity leaf"));
+            };
+            self.emit(Insn::Load { dst: p, from: *va });
+            self.emit(Insn::Load { dst: q, from: *vb });
+            self.emit(Insn::Bin { op: KOp::Eq, dst: q, a: p, b: q, width: 1 });
+            self.emit(Insn::Not { dst: p, a: p, width: 1 });
+            self.emit(Insn::Bin { op: KOp::Or, dst: f, a: f, b: p, width: 1 });
+            self.emit(Insn::Bin { op: KOp::And, dst: f, a: f, b: q, width: 1 });
+            self.emit(Insn::Bin { op: KOp::And, dst: acc, a: acc, b: f, width: 1 });
+            i = j;
+        }
+        if !eq {
+            self.emit(Insn::Not { dst: acc, a: acc, width: 1 });
+        }
+        self.next_reg = acc + 1;
+        Ok(E::R(acc, T1::Bool))
+    }
+
+    /// `a == b` (`eq`) or `a != b` of two `bit<W>` values over 64 bits.
+    fn wide_eq(&mut self, eq: bool, a: &Expr, b: &Expr, span: Span) -> Result<E> {
+        let shape = match (self.wide_place(a)?, self.wide_place(b)?) {
+            (Some(s), _) | (None, Some(s)) => s,
+            _ => return Err(refuse(span, "a comparison of these values")),
+        };
+        let acc = self.reg(span)?;
+        self.emit(self.konst(acc, 1));
+        let ra = self.wide_value(a, &shape.0, shape.1)?;
+        let rb = self.wide_value(b, &shape.0, shape.1)?;
+        for ((x, y), s) in ra.into_iter().zip(rb).zip(&shape.0) {
+            self.emit(Insn::Bin { op: KOp::Eq, dst: x, a: x, b: y, width: s.width });
+            self.emit(Insn::Bin { op: KOp::And, dst: acc, a: acc, b: x, width: 1 });
+        }
+        if !eq {
+            self.emit(Insn::Not { dst: acc, a: acc, width: 1 });
+        }
+        self.next_reg = acc + 1;
+        Ok(E::R(acc, T1::Bool))
+    }
+
+    /// Whether `e` is a whole header, struct, stack or tuple (a location
+    /// or a call of a function returning one).
+    fn is_agg(&self, e: &Expr) -> bool {
+        if let ExprKind::Call { func, .. } = &e.kind {
+            if let ExprKind::Name { id, .. } = &func.kind {
+                if self.lookup(&id.name).is_none() {
+                    if let Some(f) = self.find_function(&id.name) {
+                        return self
+                            .env
+                            .resolve(&f.ret, &[])
+                            .is_ok_and(|t| ty_t1(&t).is_none() && t != Ty::Void);
+                    }
+                }
+            }
+            return false;
+        }
+        matches!(self.agg_place(e), Ok(Some(_)))
     }
 
     /// Writes zero to every leaf (an invalid header, a zero struct).
@@ -1698,6 +2082,40 @@ impl<'a> Gen<'a> {
         }
         self.next_reg = save;
         Ok(())
+    }
+
+    /// `lhs` with its run-time stack index (`hdr.s[e].f`, `hdr.s[e].f[3:0]`)
+    /// computed now into a scratch slot and replaced by a name bound to
+    /// it, so that later reads and the write select the same element
+    /// even if the code in between changes what `e` reads.
+    fn pin_index(&mut self, lhs: &Expr, d: u32) -> Result<Expr> {
+        if d > MAX_DEPTH {
+            return Err(refuse(lhs.span, "an expression this deep"));
+        }
+        let kind = match &lhs.kind {
+            ExprKind::Slice(b, hi, lo) => {
+                ExprKind::Slice(Box::new(self.pin_index(b, d + 1)?), hi.clone(), lo.clone())
+            }
+            ExprKind::Member(b, m) => {
+                ExprKind::Member(Box::new(self.pin_index(b, d + 1)?), m.clone())
+            }
+            ExprKind::Index(b, i) if self.dyn_place(lhs)?.is_some() => {
+                let save = self.next_reg;
+                let (r, t) = self.scalar(i, Some(T1::Bits { w: 32, signed: false }))?;
+                let name = format!("$index @{}:{}", i.span.file, i.span.start);
+                let Some(slot) = self.scratch.slot(&name, u32::from(t.width())) else {
+                    return Err(refuse(i.span, "more locals than the key has room for"));
+                };
+                self.emit(Insn::Store { src: r, to: slot });
+                self.next_reg = save;
+                self.bind(&name, Bind::Slot(slot, t));
+                let id = crate::ast::Ident { name, span: i.span };
+                let pinned = Expr { kind: ExprKind::Name { id, dot_prefix: false }, span: i.span };
+                ExprKind::Index(b.clone(), Box::new(pinned))
+            }
+            _ => return Ok(lhs.clone()),
+        };
+        Ok(Expr { kind, span: lhs.span })
     }
 
     /// `stack[i]...` with an index that is not a constant: the index
@@ -1732,6 +2150,42 @@ impl<'a> Gen<'a> {
             return Err(refuse(e.span, "an empty stack"));
         }
         Ok(Some(((**i).clone(), cands)))
+    }
+
+    /// The header-vector element `p` (a header), flattened.
+    fn elem_agg(&self, p: &Place, span: Span) -> Result<Agg> {
+        let Place::Header(h) = p else {
+            return Err(refuse(span, "this element of a stack with a run-time index"));
+        };
+        let hd = &self.l.headers[*h];
+        self.hv_agg_path(hd.root, &hd.path, span)?
+            .ok_or_else(|| refuse(span, "this element of a stack with a run-time index"))
+    }
+
+    /// `dst = stack[i]` with `i` a run-time index (pinned, so evaluating
+    /// it again reads the same value): the selected element, or, out of
+    /// range, the interpreter's default (an invalid header, zero fields).
+    fn copy_from_dyn(&mut self, dst: &Agg, idx: &Expr, cands: &[Place], span: Span) -> Result<()> {
+        self.each_elem(idx, cands, span, |g, p| {
+            let src = g.elem_agg(p, span)?;
+            g.copy_agg(dst, &src, span)
+        })?;
+        let save = self.next_reg;
+        let (ri, ti) = self.scalar(idx, Some(T1::Bits { w: 32, signed: false }))?;
+        let n = cands.len() as u64;
+        if ti.width() >= 64 || n <= ones(ti.width()) {
+            let k = self.reg(span)?;
+            self.emit(self.konst(k, n));
+            // k := idx >= n
+            self.emit(Insn::Bin { op: KOp::Le, dst: k, a: k, b: ri, width: ti.width() });
+            let j = self.insns.len();
+            self.emit(Insn::JumpIfZero { cond: k, to: 0 });
+            self.zero_agg(dst, span)?;
+            let end = self.insns.len();
+            self.patch(j, end)?;
+        }
+        self.next_reg = save;
+        Ok(())
     }
 
     /// Runs `f` on the element a run-time index selects (none when it is
@@ -1920,7 +2374,12 @@ impl<'a> Gen<'a> {
                 ));
                 continue;
             }
-            let arg = &args[i].value;
+            // An `out`/`inout` argument's location is fixed at the call:
+            // its run-time index (if any) is computed once, before.
+            let arg = &match p.dir {
+                Direction::Out | Direction::InOut => self.pin_index(&args[i].value, 0)?,
+                _ => args[i].value.clone(),
+            };
             if p.dir == Direction::None {
                 if let Some(v) = self.const_value(arg) {
                     let v =
@@ -1933,9 +2392,16 @@ impl<'a> Gen<'a> {
             let Some(t) = ty_t1(&ty) else {
                 // A header or struct: copied in (or invalid for `out`),
                 // copied out.
+                // A `bit<W>` over 64 bits is one leaf of several slots.
                 let loc = alloc_agg(self.scratch, &name, &ty, p.span)?;
+                let wide = match (&ty, loc.leaves.as_slice()) {
+                    (Ty::Bits { width, .. }, [leaf]) => Some((leaf.slots.clone(), *width)),
+                    _ => None,
+                };
                 if p.dir == Direction::Out || matches!(arg.kind, ExprKind::DontCare) {
                     self.zero_agg(&loc, span)?;
+                } else if let Some((to, width)) = &wide {
+                    self.assign_wide(to, *width, arg)?;
                 } else {
                     let Some(src) = self.agg_value(arg)? else {
                         return Err(refuse(arg.span, "this argument"));
@@ -2007,6 +2473,19 @@ impl<'a> Gen<'a> {
             self.next_reg = save;
         }
         for (arg, loc) in agg_outs {
+            if let Some((to, _)) = self.wide_place(&arg)? {
+                // A `bit<W>` over 64 bits: its slots copied back.
+                let Some(from) = loc.leaves.first().map(|l| l.slots.clone()) else {
+                    return Err(refuse(arg.span, "this argument"));
+                };
+                let save = self.next_reg;
+                let regs = self.load_shaped(&from, &to, arg.span)?;
+                for (r, s) in regs.into_iter().zip(&to) {
+                    self.emit(Insn::Store { src: r, to: *s });
+                }
+                self.next_reg = save;
+                continue;
+            }
             let Some(dst) = self.agg_place(&arg)? else {
                 return Err(refuse(arg.span, "this argument"));
             };
@@ -2096,6 +2575,10 @@ impl<'a> Gen<'a> {
         if let ExprKind::Call { func, args, .. } = &e.kind {
             if let ExprKind::Member(b, m) = &func.kind {
                 if m.name == "isValid" && args.is_empty() {
+                    if self.union_of(b)?.is_some() {
+                        // Computed: whether any member is valid.
+                        return Ok(None);
+                    }
                     if let Some(Place::Header(h)) = self.place(b)? {
                         let s = self.l.headers[h].valid;
                         return Ok(Some(KeyPlace { slots: vec![s], width: 1 }));
@@ -2111,6 +2594,7 @@ impl<'a> Gen<'a> {
             Some(Place::Local(s, t)) => {
                 Some(KeyPlace { slots: vec![s], width: u32::from(t.width()) })
             }
+            Some(Place::LocalWide(slots, width)) => Some(KeyPlace { slots, width }),
             Some(Place::Field(f)) => {
                 let fl = &self.l.fields[f];
                 if matches!(fl.ty, FieldTy::Varbit(_)) {

@@ -637,9 +637,29 @@ impl<'a> Builder<'a> {
             for k in &ts.keys {
                 match g.key_place(&k.expr)? {
                     Some(p) if p.width == k.width => places.push(p),
+                    _ if k.width > 64 => {
+                        // Several scratch slots, most significant first
+                        // (the first takes the remainder).
+                        let mut slots = Vec::new();
+                        let mut left = k.width;
+                        while left > 0 {
+                            let w = if slots.is_empty() && left % 64 != 0 { left % 64 } else { 64 };
+                            let name = format!("key {}.{}#{}", ts.name, k.name, slots.len());
+                            let Some(slot) = g.scratch.slot(&name, w) else {
+                                return Err(refuse(
+                                    k.expr.span,
+                                    "more keys than the key has room for",
+                                ));
+                            };
+                            slots.push(slot);
+                            left -= w;
+                        }
+                        g.wide_into(&k.expr, k.width, &slots)?;
+                        places.push(KeyPlace { slots, width: k.width });
+                    }
                     _ => {
                         let Some(t) = T1::bits_of(k.width) else {
-                            return Err(refuse(k.expr.span, "a computed key over 64 bits"));
+                            return Err(refuse(k.expr.span, "a computed key of this width"));
                         };
                         let name = format!("key {}.{}", ts.name, k.name);
                         let Some(slot) = g.scratch.slot(&name, k.width) else {

@@ -92,11 +92,10 @@ impl Engine {
         }
     }
 
-    /// Digests queued since the last call (a compiled program has none:
-    /// `digest` is refused by the lowering).
+    /// Digests queued since the last call.
     pub fn take_digests(&mut self) -> Vec<Digest> {
         match self {
-            Engine::Compiled(_) => Vec::new(),
+            Engine::Compiled(c) => c.take_digests(),
             Engine::Reference(i) => i.take_digests(),
         }
     }
@@ -104,7 +103,7 @@ impl Engine {
     /// Digests dropped because the queue was full.
     pub fn digests_dropped(&self) -> u64 {
         match self {
-            Engine::Compiled(_) => 0,
+            Engine::Compiled(c) => c.digests_dropped(),
             Engine::Reference(i) => i.digests_dropped(),
         }
     }

@@ -3,8 +3,8 @@
 //!
 //! # What
 //! [`Engine::load`] tries [`crate::lower::engine::Compiled`] first and,
-//! if the lowering refuses the program (multicast, registers, digests,
-//! ... — its diagnostic says which construct), falls back to
+//! if the lowering refuses the program (meters, `clone`, header stacks
+//! as values, ... — its diagnostic says which construct), falls back to
 //! [`Interp`], saying why ([`Engine::fallback`]). `reference: true`
 //! asks for the interpreter outright. Both answer the same control plane
 //! ([`Target`], [`Manage`]), so `sluice p4 run` and `sluice bench` do

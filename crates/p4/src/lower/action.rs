@@ -13,7 +13,9 @@
 //! literals, constants, fields, locals, action data, `isValid()`,
 //! `+ - * & | ^ ~ << >>`, comparisons, `&& || !` (short-circuit),
 //! `|+| |-|`, slices, `++`, casts, `?:` and function calls, all within 64
-//! bits; a field over 64 bits may only be copied from a field of the same
+//! bits; extern calls (`hash`, `digest`, register `read`/`write`,
+//! `counter.count`, in `ext`) as cuts between key programs
+//! ([`Gen::finish_ops`], [`super::externs`]); a field over 64 bits may only be copied from a field of the same
 //! shape or set to a constant. Header and struct values ([`Agg`]: locals,
 //! whole assignments, initializers, parameters, results) are flattened
 //! into leaves and copied slot by slot; stack elements at run-time

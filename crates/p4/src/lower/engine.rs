@@ -32,11 +32,25 @@
 //! `verify_checksum`s run right after the parse program, inside the
 //! front end's [`Parse`] hook, and set `checksum_error`.
 //!
-//! Refused by name: multicast (`mcast_grp`), nested control instances,
-//! direct counters, meters, registers, counters, `hash`, `digest`,
-//! `clone`, `resubmit`, `truncate`, checksum algorithms other than
-//! `csum16` and `*_with_payload`, and whatever the action compiler
-//! ([`super::action`]) refuses.
+//! Multicast: right after ingress a branch on `mcast_grp != 0` (a group
+//! wins over `egress_spec`, as in bmv2) leads to an `Op::Group`
+//! ([`REPLICATE`]) whose `forward` keeps the key ingress left. After the
+//! walk, [`Compiled::packet`] runs each `(rid, port)` copy of the group
+//! (groups are the interpreter's, set through [`Target`]) through the
+//! egress part of the same graph ([`Front::egress_graph`], its own
+//! worker and caches) with `egress_port`, `egress_spec` 512 (0 in 9
+//! bits), `instance_type` 5 and `egress_rid` set, as the interpreter's
+//! traffic manager does. Extern calls (`hash`, `digest`, register
+//! `read`/`write`, `counter.count`) are the other `Op::Group`s, run on
+//! the engine's [`ExtState`] ([`super::externs`]); registers of up to 64
+//! bits and counters answer `sluice p4 ctl` from there, digests queue
+//! as the interpreter's do ([`Compiled::take_digests`]). A program that
+//! reads a register runs with its caches off.
+//!
+//! Refused by name: nested control instances, direct counters, meters,
+//! `clone`, `resubmit`, `truncate`, extern calls under a condition,
+//! checksum algorithms other than `csum16` and `*_with_payload`, and
+//! whatever the action compiler ([`super::action`]) refuses.
 //!
 //! # Invariants
 //! - Same outputs as the interpreter for every program it compiles, in

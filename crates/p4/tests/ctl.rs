@@ -6,7 +6,7 @@
 use sluice_p4::ctl::execute;
 use sluice_p4::interp::Interp;
 use sluice_p4::parse;
-use sluice_p4::target::{Manage, Target};
+use sluice_p4::target::Manage;
 
 const PROG: &str = r#"
 #include <core.p4>

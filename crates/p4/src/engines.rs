@@ -3,8 +3,8 @@
 //!
 //! # What
 //! [`Engine::load`] tries [`crate::lower::engine::Compiled`] first and,
-//! if the lowering refuses the program (multicast, registers, digests,
-//! ... — its diagnostic says which construct), falls back to
+//! if the lowering refuses the program (meters, `clone`, header stacks
+//! as values, ... — its diagnostic says which construct), falls back to
 //! [`Interp`], saying why ([`Engine::fallback`]). `reference: true`
 //! asks for the interpreter outright. Both answer the same control plane
 //! ([`Target`], [`Manage`]), so `sluice p4 run` and `sluice bench` do
@@ -92,11 +92,10 @@ impl Engine {
         }
     }
 
-    /// Digests queued since the last call (a compiled program has none:
-    /// `digest` is refused by the lowering).
+    /// Digests queued since the last call.
     pub fn take_digests(&mut self) -> Vec<Digest> {
         match self {
-            Engine::Compiled(_) => Vec::new(),
+            Engine::Compiled(c) => c.take_digests(),
             Engine::Reference(i) => i.take_digests(),
         }
     }
@@ -104,7 +103,7 @@ impl Engine {
     /// Digests dropped because the queue was full.
     pub fn digests_dropped(&self) -> u64 {
         match self {
-            Engine::Compiled(_) => 0,
+            Engine::Compiled(c) => c.digests_dropped(),
             Engine::Reference(i) => i.digests_dropped(),
         }
     }

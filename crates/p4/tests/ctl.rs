@@ -6,7 +6,7 @@
 use sluice_p4::ctl::execute;
 use sluice_p4::interp::Interp;
 use sluice_p4::parse;
-use sluice_p4::target::{Manage, Target};
+use sluice_p4::target::Manage;
 
 const PROG: &str = r#"
 #include <core.p4>
@@ -56,15 +56,15 @@ fn frame(dst: u8, src: u8, ty: u16) -> Vec<u8> {
     f
 }
 
-fn ports(sw: &mut Interp, f: &[u8]) -> Vec<u32> {
+fn ports(sw: &mut dyn Manage, f: &[u8]) -> Vec<u32> {
     sw.packet(1, f).expect("packet").iter().map(|o| o.port).collect()
 }
 
-fn ok(sw: &mut Interp, line: &str) -> String {
+fn ok(sw: &mut dyn Manage, line: &str) -> String {
     execute(sw, line).unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
-fn refused(sw: &mut Interp, line: &str, wanted: &[&str]) {
+fn refused(sw: &mut dyn Manage, line: &str, wanted: &[&str]) {
     let e = execute(sw, line).expect_err(line);
     for w in wanted {
         assert!(e.contains(w), "{line}: {e:?} should say {w:?}");
@@ -75,21 +75,34 @@ fn refused(sw: &mut Interp, line: &str, wanted: &[&str]) {
 fn commands_change_forwarding_and_mistakes_are_named() {
     let loaded = parse::load_str("ctl.p4", PROG).unwrap_or_else(|e| panic!("{}", e.render()));
     let mut sw = Interp::new(&loaded).unwrap_or_else(|d| panic!("{}", loaded.sources.render(&d)));
+    commands_on(&mut sw);
+}
 
-    assert_eq!(ports(&mut sw, &frame(2, 9, 0x88b5)), Vec::<u32>::new(), "default drop");
+/// The same commands on the program compiled into the core: its counter
+/// and register cells are the engine's own.
+#[test]
+fn commands_change_the_compiled_program_alike() {
+    let loaded = parse::load_str("ctl.p4", PROG).unwrap_or_else(|e| panic!("{}", e.render()));
+    let mut sw = sluice_p4::lower::engine::Compiled::new(&loaded)
+        .unwrap_or_else(|d| panic!("{}", loaded.sources.render(&d)));
+    commands_on(&mut sw);
+}
+
+fn commands_on(sw: &mut dyn Manage) {
+    assert_eq!(ports(sw, &frame(2, 9, 0x88b5)), Vec::<u32>::new(), "default drop");
     assert_eq!(
-        ok(&mut sw, "table_add by_dst fwd 00:00:00:00:00:02 => 2"),
+        ok(sw, "table_add by_dst fwd 00:00:00:00:00:02 => 2"),
         "Entry has been added with handle 0\n"
     );
-    assert_eq!(ports(&mut sw, &frame(2, 9, 0x88b5)), [2]);
+    assert_eq!(ports(sw, &frame(2, 9, 0x88b5)), [2]);
 
     // Ternary + range, bmv2 priorities: the smaller number wins.
-    ok(&mut sw, "table_add by_type fwd 0x88b5&&&0xffff 0->0xffffffffffff => 3 10");
-    assert_eq!(ports(&mut sw, &frame(5, 9, 0x88b5)), [3]);
-    let h = ok(&mut sw, "table_add I.by_type drop 0x8800&&&0xff00 * => 1");
+    ok(sw, "table_add by_type fwd 0x88b5&&&0xffff 0->0xffffffffffff => 3 10");
+    assert_eq!(ports(sw, &frame(5, 9, 0x88b5)), [3]);
+    let h = ok(sw, "table_add I.by_type drop 0x8800&&&0xff00 * => 1");
     assert_eq!(h, "Entry has been added with handle 1\n");
-    assert_eq!(ports(&mut sw, &frame(5, 9, 0x88b5)), Vec::<u32>::new(), "priority 1 beats 10");
-    let dump = ok(&mut sw, "table_dump by_type");
+    assert_eq!(ports(sw, &frame(5, 9, 0x88b5)), Vec::<u32>::new(), "priority 1 beats 10");
+    let dump = ok(sw, "table_dump by_type");
     assert!(dump.contains("handle 0: h.eth.type=0x88b5&&&0xffff h.eth.src=0x0->0xffffffffffff priority 10 => I.fwd(port=0x3)")
         || dump.contains("priority 10"), "{dump}");
     assert!(
@@ -97,37 +110,37 @@ fn commands_change_forwarding_and_mistakes_are_named() {
         "{dump}"
     );
     assert!(dump.contains("default: "), "{dump}");
-    ok(&mut sw, "table_delete by_type 1");
-    assert_eq!(ports(&mut sw, &frame(5, 9, 0x88b5)), [3]);
-    assert_eq!(ok(&mut sw, "table_num_entries by_type"), "1\n");
+    ok(sw, "table_delete by_type 1");
+    assert_eq!(ports(sw, &frame(5, 9, 0x88b5)), [3]);
+    assert_eq!(ok(sw, "table_num_entries by_type"), "1\n");
 
     // The counter and register the action touched.
-    assert_eq!(ports(&mut sw, &frame(2, 9, 0x0800)), [2]);
-    let c = ok(&mut sw, "counter_read hits 0");
+    assert_eq!(ports(sw, &frame(2, 9, 0x0800)), [2]);
+    let c = ok(sw, "counter_read hits 0");
     assert_eq!(c, "I.hits[0]= packets=4 bytes=256\n", "four fwd runs of 64 bytes");
-    assert!(ok(&mut sw, "register_read last 0").ends_with("[0]= 0x800\n"));
-    ok(&mut sw, "register_write last 3 0x1234");
-    let all = ok(&mut sw, "register_read last");
+    assert!(ok(sw, "register_read last 0").ends_with("[0]= 0x800\n"));
+    ok(sw, "register_write last 3 0x1234");
+    let all = ok(sw, "register_read last");
     assert!(all.ends_with("= 0x800, 0x0, 0x0, 0x1234\n"), "{all}");
 
     // Default action, clear.
-    ok(&mut sw, "table_set_default by_type fwd 7");
-    ok(&mut sw, "table_clear by_type");
-    assert_eq!(ports(&mut sw, &frame(5, 9, 0x88b5)), [7]);
+    ok(sw, "table_set_default by_type fwd 7");
+    ok(sw, "table_clear by_type");
+    assert_eq!(ports(sw, &frame(5, 9, 0x88b5)), [7]);
     assert_eq!(sw.dump("by_type").unwrap().0.len(), 0);
 
     // Mistakes, each named.
-    refused(&mut sw, "table_add by_dst fwd zz => 2", &["table_add", "h.eth.dst", "`zz`"]);
-    refused(&mut sw, "table_add by_dst fwd 2 => 512", &["`512` does not fit in 9 bits"]);
-    refused(&mut sw, "table_add by_dst fwd 2 3 => 5", &["1 key element", "got 2"]);
-    refused(&mut sw, "table_add by_type fwd 0x88b5&&&0xffff * => 3", &["priority"]);
-    refused(&mut sw, "table_add by_type fwd 0x88b5 * => 3 1", &["VALUE&&&MASK"]);
-    refused(&mut sw, "table_add nosuch fwd 1 => 2", &["nosuch", "I.by_dst, I.by_type"]);
-    refused(&mut sw, "table_add by_dst teleport 1 => 2", &["teleport"]);
-    refused(&mut sw, "table_delete by_dst 99", &["handle 99"]);
-    refused(&mut sw, "counter_read hits 4", &["index 4", "4 cells"]);
-    refused(&mut sw, "register_write last 0 0x1_0000_0000", &["does not fit in 32 bits"]);
-    refused(&mut sw, "frobnicate", &["unknown command `frobnicate`", "table_add"]);
+    refused(sw, "table_add by_dst fwd zz => 2", &["table_add", "h.eth.dst", "`zz`"]);
+    refused(sw, "table_add by_dst fwd 2 => 512", &["`512` does not fit in 9 bits"]);
+    refused(sw, "table_add by_dst fwd 2 3 => 5", &["1 key element", "got 2"]);
+    refused(sw, "table_add by_type fwd 0x88b5&&&0xffff * => 3", &["priority"]);
+    refused(sw, "table_add by_type fwd 0x88b5 * => 3 1", &["VALUE&&&MASK"]);
+    refused(sw, "table_add nosuch fwd 1 => 2", &["nosuch", "I.by_dst, I.by_type"]);
+    refused(sw, "table_add by_dst teleport 1 => 2", &["teleport"]);
+    refused(sw, "table_delete by_dst 99", &["handle 99"]);
+    refused(sw, "counter_read hits 4", &["index 4", "4 cells"]);
+    refused(sw, "register_write last 0 0x1_0000_0000", &["does not fit in 32 bits"]);
+    refused(sw, "frobnicate", &["unknown command `frobnicate`", "table_add"]);
 }
 
 /// An exact table holds one entry per key, however it was added.

@@ -27,6 +27,9 @@
 //! location computed before the value.
 //! A `varbit` is such a value too, of two leaves (its bits and its
 //! length): copied like one, compared with `==`/`!=` (`varbit`).
+//! Extern calls (`hash`, `digest`, register `read`/`write`,
+//! `counter.count`, in `ext`) are cuts between key programs
+//! ([`Gen::finish_ops`], [`super::externs`]).
 //!
 //! # Basic design
 //! Expressions evaluate into registers; every register value is reduced
@@ -57,6 +60,9 @@ mod varbit;
 
 use std::collections::HashMap;
 
+// Extern calls (`hash`, `digest`, register and counter methods).
+mod ext;
+
 use sluice_core::keyop::{ones, BinOp as KOp, Insn, KeyProg, Reg, Slot, MAX_INSNS, REGS};
 use sluice_packet::key::KEY_WORDS;
 
@@ -75,6 +81,8 @@ use crate::value::{Bits, Value};
 pub struct Scratch {
     next_bit: u32,
     named: HashMap<String, Slot>,
+    /// The extern call sites compiled so far ([`super::externs`]).
+    pub ext: super::externs::ExtCalls,
 }
 
 impl Scratch {
@@ -94,7 +102,11 @@ impl Scratch {
         for s in &l.stacks {
             see(&s.next);
         }
-        Scratch { next_bit: (max + 1) * 64, named: HashMap::new() }
+        Scratch {
+            next_bit: (max + 1) * 64,
+            named: HashMap::new(),
+            ext: super::externs::ExtCalls::default(),
+        }
     }
 
     /// The slot named `name` (`width` bits, 1 to 64), allocated on first
@@ -415,6 +427,11 @@ pub struct Gen<'a> {
     pub roots: Roots,
     /// The control's local actions.
     pub local_actions: Vec<&'a ActionDecl>,
+    /// The extern object instances the control may call, by name.
+    pub instances: Vec<(String, super::externs::Instance)>,
+    /// Extern calls: where the program is cut for each (instruction
+    /// index), its site id and span.
+    cuts: Vec<(usize, u32, Span)>,
     scopes: Vec<Vec<(String, Bind)>>,
     /// Jumps to patch to the end of each action being inlined (`return`,
     /// `exit`), innermost last.
@@ -453,6 +470,8 @@ impl<'a> Gen<'a> {
             scratch,
             roots,
             local_actions,
+            instances: Vec::new(),
+            cuts: Vec::new(),
             scopes: vec![base],
             insns: Vec::new(),
             next_reg: 0,
@@ -467,8 +486,12 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// The program compiled so far.
+    /// The program compiled so far (one key program: an extern call is
+    /// refused here, see [`Gen::finish_ops`]).
     pub fn finish(mut self, span: Span) -> Result<KeyProg> {
+        if let Some((_, _, sp)) = self.cuts.first() {
+            return Err(refuse(*sp, "an extern call here"));
+        }
         let at = self.insns.len();
         for j in std::mem::take(&mut self.end) {
             self.patch(j, at)?;
@@ -477,8 +500,45 @@ impl<'a> Gen<'a> {
             .map_err(|e| Diagnostic::new(span, format!("lowering: key program refused: {e}")))
     }
 
+    /// The program compiled so far as ops: key programs with each
+    /// extern call between them (`Op::Group(site)`).
+    pub fn finish_ops(mut self, span: Span) -> Result<Vec<sluice_core::op::Op>> {
+        use sluice_core::op::Op;
+        let at = self.insns.len();
+        for j in std::mem::take(&mut self.end) {
+            self.patch(j, at)?;
+        }
+        let mut ops = Vec::new();
+        let mut from = 0;
+        let cuts = std::mem::take(&mut self.cuts);
+        let ends = cuts.iter().map(|c| (c.0, Some(c.1))).chain([(self.insns.len(), None)]);
+        for (to, site) in ends {
+            let mut seg: Vec<Insn> = self.insns.get(from..to).unwrap_or(&[]).to_vec();
+            for i in &mut seg {
+                if let Insn::Jump { to: t } | Insn::JumpIfZero { to: t, .. } = i {
+                    let rel = usize::from(*t).checked_sub(from).filter(|&r| r <= to - from);
+                    let Some(rel) = rel else {
+                        return Err(refuse(span, "a jump across an extern call"));
+                    };
+                    *t = rel as u16;
+                }
+            }
+            if !seg.is_empty() {
+                let p = KeyProg::new(seg).map_err(|e| {
+                    Diagnostic::new(span, format!("lowering: key program refused: {e}"))
+                })?;
+                ops.push(Op::Key(std::sync::Arc::new(p)));
+            }
+            if let Some(id) = site {
+                ops.push(Op::Group(id));
+            }
+            from = to;
+        }
+        Ok(ops)
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.insns.is_empty()
+        self.insns.is_empty() && self.cuts.is_empty()
     }
 
     fn emit(&mut self, i: Insn) {
@@ -659,9 +719,6 @@ impl<'a> Gen<'a> {
             }
         }
         let Some((root, path)) = self.path(e, 0)? else { return Ok(None) };
-        if root == Root::Std && path == "mcast_grp" {
-            return Err(refuse(e.span, "multicast (`mcast_grp`) in a compiled pipeline"));
-        }
         if let Some(f) = self.l.field(root, &path) {
             return Ok(Some(Place::Field(f)));
         }
@@ -1624,6 +1681,23 @@ impl<'a> Gen<'a> {
                     self.emit(Insn::Store { src: r, to: s });
                 }
                 Ok(())
+            }
+            ExprKind::Name { id, .. }
+                if id.name == "hash" && self.find_function("hash").is_none() =>
+            {
+                self.hash(e, args)
+            }
+            ExprKind::Name { id, .. }
+                if id.name == "digest" && self.find_function("digest").is_none() =>
+            {
+                let ExprKind::Call { type_args, .. } = &e.kind else {
+                    return Err(refuse(e.span, "this call"));
+                };
+                self.digest(e, type_args, args)
+            }
+            ExprKind::Member(b, m) if self.instance_of(b).is_some() => {
+                let inst = self.instance_of(b).cloned().ok_or_else(|| refuse(e.span, "this"))?;
+                self.method(e, &inst, &m.name, args)
             }
             ExprKind::Name { id, dot_prefix } => {
                 if let Some(a) = self.find_action(&id.name, *dot_prefix) {

@@ -187,6 +187,7 @@ impl<'a> Builder<'a> {
             ctl.base.clone(),
         );
         g.exit_flag = ctl.exit_flag;
+        g.instances = super::externs::instances(s, ctl.inst);
         Ok(g)
     }
 
@@ -408,14 +409,14 @@ impl<'a> Builder<'a> {
                 return Ok(None);
             }
             let may_exit = g.may_exit;
-            Ok(Some((g.finish(span)?, may_exit)))
+            Ok(Some((g.finish_ops(span)?, may_exit)))
         })();
         self.scratch = scratch;
         match res? {
             None => Ok(next),
             Some((p, may_exit)) => {
                 let after = if may_exit { self.exit_check(ci, next, exit)? } else { next };
-                self.fixed(vec![Op::Key(std::sync::Arc::new(p))], after, span)
+                self.fixed(p, after, span)
             }
         }
     }
@@ -683,7 +684,7 @@ impl<'a> Builder<'a> {
                 let mut g = Builder::gen(self.s, self.l, &mut scratch, &self.ctls[ci])?;
                 g.call_action(decl, &data, &a.bound, decl.span)?;
                 may_exit |= g.may_exit;
-                g.finish(decl.span)?;
+                g.finish_ops(decl.span)?;
             }
             Ok((places, pre, may_exit))
         })();

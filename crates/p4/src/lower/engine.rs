@@ -32,11 +32,25 @@
 //! `verify_checksum`s run right after the parse program, inside the
 //! front end's [`Parse`] hook, and set `checksum_error`.
 //!
-//! Refused by name: multicast (`mcast_grp`), nested control instances,
-//! direct counters, meters, registers, counters, `hash`, `digest`,
-//! `clone`, `resubmit`, `truncate`, checksum algorithms other than
-//! `csum16` and `*_with_payload`, and whatever the action compiler
-//! ([`super::action`]) refuses.
+//! Multicast: right after ingress a branch on `mcast_grp != 0` (a group
+//! wins over `egress_spec`, as in bmv2) leads to an `Op::Group`
+//! ([`REPLICATE`]) whose `forward` keeps the key ingress left. After the
+//! walk, [`Compiled::packet`] runs each `(rid, port)` copy of the group
+//! (groups are the interpreter's, set through [`Target`]) through the
+//! egress part of the same graph ([`Front::egress_graph`], its own
+//! worker and caches) with `egress_port`, `egress_spec` 512 (0 in 9
+//! bits), `instance_type` 5 and `egress_rid` set, as the interpreter's
+//! traffic manager does. Extern calls (`hash`, `digest`, register
+//! `read`/`write`, `counter.count`) are the other `Op::Group`s, run on
+//! the engine's [`ExtState`] ([`super::externs`]); registers of up to 64
+//! bits and counters answer `sluice p4 ctl` from there, digests queue
+//! as the interpreter's do ([`Compiled::take_digests`]). A program that
+//! reads a register runs with its caches off.
+//!
+//! Refused by name: nested control instances, direct counters, meters,
+//! `clone`, `resubmit`, `truncate`, extern calls under a condition,
+//! checksum algorithms other than `csum16` and `*_with_payload`, and
+//! whatever the action compiler ([`super::action`]) refuses.
 //!
 //! # Invariants
 //! - Same outputs as the interpreter for every program it compiles, in
@@ -45,7 +59,7 @@
 //!   bounded programs.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use sluice_core::cache::CacheStats;
 use sluice_core::graph::{Graph, KeyTest, Node};
@@ -60,6 +74,7 @@ use sluice_packet::parse::{Meta, ParseInfo};
 
 use super::action::Gen;
 use super::control::{Builder, Ctl, TabDef, TableKeys};
+use super::externs::{ExtCall, ExtState};
 use super::layout::{FieldTy, Layout, Root};
 use super::parser::ParseProg;
 use super::refuse;
@@ -357,26 +372,57 @@ struct Deparse {
     egress_port: Slot,
 }
 
+/// `Op::Group` of this id replicates the packet to its multicast group
+/// (smaller ids are extern calls, [`super::externs::ExtCall`]).
+const REPLICATE: u32 = u32::MAX;
+
+/// `instance_type` of a multicast copy (bmv2's `PKT_INSTANCE_TYPE_REPLICATION`).
+const INSTANCE_TYPE_REPLICATION: u64 = 5;
+
 /// The compiled pipeline as the walk sees it.
 #[derive(Debug)]
 pub struct Front {
     graph: Graph,
+    /// The same nodes from egress on: what a multicast copy runs.
+    egress_graph: Graph,
+    /// Whether the walk runs [`Front::egress_graph`] (a multicast copy).
+    egress: bool,
     tables: Vec<CoreTable>,
     gen: u64,
     mode: CacheMode,
+    /// Caches off whatever the mode: the program reads a register.
+    stateful: bool,
     indexed: bool,
     parser: Arc<dyn Parse>,
     deparse: Deparse,
+    /// Extern call sites, by `Op::Group` id.
+    ext: Arc<Vec<ExtCall>>,
+    /// Registers, counters and digests (one lock per extern call; a
+    /// program without externs never takes it).
+    state: Mutex<ExtState>,
+}
+
+/// A worker's own buffers.
+#[derive(Debug, Default)]
+pub struct WorkerExt {
+    /// The deparser's output and a checksum's or hash's input.
+    out: Vec<u8>,
+    tmp: Vec<u8>,
+    /// The key after ingress when it asked for multicast.
+    replicate: Option<FlowKey>,
 }
 
 impl Frontend for Front {
     type Table = CoreTable;
     type Ctx = ();
-    /// The deparser's buffers.
-    type Ext = (Vec<u8>, Vec<u8>);
+    type Ext = WorkerExt;
     type Rule = ();
     fn graph(&self) -> &Graph {
-        &self.graph
+        if self.egress {
+            &self.egress_graph
+        } else {
+            &self.graph
+        }
     }
     fn table(&self, id: u8) -> Option<&CoreTable> {
         self.tables.get(usize::from(id))
@@ -385,7 +431,11 @@ impl Frontend for Front {
         self.gen
     }
     fn cache_mode(&self) -> CacheMode {
-        self.mode
+        if self.stateful {
+            CacheMode::Off
+        } else {
+            self.mode
+        }
     }
     fn indexed(&self) -> bool {
         self.indexed
@@ -405,13 +455,26 @@ impl Frontend for Front {
         _ctx: (),
         tx: &mut dyn Tx,
     ) -> Flow {
-        if !matches!(op, Op::Output { .. }) {
-            return Flow::Continue;
+        match op {
+            Op::Output { .. } => {}
+            Op::Group(REPLICATE) => {
+                w.ext.replicate = Some(pkt.key);
+                return Flow::Continue;
+            }
+            Op::Group(id) => {
+                if let Some(c) = self.ext.get(*id as usize) {
+                    let len = pkt.data().len();
+                    let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                    c.run(&mut pkt.key, &mut st, len, &mut w.ext.tmp);
+                }
+                return Flow::Continue;
+            }
+            _ => return Flow::Continue,
         }
         let d = &self.deparse;
         let l = &*d.layout;
         let mut key = pkt.key;
-        let (out, tmp) = &mut w.ext;
+        let WorkerExt { out, tmp, .. } = &mut w.ext;
         for c in &d.update {
             if let Some(h) = c.compute(&key, tmp) {
                 c.dst.set(&mut key, h);
@@ -457,7 +520,12 @@ pub struct Compiled {
     keys: HashMap<usize, TableKeys>,
     front: Front,
     worker: Worker<Front>,
+    /// The worker running multicast copies through egress.
+    egress_worker: Worker<Front>,
     pkt: Box<Pkt>,
+    /// `egress_port`, `egress_spec`, `instance_type`, `egress_rid` and
+    /// `mcast_grp` (what replication sets and reads).
+    copy_slots: Option<[Slot; 5]>,
 }
 
 fn std_slot(l: &Layout, name: &str) -> Result<Slot> {
@@ -504,9 +572,27 @@ impl Compiled {
         let tm = KeyProg::new(tm).map_err(|e| Diagnostic::bare(format!("lowering: {e}")))?;
         let tm = b.fixed(vec![Op::Key(Arc::new(tm))], egress, span)?;
         let ig_drop = b.node(Node::Branch { test: drop_test, then: end, otherwise: tm })?;
-        let start = b.control(s.pipeline[2], None, ig_drop, ig_drop)?;
-        let graph = Graph::new(std::mem::take(&mut b.nodes), start)
+        // A multicast group wins over `egress_spec`, as in bmv2: the
+        // copies run from egress on (`Compiled::packet`).
+        let mgrp = std_slot(l, "mcast_grp").ok();
+        let after_ingress = match mgrp {
+            Some(g) => {
+                let rep = b.fixed(vec![Op::Group(REPLICATE)], end, span)?;
+                let test = KeyTest { word: g.word, mask: g.mask(), value: 0 };
+                b.node(Node::Branch { test, then: ig_drop, otherwise: rep })?
+            }
+            None => ig_drop,
+        };
+        let start = b.control(s.pipeline[2], None, after_ingress, after_ingress)?;
+        let graph = Graph::new(b.nodes.clone(), start)
             .map_err(|e| Diagnostic::bare(format!("lowering: control graph refused: {e}")))?;
+        let egress_graph = Graph::new(std::mem::take(&mut b.nodes), egress)
+            .map_err(|e| Diagnostic::bare(format!("lowering: control graph refused: {e}")))?;
+        let copy_slots =
+            match (mgrp, std_slot(l, "instance_type").ok(), std_slot(l, "egress_rid").ok()) {
+                (Some(g), Some(it), Some(rid)) => Some([eport, spec, it, rid, g]),
+                _ => None,
+            };
         let verify = checksums(&s, l, s.pipeline[1], "verify_checksum")?;
         let update = checksums(&s, l, s.pipeline[4], "update_checksum")?;
         let emit = deparser(&s, l, s.pipeline[5])?;
@@ -517,14 +603,41 @@ impl Compiled {
         let keys = std::mem::take(&mut b.tables);
         drop(b);
         let parser: Arc<dyn Parse> = Arc::new(V1Parse { prog, verify, checksum_error });
+        let mut instances = Vec::new();
+        for (id, inst) in s.insts.iter().enumerate() {
+            if let crate::interp::Inst::Extern(x) = inst {
+                let size = x.args.first().and_then(|v| v.to_u64()).unwrap_or(0);
+                let elem = x.type_args.first().cloned();
+                let held = match x.kind.as_str() {
+                    "register" => matches!(
+                        elem.as_ref().and_then(super::action::ty_t1),
+                        Some(super::action::T1::Bits { signed: false, .. })
+                    ),
+                    kind => kind == "counter",
+                };
+                if held {
+                    instances.push(super::externs::Instance {
+                        id,
+                        kind: x.kind.clone(),
+                        elem,
+                        size,
+                    });
+                }
+            }
+        }
         let front = Front {
             graph,
+            egress_graph,
+            egress: false,
             tables: Vec::new(),
             gen: 1,
             mode: CacheMode::Off,
+            stateful: scratch.ext.stateful_reads(),
             indexed: true,
             parser,
             deparse: Deparse { layout: layout.clone(), emit, update, egress_port: eport },
+            ext: Arc::new(scratch.ext.calls.clone()),
+            state: Mutex::new(ExtState::new(instances.iter())),
         };
         let mut c = Compiled {
             interp,
@@ -534,8 +647,10 @@ impl Compiled {
             ctls,
             keys,
             front,
-            worker: Worker::new(Shard::OWNER, (Vec::new(), Vec::new())),
+            worker: Worker::new(Shard::OWNER, WorkerExt::default()),
+            egress_worker: Worker::new(Shard::OWNER, WorkerExt::default()),
             pkt: Box::new(Pkt::new()),
+            copy_slots,
         };
         let mut tables = Vec::with_capacity(tabs.len());
         for t in &tabs {
@@ -625,10 +740,13 @@ impl Compiled {
         let mut g =
             Builder::gen(&s, &self.layout, &mut self.scratch, &ctl).map_err(|d| d.message)?;
         g.call_action(decl, args, &spec.bound, decl.span).map_err(|d| d.message)?;
-        let empty = g.is_empty();
-        let p = g.finish(decl.span).map_err(|d| d.message)?;
-        let apply: Box<[Op]> = if empty { Box::new([]) } else { Box::new([Op::Key(Arc::new(p))]) };
-        Ok(EntryOps { apply, action: action as u32, ..EntryOps::default() })
+        let apply = g.finish_ops(decl.span).map_err(|d| d.message)?;
+        if self.scratch.ext.calls.len() != self.front.ext.len() {
+            // Every site was compiled with the program; a new one would
+            // be an action compiled differently from then.
+            return Err("internal error: an extern call site not compiled with the program".into());
+        }
+        Ok(EntryOps { apply: apply.into(), action: action as u32, ..EntryOps::default() })
     }
 
     fn rule(
@@ -688,6 +806,42 @@ impl Compiled {
             .map(|d| d.default.clone())
             .ok_or("internal error: table state")?;
         Ok(CoreTable::catch_all(self.action_ops(tid, a, &args)?))
+    }
+
+    /// The extern instance `name` denotes (suffix-resolved).
+    fn extern_id(&self, name: &str) -> CtlResult<usize> {
+        let names: Vec<(String, usize)> = self
+            .s
+            .insts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, inst)| match inst {
+                crate::interp::Inst::Extern(x) => Some((x.path.clone(), i)),
+                _ => None,
+            })
+            .collect();
+        crate::interp::resolve_suffix(
+            name,
+            names.iter().map(|(n, i)| (n.as_str(), *i)),
+            "extern instance",
+        )
+    }
+
+    /// Digests queued since the last call (`digest()` calls, in the
+    /// order the packets made them).
+    pub fn take_digests(&mut self) -> Vec<crate::interp::Digest> {
+        std::mem::take(&mut self.front.state.lock().unwrap_or_else(|e| e.into_inner()).digests)
+    }
+
+    /// Digests dropped because [`crate::interp::MAX_DIGESTS`] were queued.
+    pub fn digests_dropped(&self) -> u64 {
+        self.front.state.lock().unwrap_or_else(|e| e.into_inner()).digests_dropped
+    }
+
+    /// Whether the program reads state the caches cannot see (a
+    /// register), so it runs with its caches off.
+    pub fn stateful(&self) -> bool {
+        self.front.stateful
     }
 
     fn table_index(&self, name: &str) -> CtlResult<usize> {
@@ -759,9 +913,9 @@ impl Target for Compiled {
         Ok(())
     }
 
-    fn set_multicast_group(&mut self, _group: u32, _copies: &[(u32, u32)]) -> CtlResult<()> {
-        // A compiled program never multicasts (`mcast_grp` is refused).
-        Ok(())
+    fn set_multicast_group(&mut self, group: u32, copies: &[(u32, u32)]) -> CtlResult<()> {
+        // The interpreter keeps the groups (what `Compiled::packet` reads).
+        self.interp.set_multicast_group(group, copies)
     }
 
     fn packet(&mut self, port: u32, data: &[u8]) -> CtlResult<Vec<Output>> {
@@ -774,14 +928,35 @@ impl Target for Compiled {
         let mut tx =
             |p: u32, _q: Option<u32>, f: &[u8]| outs.push(Output { port: p, data: f.to_vec() });
         walk::run(&self.front, &mut self.worker, pkt, &mut tx);
+        // Multicast: each copy runs egress with the key ingress left,
+        // as the interpreter's traffic manager does.
+        if let (Some(key), Some([eport, spec, it, rid, grp])) =
+            (self.worker.ext.replicate.take(), self.copy_slots)
+        {
+            let group = u32::try_from(grp.get(&key)).ok();
+            let copies =
+                group.and_then(|g| self.interp.d.mcast.get(&g)).cloned().unwrap_or_default();
+            self.front.egress = true;
+            for (r, port) in copies {
+                let mut k = key;
+                eport.set(&mut k, u64::from(port));
+                // bmv2 sets 512, which a 9-bit field holds as 0.
+                spec.set(&mut k, 512);
+                it.set(&mut k, INSTANCE_TYPE_REPLICATION);
+                rid.set(&mut k, u64::from(r));
+                pkt.key = k;
+                walk::run(&self.front, &mut self.egress_worker, pkt, &mut tx);
+            }
+            self.front.egress = false;
+        }
         Ok(outs)
     }
 }
 
 /// The control plane beyond [`Target`]: the interpreter's table state
-/// answers, and a deletion rebuilds the table's core tables. Counters and
-/// registers: a compiled program has none (they are refused), so those
-/// requests find no such name.
+/// answers, and a deletion rebuilds the table's core tables. Registers
+/// (of `bit<W>` up to 64 bits) and counters the engine holds answer from
+/// its own cells, named and checked by the interpreter.
 impl Manage for Compiled {
     fn tables(&self) -> Vec<TableInfo> {
         self.interp.tables()
@@ -802,15 +977,35 @@ impl Manage for Compiled {
     }
 
     fn counter_cells(&self, name: &str) -> CtlResult<(String, Vec<(u64, u64)>)> {
-        self.interp.counter_cells(name)
+        let (path, cells) = self.interp.counter_cells(name)?;
+        let id = self.extern_id(name)?;
+        let st = self.front.state.lock().unwrap_or_else(|e| e.into_inner());
+        Ok((path, st.counters.get(&id).cloned().unwrap_or(cells)))
     }
 
     fn register_cells(&self, name: &str) -> CtlResult<(String, u32, Vec<BigValue>)> {
-        self.interp.register_cells(name)
+        let (path, width, cells) = self.interp.register_cells(name)?;
+        let id = self.extern_id(name)?;
+        let st = self.front.state.lock().unwrap_or_else(|e| e.into_inner());
+        match st.registers.get(&id) {
+            Some(v) => {
+                Ok((path, width, v.iter().map(|&c| BigValue::from_u128(c.into())).collect()))
+            }
+            None => Ok((path, width, cells)),
+        }
     }
 
     fn register_write(&mut self, name: &str, index: usize, value: &BigValue) -> CtlResult<()> {
-        self.interp.register_write(name, index, value)
+        // The interpreter checks the index and reduces the value.
+        self.interp.register_write(name, index, value)?;
+        let (_, _, cells) = self.interp.register_cells(name)?;
+        let id = self.extern_id(name)?;
+        let v = cells.get(index).and_then(|c| c.0.first().copied()).unwrap_or(0);
+        let mut st = self.front.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = st.registers.get_mut(&id).and_then(|r| r.get_mut(index)) {
+            *c = v;
+        }
+        Ok(())
     }
 }
 

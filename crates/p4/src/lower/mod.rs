@@ -34,6 +34,7 @@
 pub mod action;
 pub(crate) mod control;
 pub mod engine;
+pub mod externs;
 pub mod layout;
 pub mod parser;
 

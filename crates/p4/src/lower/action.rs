@@ -25,7 +25,10 @@
 //! as its two's-complement bits, sign-extended where an operation needs
 //! it). An `int` literal stays a compile-time number until it meets a
 //! typed operand, the target of an assignment or a parameter, whose type
-//! it takes — the interpreter's rule. Locals, `in`/`inout`/`out`
+//! it takes — the interpreter's rule. Where such a context gives the
+//! type, `?:` of two `int`s, shifts of an `int` by a run-time amount and
+//! arithmetic over them are computed in it (`Gen::expr_as`): the
+//! interpreter's `int` result, reduced there, has the same bits. Locals, `in`/`inout`/`out`
 //! parameters of called actions and values the engine computes
 //! (conditions, table keys) live in scratch key slots ([`Scratch`]) after
 //! the layout's words; a name always gets the same slot, so an action

@@ -15,6 +15,8 @@
 //! 4. [`lower`] compiles the program into sluice's core (so far: the
 //!    header vector layout and the parse program).
 //! 5. [`stf`] runs p4c's STF tests against any [`target::Target`].
+//! 6. [`gen`] (a test and fuzz aid) generates small random programs
+//!    and checks the compiled engine against the interpreter on them.
 //!
 //! Compilation into sluice's core (ARCHITECTURE.md, "P4 in the core") is
 //! being built in steps: [`coretable`] holds table entries as the core's
@@ -29,6 +31,7 @@ pub mod coretable;
 pub mod ctl;
 pub mod diag;
 pub mod engines;
+pub mod gen;
 pub mod interp;
 pub mod lex;
 pub mod lower;

@@ -517,10 +517,17 @@ impl TypeEnv {
                 value::binary(*op, &a, &b).map_err(err)?
             }
             ExprKind::Mux(c, a, b) => {
-                if sub(c)?.is_true().map_err(err)? {
-                    sub(a)?
-                } else {
-                    sub(b)?
+                let (pick, other) = if sub(c)?.is_true().map_err(err)? { (a, b) } else { (b, a) };
+                // An `int` arm takes the other arm's type, as the
+                // interpreter's `?:` does at run time.
+                match (sub(pick)?, sub(other)) {
+                    (Value::Int(i), Ok(Value::Bits(o))) => {
+                        Value::Bits(Bits::from_i128(o.width(), i))
+                    }
+                    (Value::Int(i), Ok(Value::Signed(o))) => {
+                        Value::Signed(Bits::from_i128(o.width(), i))
+                    }
+                    (v, _) => v,
                 }
             }
             ExprKind::Cast(t, x) => {

@@ -17,7 +17,7 @@ use sluice_core::walk::CacheMode;
 use sluice_p4::interp::Interp;
 use sluice_p4::lower::engine::Compiled;
 use sluice_p4::target::Target;
-use sluice_p4::{parse, stf};
+use sluice_p4::{gen, parse, stf};
 
 /// Programs known to compile and pass; fewer is a regression.
 const FLOOR: usize = 109;
@@ -49,14 +49,7 @@ fn programs() -> Vec<(String, PathBuf, PathBuf)> {
     out
 }
 
-const MODES: [(CacheMode, bool); 6] = [
-    (CacheMode::Off, true),
-    (CacheMode::Off, false),
-    (CacheMode::Megaflow, true),
-    (CacheMode::Megaflow, false),
-    (CacheMode::On, true),
-    (CacheMode::On, false),
-];
+use gen::MODES;
 
 /// The refusal's kind: its message without the location.
 fn reason(msg: &str) -> String {
@@ -147,209 +140,46 @@ fn the_megaflow_cache_serves_the_router() {
     assert!(after.megaflow_hits > before.megaflow_hits, "{before:?} -> {after:?}");
 }
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Ty {
-    B8,
-    B16,
-    S8,
-    Bool,
-}
-
-/// A random well-typed P4 expression of type `t`.
-fn gen_expr(r: &mut Rng, t: Ty, depth: u32) -> String {
-    let leaf = depth == 0 || r.below(4) == 0;
-    if t == Ty::Bool {
-        if leaf {
-            return ["hdr.h.isValid()", "true", "false", "(hdr.h.a == hdr.h.b)"]
-                [r.below(4) as usize]
-                .to_string();
-        }
-        return match r.below(5) {
-            0 => format!("!({})", gen_expr(r, Ty::Bool, depth - 1)),
-            1 => format!(
-                "({} && {})",
-                gen_expr(r, Ty::Bool, depth - 1),
-                gen_expr(r, Ty::Bool, depth - 1)
-            ),
-            2 => format!(
-                "({} || {})",
-                gen_expr(r, Ty::Bool, depth - 1),
-                gen_expr(r, Ty::Bool, depth - 1)
-            ),
-            _ => {
-                let ot = [Ty::B8, Ty::B16, Ty::S8][r.below(3) as usize];
-                let op = ["==", "!=", "<", "<=", ">", ">="][r.below(6) as usize];
-                format!("({} {op} {})", gen_expr(r, ot, depth - 1), gen_expr(r, ot, depth - 1))
-            }
-        };
-    }
-    if leaf {
-        let n = r.below(300);
-        return match (t, r.below(4)) {
-            (Ty::B8, 0) => "hdr.h.a".into(),
-            (Ty::B8, 1) => "hdr.h.b".into(),
-            (Ty::B8, 2) => format!("8w{}", n % 256),
-            (Ty::B16, 0) => "hdr.h.c".into(),
-            (Ty::B16, 1) => "(hdr.h.a ++ hdr.h.b)".into(),
-            (Ty::B16, 2) => format!("16w{n}"),
-            (Ty::S8, 0 | 1) => "hdr.h.s".into(),
-            (Ty::S8, 2) => format!("(int<8>)8w{}", n % 256),
-            _ => format!("{}", n % 256),
-        };
-    }
-    let d = depth - 1;
-    let w = match t {
-        Ty::B16 => "16",
-        _ => "8",
-    };
-    match r.below(12) {
-        0..=5 => {
-            let op = ["+", "-", "*", "&", "|", "^", "|+|", "|-|"][r.below(8) as usize];
-            format!("({} {op} {})", gen_expr(r, t, d), gen_expr(r, t, d))
-        }
-        6 => format!("(~{})", gen_expr(r, t, d)),
-        7 => {
-            let op = ["<<", ">>"][r.below(2) as usize];
-            if r.below(2) == 0 {
-                format!("({} {op} {})", gen_expr(r, t, d), r.below(20))
-            } else {
-                format!("({} {op} hdr.h.b)", gen_expr(r, t, d))
-            }
-        }
-        8 => format!(
-            "({} ? {} : {})",
-            gen_expr(r, Ty::Bool, d),
-            gen_expr(r, t, d),
-            gen_expr(r, t, d)
-        ),
-        9 => match t {
-            Ty::B8 => {
-                let lo = r.below(9);
-                format!("({})[{}:{lo}]", gen_expr(r, Ty::B16, d), lo + 7)
-            }
-            _ => format!("(-{})", gen_expr(r, t, d)),
-        },
-        10 => {
-            let from = [Ty::B8, Ty::B16, Ty::S8][r.below(3) as usize];
-            let to = match t {
-                Ty::S8 => "int<8>".to_string(),
-                _ => format!("bit<{w}>"),
-            };
-            format!("(({to}){})", gen_expr(r, from, d))
-        }
-        _ => gen_expr(r, t, d),
-    }
-}
-
-fn gen_program(r: &mut Rng) -> String {
-    let e8 = gen_expr(r, Ty::B8, 4);
-    let e16 = gen_expr(r, Ty::B16, 4);
-    let es = gen_expr(r, Ty::S8, 4);
-    let c = gen_expr(r, Ty::Bool, 3);
-    let e32 = gen_expr(r, Ty::B16, 3);
-    format!(
-        r#"#include <core.p4>
-#include <v1model.p4>
-header h_t {{ bit<8> a; bit<8> b; bit<16> c; int<8> s; bit<8> o1; bit<16> o2; int<8> o3; bit<32> o4; }}
-struct H {{ h_t h; }}
-struct M {{ }}
-parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {{
-    state start {{ pkt.extract(hdr.h); transition accept; }}
-}}
-control V(inout H hdr, inout M m) {{ apply {{ }} }}
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {{
-    action set(bit<8> x) {{
-        hdr.h.o1 = (bit<8>)({e8});
-        hdr.h.o2 = {e16};
-        hdr.h.o3 = {es};
-        if ({c}) {{ hdr.h.o4 = (bit<32>)({e32}) + (bit<32>)x; }} else {{ hdr.h.o4 = 32w7; }}
-    }}
-    table t {{ key = {{ hdr.h.a: ternary; }} actions = {{ set; }} default_action = set(8w3); }}
-    apply {{ sm.egress_spec = 2; t.apply(); }}
-}}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) {{ apply {{ }} }}
-control C(inout H hdr, inout M m) {{ apply {{ }} }}
-control D(packet_out pkt, in H hdr) {{ apply {{ pkt.emit(hdr.h); }} }}
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"#
-    )
-}
-
-/// Random expressions compiled into key programs compute what the
-/// interpreter computes (int literal typing, signed arithmetic, shifts,
-/// saturation, slices, casts, `?:`), on random frames.
+/// Random programs from `sluice_p4::gen` (headers, a parser with
+/// `select`, tables with entries and defaults, `if`/`else`, assignments,
+/// validity, drops, egress ports, typed expressions with `int` literals)
+/// behave on the compiled engine, in every cache mode, indexed and
+/// scanned, as on the interpreter, packet by packet.
 #[test]
-fn random_expressions_agree_with_the_interpreter() {
-    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
-    let (mut compared, mut skipped, mut refused) = (0, 0, 0);
-    let dir = std::env::temp_dir().join(format!("sluice-lower-engine-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    for i in 0..200 {
-        let text = gen_program(&mut r);
-        let path = dir.join(format!("p{i}.p4"));
-        std::fs::write(&path, &text).expect("write program");
-        let Ok(loaded) = parse::load_file(&path) else {
-            skipped += 1;
-            continue;
-        };
-        let Ok(mut interp) = Interp::new(&loaded) else {
-            skipped += 1;
-            continue;
-        };
-        let mut eng = match Compiled::new(&loaded) {
-            Ok(c) => c,
-            Err(d) => {
-                println!("refused: {}", loaded.sources.render(&d).lines().next().unwrap_or(""));
-                refused += 1;
-                continue;
+fn random_programs_agree_with_the_interpreter() {
+    let (mut agreed, mut refused) = (0, BTreeMap::<String, usize>::new());
+    let (mut rejected, mut mismatches) = (Vec::new(), Vec::new());
+    for seed in 0..PROGRAMS {
+        let p = gen::program(&mut gen::Source::seeded(0x9e37_79b9_7f4a_7c15 ^ seed), 16);
+        match gen::check(&p, &MODES) {
+            gen::Check::Agreed => agreed += 1,
+            gen::Check::Refused(r) => {
+                println!("refused: {r}");
+                *refused.entry(reason(&r)).or_default() += 1;
             }
-        };
-        eng.set_cache_mode([CacheMode::Off, CacheMode::Megaflow, CacheMode::On][i % 3]);
-        let entry = sluice_p4::target::EntrySpec {
-            table: "t".into(),
-            keys: vec![(
-                "hdr.h.a".into(),
-                sluice_p4::target::KeyMatch::Ternary {
-                    value: sluice_p4::ast::BigValue::from_u128(0x80),
-                    mask: sluice_p4::ast::BigValue::from_u128(0x80),
-                },
-            )],
-            action: "set".into(),
-            args: vec![("x".into(), sluice_p4::ast::BigValue::from_u128(200))],
-            priority: Some(1),
-        };
-        interp.add_entry(&entry).expect("interp entry");
-        eng.add_entry(&entry).expect("engine entry");
-        for _ in 0..24 {
-            let len = 5 + r.below(16) as usize;
-            let frame: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
-            let want = interp.packet(1, &frame).expect("interp packet");
-            let got = eng.packet(1, &frame).expect("engine packet");
-            assert_eq!(got, want, "program {i} on {frame:02x?}:\n{text}");
+            gen::Check::Rejected(r) => rejected.push(format!("seed {seed}: {r}\n{}", p.text)),
+            gen::Check::Mismatch(m) => mismatches.push(format!("seed {seed}: {m}\n{}", p.text)),
         }
-        compared += 1;
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    let n_refused: usize = refused.values().sum();
     println!(
-        "random expressions: {compared} programs compared, {refused} refused, {skipped} not loaded"
+        "random programs: {agreed} agreed, {n_refused} refused {refused:?}, {} rejected",
+        rejected.len()
     );
-    assert!(compared >= 100, "only {compared} random programs loaded");
+    assert!(
+        rejected.is_empty(),
+        "generator bugs (programs the interpreter rejects):\n{}",
+        rejected.join("\n")
+    );
+    assert!(mismatches.is_empty(), "engine and interpreter disagree:\n{}", mismatches.join("\n"));
+    assert!(
+        agreed >= PROGRAMS as usize * 3 / 4,
+        "only {agreed} of {PROGRAMS} random programs compiled"
+    );
 }
+
+/// How many random programs the test generates.
+const PROGRAMS: u64 = 300;
 
 fn load_text(name: &str, text: &str) -> parse::Loaded {
     let dir = std::env::temp_dir().join(format!("sluice-lower-engine-t-{}", std::process::id()));
@@ -429,5 +259,53 @@ fn recursion_is_refused_not_expanded() {
     let loaded = load_text("recursive.p4", &text);
     if let Err(d) = Compiled::new(&loaded) {
         assert!(d.message.contains("not supported yet"), "{}", loaded.sources.render(&d));
+    }
+}
+
+/// A constant `?:` whose chosen arm is an `int` gives it the other arm's
+/// type, as the interpreter does (found by the random programs:
+/// `(bit<9>)(false ? 2w2 : 42)` is port 2, not 42).
+#[test]
+fn a_constant_mux_types_its_int_arm() {
+    let loaded = load_text(
+        "mux.p4",
+        &with_ingress(
+            "",
+            "sm.egress_spec = (bit<9>)((false ? 2w2 : 42)); hdr.h.a = (true ? 9 : 4w1) ++ 4w0;",
+        ),
+    );
+    let mut interp = Interp::new(&loaded).expect("interpreter");
+    let mut c = Compiled::new(&loaded).expect("compiles");
+    let frame = [1u8, 2, 3];
+    let want = interp.packet(1, &frame).expect("interpreter packet");
+    assert_eq!(want, vec![sluice_p4::target::Output { port: 2, data: vec![0x90, 2, 3] }]);
+    assert_eq!(c.packet(1, &frame).expect("engine packet"), want);
+}
+
+/// `int` values whose width only their context gives (a `?:` of two
+/// `int`s, a shift of an `int` by a run-time amount, arithmetic over
+/// them, a shift of two `int` constants) compile to what the interpreter
+/// computes, on random frames.
+#[test]
+fn ints_typed_by_their_context_agree_with_the_interpreter() {
+    let apply = "const int K = 3;
+        hdr.h.a = (hdr.h.b > 8w100) ? 5 : 300;
+        hdr.h.b = 1 << hdr.h.b[2:0];
+        hdr.h.a = hdr.h.a + (hdr.h.b == 0 ? -3 : 7 * 3);
+        hdr.h.b = (200 >> hdr.h.a[2:0]) ^ hdr.h.b;
+        hdr.h.a = (bit<8>)(hdr.h.a[0:0] == 1 ? 1 : 2) << (K << 1);
+        hdr.h.b = hdr.h.b - ((hdr.h.a < 8w9) ? 1 << hdr.h.a[1:0] : -(2 | 8));";
+    let loaded = load_text("ints.p4", &with_ingress("", apply));
+    let mut interp = Interp::new(&loaded).expect("interpreter");
+    let mut c =
+        Compiled::new(&loaded).unwrap_or_else(|d| panic!("refused: {}", loaded.sources.render(&d)));
+    let mut x: u32 = 0x1234_5678;
+    for _ in 0..200 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let frame = x.to_be_bytes();
+        let want = interp.packet(1, &frame).expect("interpreter packet");
+        assert_eq!(c.packet(1, &frame).expect("engine packet"), want, "{frame:02x?}");
     }
 }

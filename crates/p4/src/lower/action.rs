@@ -37,7 +37,10 @@
 //! as its two's-complement bits, sign-extended where an operation needs
 //! it). An `int` literal stays a compile-time number until it meets a
 //! typed operand, the target of an assignment or a parameter, whose type
-//! it takes — the interpreter's rule. Locals, `in`/`inout`/`out`
+//! it takes — the interpreter's rule. Where such a context gives the
+//! type, `?:` of two `int`s, shifts of an `int` by a run-time amount and
+//! arithmetic over them are computed in it (`Gen::expr_as`): the
+//! interpreter's `int` result, reduced there, has the same bits. Locals, `in`/`inout`/`out`
 //! parameters of called actions and values the engine computes
 //! (conditions, table keys) live in scratch key slots ([`Scratch`]) after
 //! the layout's words; a name always gets the same slot, so an action
@@ -958,7 +961,7 @@ impl<'a> Gen<'a> {
                 let Some(tt) = ty_t1(&to) else {
                     return Err(refuse(e.span, format!("a cast to {to}")));
                 };
-                match self.expr(a)? {
+                match self.expr_as(a, Some(tt))? {
                     E::Int(i) => Ok(E::R(self.typed(E::Int(i), tt, e.span)?, tt)),
                     E::R(r, ft) => {
                         let d = self.reg(e.span)?;
@@ -1067,8 +1070,13 @@ impl<'a> Gen<'a> {
                 return self.wide_eq(op == BinOp::Eq, a, b, e.span);
             }
         }
-        let ea = self.expr(a)?;
-        let eb = self.expr(b)?;
+        // An `int`-valued operand takes the other's type (`x + (c ? 1 : 2)`),
+        // as an `int` does in the interpreter's `value::binary`.
+        let typing = !matches!(op, BinOp::Shl | BinOp::Shr | BinOp::Concat);
+        let ta = if typing { self.static_t1(b, 0) } else { None };
+        let tb = if typing { self.static_t1(a, 0) } else { None };
+        let ea = self.expr_as(a, ta)?;
+        let eb = self.expr_as(b, tb)?;
         let span = e.span;
         if let (E::Int(x), E::Int(y)) = (ea, eb) {
             return self.fold(op, x, y, span);
@@ -1078,53 +1086,7 @@ impl<'a> Gen<'a> {
             let E::R(ra, t) = ea else {
                 return Err(refuse(span, "a shift of an `int` by a non-constant"));
             };
-            let w = t.width();
-            let amt = match eb {
-                E::Int(n) => {
-                    if n < 0 {
-                        return Err(refuse(span, "a negative shift"));
-                    }
-                    let r = self.reg(span)?;
-                    self.emit(self.konst(r, n.min(i128::from(w)) as u64));
-                    r
-                }
-                E::R(rb, tb) => {
-                    if tb.signed() {
-                        return Err(refuse(span, "a shift by a signed amount"));
-                    }
-                    if tb.width() <= w {
-                        rb
-                    } else {
-                        // amt = rb < w ? rb : w (so that bits above the
-                        // operand's width cannot wrap the amount).
-                        let r = self.reg(span)?;
-                        let c = self.reg(span)?;
-                        self.emit(self.konst(r, u64::from(w)));
-                        self.emit(Insn::Bin {
-                            op: KOp::Lt,
-                            dst: c,
-                            a: rb,
-                            b: r,
-                            width: tb.width(),
-                        });
-                        let jz = self.insns.len();
-                        self.emit(Insn::JumpIfZero { cond: c, to: 0 });
-                        self.emit(Insn::Mov { dst: r, a: rb });
-                        let end = self.insns.len();
-                        self.patch(jz, end)?;
-                        r
-                    }
-                }
-            };
-            let kop = match (op, t.signed()) {
-                (BinOp::Shl, _) => KOp::Shl,
-                (_, true) => KOp::Sar,
-                _ => KOp::Shr,
-            };
-            let d = base;
-            self.next_reg = base + 1;
-            self.emit(Insn::Bin { op: kop, dst: d, a: ra, b: amt, width: w });
-            return Ok(E::R(d, t));
+            return self.shift(op, ra, t, eb, base, span);
         }
         if op == BinOp::Concat {
             let (E::R(ra, ta), E::R(rb, tb)) = (ea, eb) else {
@@ -1195,6 +1157,151 @@ impl<'a> Gen<'a> {
         Ok(if op == BinOp::Div { KOp::Div } else { KOp::Rem })
     }
 
+    /// `ra << eb` / `ra >> eb`, `ra` of type `t`: the amount unsigned,
+    /// at least the width giving zero (or the sign); the result in
+    /// register `base`.
+    fn shift(&mut self, op: BinOp, ra: Reg, t: T1, eb: E, base: Reg, span: Span) -> Result<E> {
+        let w = t.width();
+        let amt = match eb {
+            E::Int(n) => {
+                if n < 0 {
+                    return Err(refuse(span, "a negative shift"));
+                }
+                let r = self.reg(span)?;
+                self.emit(self.konst(r, n.min(i128::from(w)) as u64));
+                r
+            }
+            E::R(rb, tb) => {
+                if tb.signed() {
+                    return Err(refuse(span, "a shift by a signed amount"));
+                }
+                if tb.width() <= w {
+                    rb
+                } else {
+                    // amt = rb < w ? rb : w (so that bits above the
+                    // operand's width cannot wrap the amount).
+                    let r = self.reg(span)?;
+                    let c = self.reg(span)?;
+                    self.emit(self.konst(r, u64::from(w)));
+                    self.emit(Insn::Bin { op: KOp::Lt, dst: c, a: rb, b: r, width: tb.width() });
+                    let jz = self.insns.len();
+                    self.emit(Insn::JumpIfZero { cond: c, to: 0 });
+                    self.emit(Insn::Mov { dst: r, a: rb });
+                    let end = self.insns.len();
+                    self.patch(jz, end)?;
+                    r
+                }
+            }
+        };
+        let kop = match (op, t.signed()) {
+            (BinOp::Shl, _) => KOp::Shl,
+            (_, true) => KOp::Sar,
+            _ => KOp::Shr,
+        };
+        let d = base;
+        self.next_reg = base + 1;
+        self.emit(Insn::Bin { op: kop, dst: d, a: ra, b: amt, width: w });
+        Ok(E::R(d, t))
+    }
+
+    /// `e` compiled where the context gives an `int` the type `want` (the
+    /// target of an assignment, a local's or parameter's type, a cast,
+    /// a key): besides what [`Self::expr`] compiles, `?:` of two `int`s
+    /// and a shift of an `int` by a run-time amount, and `+ - * & | ^ ~`
+    /// and unary `-` over those. The interpreter computes these as
+    /// `int`s and reduces the result to `want` where it is used; the
+    /// operations commute with that reduction (for `>>`, when the `int`
+    /// fits `want`), so computing them in `want`'s width gives its bits.
+    fn expr_as(&mut self, e: &Expr, want: Option<T1>) -> Result<E> {
+        let Some(t) = want.filter(|t| !matches!(t, T1::Bool)) else {
+            return self.expr(e);
+        };
+        if self.const_value(e).is_some() || self.static_t1(e, 0).is_some() {
+            return self.expr(e);
+        }
+        let base = self.next_reg;
+        match &e.kind {
+            ExprKind::Mux(c, a, b) => {
+                let (cr, _) = self.scalar(c, Some(T1::Bool))?;
+                let dst = self.reg(e.span)?;
+                let jz = self.insns.len();
+                self.emit(Insn::JumpIfZero { cond: cr, to: 0 });
+                let ea = self.expr_as(a, Some(t))?;
+                let ra = self.typed(ea, t, a.span)?;
+                self.emit(Insn::Mov { dst, a: ra });
+                let jend = self.insns.len();
+                self.emit(Insn::Jump { to: 0 });
+                let else_at = self.insns.len();
+                let eb = self.expr_as(b, Some(t))?;
+                let rb = self.typed(eb, t, b.span)?;
+                self.emit(Insn::Mov { dst, a: rb });
+                let end = self.insns.len();
+                self.patch(jz, else_at)?;
+                self.patch(jend, end)?;
+                Ok(E::R(dst, t))
+            }
+            ExprKind::Unary(op @ (UnOp::Neg | UnOp::BitNot), a) => {
+                let x = self.expr_as(a, Some(t))?;
+                let r = self.typed(x, t, a.span)?;
+                let width = t.width();
+                self.emit(match op {
+                    UnOp::Neg => Insn::Neg { dst: r, a: r, width },
+                    _ => Insn::Not { dst: r, a: r, width },
+                });
+                Ok(E::R(r, t))
+            }
+            ExprKind::Binary(
+                op @ (BinOp::Add
+                | BinOp::Sub
+                | BinOp::Mul
+                | BinOp::BitAnd
+                | BinOp::BitOr
+                | BinOp::BitXor),
+                a,
+                b,
+            ) => {
+                let ea = self.expr_as(a, Some(t))?;
+                let eb = self.expr_as(b, Some(t))?;
+                if let (E::Int(x), E::Int(y)) = (ea, eb) {
+                    return self.fold(*op, x, y, e.span);
+                }
+                let ra = self.typed(ea, t, a.span)?;
+                let rb = self.typed(eb, t, b.span)?;
+                let kop = match op {
+                    BinOp::Add => KOp::Add,
+                    BinOp::Sub => KOp::Sub,
+                    BinOp::Mul => KOp::Mul,
+                    BinOp::BitAnd => KOp::And,
+                    BinOp::BitOr => KOp::Or,
+                    _ => KOp::Xor,
+                };
+                self.next_reg = base + 1;
+                self.emit(Insn::Bin { op: kop, dst: base, a: ra, b: rb, width: t.width() });
+                Ok(E::R(base, t))
+            }
+            ExprKind::Binary(op @ (BinOp::Shl | BinOp::Shr), a, b) => {
+                let Some(Value::Int(i)) = self.const_value(a) else {
+                    return self.expr(e);
+                };
+                // `>>` of an `int` that does not fit `want` would shift
+                // bits in from above its width: left to the refusal.
+                let w = u32::from(t.width());
+                let fits = if t.signed() {
+                    i >= -(1i128 << (w - 1)) && i < (1i128 << (w - 1))
+                } else {
+                    i >= 0 && i < (1i128 << w)
+                };
+                if *op == BinOp::Shr && !fits {
+                    return self.expr(e);
+                }
+                let ra = self.typed(E::Int(i), t, a.span)?;
+                let eb = self.expr(b)?;
+                self.shift(*op, ra, t, eb, base, e.span)
+            }
+            _ => self.expr(e),
+        }
+    }
+
     /// `a && b` / `a || b`, `b` evaluated only when it decides (it may
     /// call a function with side effects).
     fn logical(&mut self, and: bool, a: &Expr, b: &Expr, span: Span) -> Result<E> {
@@ -1229,6 +1336,20 @@ impl<'a> Gen<'a> {
             BinOp::Div | BinOp::Mod if x >= 0 && y > 0 => {
                 Some(if op == BinOp::Div { x / y } else { x % y })
             }
+            // As the interpreter shifts `int`s (`value::binary`).
+            BinOp::Shl if y >= 0 => u32::try_from(y)
+                .ok()
+                .filter(|&n| n < 127)
+                .and_then(|n| x.checked_mul(1i128.checked_shl(n)?)),
+            BinOp::Shr if y >= 0 => Some(if y >= 127 {
+                if x < 0 {
+                    -1
+                } else {
+                    0
+                }
+            } else {
+                x >> y
+            }),
             _ => None,
         };
         if let Some(v) = int {
@@ -1500,7 +1621,7 @@ impl<'a> Gen<'a> {
                         };
                         self.expr(&e)?
                     }
-                    None => self.expr(rhs)?,
+                    None => self.expr_as(rhs, want)?,
                 };
                 let Some(t) = want.or(match v {
                     E::R(_, t) => Some(t),
@@ -1558,7 +1679,7 @@ impl<'a> Gen<'a> {
                 };
                 let r = match &v.init {
                     Some(init) => {
-                        let x = self.expr(init)?;
+                        let x = self.expr_as(init, Some(t))?;
                         self.typed(x, t, init.span)?
                     }
                     None => {
@@ -1606,7 +1727,7 @@ impl<'a> Gen<'a> {
             Stmt::Return(Some(e), sp) => {
                 match self.ret_slot.last().cloned() {
                     Some(Some(Ret::Scalar(slot, t))) => {
-                        let x = self.expr(e)?;
+                        let x = self.expr_as(e, Some(t))?;
                         let r = self.typed(x, t, e.span)?;
                         self.emit(Insn::Store { src: r, to: slot });
                     }
@@ -2508,7 +2629,7 @@ impl<'a> Gen<'a> {
                     }
                 }
                 _ => {
-                    let x = self.expr(arg)?;
+                    let x = self.expr_as(arg, Some(t))?;
                     let r = self.typed(x, t, arg.span)?;
                     if p.dir == Direction::InOut {
                         outs.push((arg.clone(), slot));
@@ -2619,7 +2740,7 @@ impl<'a> Gen<'a> {
 
     /// Compiles `e` (a table key) into `slot`.
     pub fn value_into(&mut self, e: &Expr, t: T1, slot: Slot) -> Result<()> {
-        let x = self.expr(e)?;
+        let x = self.expr_as(e, Some(t))?;
         let r = self.typed(x, t, e.span)?;
         self.emit(Insn::Store { src: r, to: slot });
         self.next_reg = 0;

@@ -15,6 +15,8 @@
 //! 4. [`lower`] compiles the program into sluice's core (so far: the
 //!    header vector layout and the parse program).
 //! 5. [`stf`] runs p4c's STF tests against any [`target::Target`].
+//! 6. [`p4info`] describes the program's control-plane API as
+//!    P4Runtime's P4Info, with the ids p4c assigns.
 //!
 //! Compilation into sluice's core (ARCHITECTURE.md, "P4 in the core") is
 //! being built in steps: [`coretable`] holds table entries as the core's
@@ -33,6 +35,7 @@ pub mod interp;
 pub mod lex;
 pub mod lower;
 mod mcast;
+pub mod p4info;
 pub mod parse;
 pub mod pre;
 pub mod stf;

@@ -369,3 +369,17 @@ fn p4info_refuses_what_it_does_not_model() {
         }
     }
 }
+
+#[test]
+fn p4info_refuses_a_control_that_instantiates_itself() {
+    // Twice per level: the walk's budget, not only its depth, stops it.
+    let src = PROG.replace(
+        "counter(32w64, CounterType.bytes) hits;\n    apply { hits.count(0); }",
+        "Inner() a;\n    Inner() b;\n    apply { a.apply(h); b.apply(h); }",
+    );
+    assert_ne!(src, PROG);
+    let loaded =
+        sluice_p4::parse::load_str("p.p4", &src).unwrap_or_else(|e| panic!("{}", e.render()));
+    let e = P4Info::build(&loaded).expect_err("an endless control was described");
+    assert!(e.message.contains("control instances nested"), "{}", e.message);
+}

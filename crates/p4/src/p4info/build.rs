@@ -19,8 +19,13 @@ use crate::parse::Loaded;
 use crate::types::{Ty, TypeEnv};
 use crate::value::Value;
 
-/// How deeply control instances may nest.
+/// How deeply control instances, types and calls may nest.
 const MAX_DEPTH: u32 = 32;
+
+/// How many control instances and inlined calls one program may make
+/// the walk visit (nesting alone bounds depth, not breadth: a control
+/// instantiating itself twice would otherwise be walked 2^32 times).
+const MAX_WORK: usize = 100_000;
 
 fn refuse(span: Span, what: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::new(span, format!("p4info: {what} is not supported"))
@@ -195,6 +200,8 @@ struct Walk<'a> {
     extern_fns: HashSet<String>,
     controls: HashMap<String, &'a ControlDecl>,
     global_actions: HashMap<String, &'a ActionDecl>,
+    /// Control instances walked so far (against [`MAX_WORK`]).
+    walked: usize,
 }
 
 /// One control instance being walked: its prefix and what its names mean.
@@ -222,6 +229,7 @@ pub(super) fn build(loaded: &Loaded) -> Result<P4Info> {
         extern_fns: HashSet::new(),
         controls: HashMap::new(),
         global_actions: HashMap::new(),
+        walked: 0,
     };
     let mut main = None;
     for d in &prog.decls {
@@ -572,8 +580,9 @@ impl<'a> Walk<'a> {
         globals: &mut Vec<(String, &'a ActionDecl, bool)>,
         depth: u32,
     ) -> Result<()> {
-        if depth > MAX_DEPTH {
-            return Err(refuse(c.span, "control instances nested this deeply"));
+        self.walked += 1;
+        if depth > MAX_DEPTH || self.walked > MAX_WORK {
+            return Err(refuse(c.span, "control instances nested this deeply or this many"));
         }
         if !c.type_params.is_empty() {
             return Err(refuse(c.span, "a generic control"));
@@ -766,7 +775,7 @@ impl<'a> Walk<'a> {
         calls_in_block(&self.env, b, &mut here);
         for e in here {
             out.push(e);
-            if depth >= MAX_DEPTH {
+            if depth >= MAX_DEPTH || out.len() > MAX_WORK {
                 continue;
             }
             if let Some(n) = called_name(e) {
@@ -1103,6 +1112,9 @@ impl<'a> Walk<'a> {
                 continue;
             };
             let Some(w) = width(&ty) else { continue };
+            if w > 128 {
+                return Err(refuse(arg.span, "a default action argument over 128 bits"));
+            }
             let raw = match &v {
                 Value::Bool(b) => *b as u128,
                 Value::Bits(b) | Value::Signed(b) => match b.to_u128() {

@@ -24,6 +24,9 @@
 //!   table lists or the control body calls directly (one only called
 //!   from other actions is inlined away). A directly called action loses
 //!   all its parameters, a table's action keeps its directionless ones.
+//! - What a constant condition (`if (false)`, `false ? a : b`, `false
+//!   && e`) leaves out is left out, as p4c's constant folding removes it
+//!   before anything is named.
 //! - Tables are those the control applies. A table without
 //!   `default_action` gets `NoAction` as its (non-const) default and, if
 //!   it does not list it, a `@defaultonly NoAction` action reference.

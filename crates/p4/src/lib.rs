@@ -12,11 +12,13 @@
 //! 3. [`interp`] is the P4 reference: a straightforward interpreter of
 //!    the syntax tree with v1model's pipeline and externs, which every
 //!    faster engine is tested against.
-//! 4. [`lower`] compiles the program into sluice's core (so far: the
-//!    header vector layout and the parse program).
+//! 4. [`lower`] compiles the program into sluice's core (the header
+//!    vector layout, the parse program, controls, tables and externs).
 //! 5. [`stf`] runs p4c's STF tests against any [`target::Target`].
 //! 6. [`gen`] (a test and fuzz aid) generates small random programs
 //!    and checks the compiled engine against the interpreter on them.
+//! 7. [`p4info`] describes the program's control-plane API as
+//!    P4Runtime's P4Info, with the ids p4c assigns.
 //!
 //! Compilation into sluice's core (ARCHITECTURE.md, "P4 in the core") is
 //! being built in steps: [`coretable`] holds table entries as the core's
@@ -36,6 +38,7 @@ pub mod interp;
 pub mod lex;
 pub mod lower;
 mod mcast;
+pub mod p4info;
 pub mod parse;
 pub mod pre;
 pub mod stf;

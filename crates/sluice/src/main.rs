@@ -36,7 +36,7 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Forwarding rate of the pipeline on one thread, packets from memory (no I/O).
     Bench(cmd::bench::Args),
-    /// P4-16 programs (v1model): check, run p4c STF tests, run an STF suite.
+    /// P4-16 programs (v1model): check, print P4Info, run p4c STF tests, run an STF suite.
     P4(cmd::p4::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///

@@ -40,7 +40,7 @@ fn bash_completes_subcommands_and_values() {
         assert!(all.iter().any(|w| w == sub), "{sub} missing from {all:?}");
     }
     let p4 = bash_complete(&["sluice", "p4", ""]);
-    for sub in ["check", "test", "suite"] {
+    for sub in ["check", "info", "test", "suite"] {
         assert!(p4.iter().any(|w| w == sub), "{sub} missing from {p4:?}");
     }
     assert_eq!(

@@ -208,3 +208,29 @@ fn suite_reports_each_program_and_totals() {
     assert_ne!(code, 0, "{out}{err}");
     assert!(err.contains("no such directory"), "{err}");
 }
+
+#[test]
+fn info_prints_p4info_and_refuses_by_span() {
+    let d = Dir::new("info");
+    let p4 = d.file("swap.p4", SWAP_P4);
+    let (code, out, err) = sluice(&[Path::new("info"), &p4]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("# proto-file: p4/config/v1/p4info.proto\n"), "{out}");
+    for want in
+        ["arch: \"v1model\"", "name: \"SwapIngress.fwd\"", "alias: \"fwd\"", "name: \"port\""]
+    {
+        assert!(out.contains(want), "{want} missing:\n{out}");
+    }
+    // An action profile is not modelled: refused at its place, status 2.
+    let bad = d.file(
+        "bad.p4",
+        &SWAP_P4.replacen(
+            "default_action = drop();",
+            "default_action = drop(); implementation = x;",
+            1,
+        ),
+    );
+    let (code, out, err) = sluice(&[Path::new("info"), &bad]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("bad.p4:") && err.contains("implementation"), "{err}");
+}

@@ -26,7 +26,11 @@
 //!   DESC) --port N`: one packet explained stage by stage (tables filled
 //!   by simple_switch_CLI commands first); see [`super::p4_trace`].
 //!
-//! Exit status of `check` and `test`: 0 ok/pass, 1 error or failure, 2
+//! - `sluice p4 info PROG.p4`: the program's P4Runtime P4Info as text
+//!   protobuf, ids as p4c assigns them (`sluice_p4::p4info`), so a
+//!   controller written against p4c's P4Info works unchanged.
+//!
+//! Exit status of `check`, `info` and `test`: 0 ok/pass, 1 error or failure, 2
 //! what the program or the script uses is not supported. `suite`: 1 if
 //! anything failed, else 0.
 
@@ -60,6 +64,8 @@ pub struct Args {
 pub enum Cmd {
     /// Load a program (preprocess, parse, check): prints `ok` or the error.
     Check { program: PathBuf },
+    /// Print the program's P4Runtime P4Info (text protobuf, p4c's ids).
+    Info { program: PathBuf },
     /// Run a p4c STF test on the reference interpreter: `PASS` or the failures.
     Test { program: PathBuf, stf: PathBuf },
     /// Run every NAME.p4 with a NAME.stf in a directory, one line each, then totals.
@@ -227,6 +233,7 @@ pub fn run(a: Args) -> Result<()> {
         }
         Cmd::Ctl { target, command, timeout } => ctl(&target, &command, timeout),
         Cmd::Check { program } => check(&program),
+        Cmd::Info { program } => info(&program),
         Cmd::Test { program, stf } => test(&program, &stf),
         Cmd::Suite { dir, jobs, timeout, verbose } => {
             suite(&dir, jobs, Duration::from_secs(timeout), verbose)
@@ -285,6 +292,31 @@ fn check(program: &Path) -> Result<()> {
                 say!("{all}");
             }
             exit(v.exit_code())
+        }
+    }
+}
+
+/// `p4 info`: the P4Info on stdout; a refusal on stderr, exit status 2
+/// for what is not supported, 1 for an error in the program.
+fn info(program: &Path) -> Result<()> {
+    let loaded = match sluice_p4::parse::load_file(program) {
+        Ok(l) => l,
+        Err(e) => {
+            let v = Verdict::from_diagnostic(&e.diag, e.render());
+            eprintln!("{}", e.render());
+            exit(v.exit_code())
+        }
+    };
+    match sluice_p4::p4info::P4Info::build(&loaded) {
+        Ok(i) => {
+            let _ = write!(std::io::stdout().lock(), "{}", sluice_p4::p4info::text::print(&i));
+            Ok(())
+        }
+        Err(d) => {
+            eprintln!("{}", loaded.sources.render(&d));
+            let unsupported =
+                d.message.starts_with("not supported") || d.message.ends_with("is not supported");
+            exit(if unsupported { 2 } else { 1 })
         }
     }
 }

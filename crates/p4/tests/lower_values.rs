@@ -195,6 +195,21 @@ fn union_validity_and_wide_values() {
     agree("wide.p4", &program(locals, apply), &entries);
 }
 
+/// Slices of a value over 64 bits: within its first (narrower) slot,
+/// within its second, and across the boundary between them.
+#[test]
+fn slices_of_wide_values() {
+    let locals = "bit<100> w = 100w0xa_0123_4567_89ab_cdef_fedc_ba98;";
+    let apply = "
+        if (hdr.i.x > 100) { w = 100w0x5_f0f0_0f0f_1234_5678_9abc_def0; }
+        hdr.i.r = w[99:92];
+        hdr.i.e = w[67:60];
+        hdr.s[0].a = w[7:0];
+        hdr.s[0].b = (bit<8>)w[70:64];
+        if (w[63:0] == 64w0x1234_5678_9abc_def0) { hdr.s[1].a = 1; }";
+    agree("slices.p4", &program(locals, apply), &[]);
+}
+
 /// Headers with a varbit, compared and copied whole (not emitted: the
 /// deparser here emits only `i`).
 #[test]

@@ -917,6 +917,9 @@ impl<'a> Gen<'a> {
                 ) else {
                     return Err(refuse(e.span, "a slice with bounds that are not constants"));
                 };
+                if let Some((slots, width)) = self.wide_place(a)? {
+                    return self.wide_slice(&slots, width, hi, lo, e.span);
+                }
                 let (r, t) = self.scalar(a, None)?;
                 if hi < lo || hi >= u64::from(t.width()) {
                     return Err(refuse(e.span, "this slice"));
@@ -1476,6 +1479,44 @@ impl<'a> Gen<'a> {
             Some(Place::LocalWide(slots, w)) => Some((slots, w)),
             _ => None,
         })
+    }
+
+    /// `x[hi:lo]` of a `bit<W>` over 64 bits held in `slots` (most
+    /// significant first, the first taking the remainder), for a slice of
+    /// at most 64 bits: each slot it overlaps contributes its part,
+    /// shifted down and into place.
+    fn wide_slice(
+        &mut self,
+        slots: &[Slot],
+        width: u32,
+        hi: u64,
+        lo: u64,
+        span: Span,
+    ) -> Result<E> {
+        if hi < lo || hi >= u64::from(width) || hi - lo >= 64 {
+            return Err(refuse(span, "this slice of a value over 64 bits"));
+        }
+        let w = (hi - lo + 1) as u8;
+        let (acc, part, k) = (self.reg(span)?, self.reg(span)?, self.reg(span)?);
+        self.emit(self.konst(acc, 0));
+        // The slot's lowest bit within the whole value.
+        let mut bot = 0u64;
+        for s in slots.iter().rev() {
+            let top = bot + u64::from(s.width) - 1;
+            let (plo, phi) = (lo.max(bot), hi.min(top));
+            if plo <= phi {
+                self.emit(Insn::Load { dst: part, from: *s });
+                self.emit(self.konst(k, plo - bot));
+                self.emit(Insn::Bin { op: KOp::Shr, dst: part, a: part, b: k, width: s.width });
+                self.emit(Insn::Trunc { dst: part, a: part, width: (phi - plo + 1) as u8 });
+                self.emit(self.konst(k, plo - lo));
+                self.emit(Insn::Bin { op: KOp::Shl, dst: part, a: part, b: k, width: w });
+                self.emit(Insn::Bin { op: KOp::Or, dst: acc, a: acc, b: part, width: w });
+            }
+            bot = top + 1;
+        }
+        self.next_reg = acc + 1;
+        Ok(E::R(acc, T1::Bits { w, signed: false }))
     }
 
     /// A `bit<W>` value over 64 bits in registers, one per slot of

@@ -324,11 +324,8 @@ impl Guard for ProgGuard {
         let p = &self.0;
         let mut held: Option<MutexGuard<'_, Env>> = None;
         let mut copy: Option<Env> = None;
-        let env: &mut Env = if input.at.dry {
-            copy.insert(p.dry_env(input))
-        } else {
-            &mut **held.insert(p.env_at(input))
-        };
+        let env: &mut Env =
+            if input.at.dry { copy.insert(p.dry_env(input)) } else { held.insert(p.env_at(input)) };
         let before: Vec<_> = env.maps.iter().map(|m| m.entries()).collect();
         let r = p.run_in(env, input);
         let mut changes = vec![format!("returned {r}")];

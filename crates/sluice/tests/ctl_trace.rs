@@ -17,7 +17,6 @@
 //! root), our child, stopped by PID on drop. Filter programs are compiled
 //! with clang (`netlab`).
 
-#[allow(dead_code)]
 mod netlab;
 mod pcap_switch;
 

@@ -103,7 +103,7 @@ impl MapDef {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct HashIndex {
     index: HashMap<Vec<u8>, u32>,
     keys: Vec<Option<Vec<u8>>>,
@@ -136,8 +136,10 @@ impl HashIndex {
     }
 }
 
-/// A live map: definition plus storage.
-#[derive(Debug)]
+/// A live map: definition plus storage. A clone is a separate map with
+/// the same contents (a trace runs a program on clones, to leave the live
+/// maps as they are).
+#[derive(Clone, Debug)]
 pub struct Map {
     pub def: MapDef,
     /// Value slabs: one for shared maps, one per worker for per-worker arrays.

@@ -58,6 +58,9 @@ pub struct GuardInput<'a> {
 pub struct GuardAt {
     pub now_ns: u64,
     pub worker: usize,
+    /// A dry run (a trace): the guard must leave its state (maps) as it
+    /// found it, answering as a real run would.
+    pub dry: bool,
 }
 
 /// A predicate on a packet, run after a rule's mask/value match.
@@ -65,7 +68,7 @@ pub trait Guard: Send + Sync + Debug {
     /// The guard's identity (see the module invariants).
     fn id(&self) -> u64;
     /// Whether the rule may match this packet. May change the guard's own
-    /// state (maps); must not panic.
+    /// state (maps), except in a dry run (`input.at.dry`); must not panic.
     fn eval(&self, input: &GuardInput<'_>) -> bool;
     /// How a trace names the guard (the front end's syntax for it).
     fn describe(&self) -> String {

@@ -25,6 +25,10 @@
 //! version (see `crate::publish`) that holds a copy of that thing counts
 //! into the same cells: counters survive version changes.
 //!
+//! A *dry* shard ([`Shard::dry`]) is written through by a trace: its
+//! writes are dropped, so tracing a packet through the live tables leaves
+//! every count and last-use time (and so every idle timeout) unchanged.
+//!
 //! ## Invariants
 //! - A shard marked exclusive is written by one thread at a time (the
 //!   pipeline hands each exclusive index out once).
@@ -41,20 +45,35 @@ use std::sync::Arc;
 pub struct Shard {
     index: usize,
     exclusive: bool,
+    /// A dry run's shard: its writes are dropped (see [`Shard::dry`]).
+    dry: bool,
 }
 
 impl Shard {
     /// The pipeline owner's shard.
-    pub const OWNER: Shard = Shard { index: 0, exclusive: true };
+    pub const OWNER: Shard = Shard { index: 0, exclusive: true, dry: false };
 
     /// Exclusive shard `index`: hand each index to one writer at a time.
     pub fn exclusive(index: usize) -> Shard {
-        Shard { index, exclusive: true }
+        Shard { index, exclusive: true, dry: false }
     }
 
     /// The shared shard of a tally with `shards` shards (the last one).
     pub fn shared(shards: usize) -> Shard {
-        Shard { index: shards.saturating_sub(1), exclusive: false }
+        Shard { index: shards.saturating_sub(1), exclusive: false, dry: false }
+    }
+
+    /// This shard for a dry run (a trace): [`Tally::add`] and
+    /// [`Tally::raise`] through it change nothing, so a packet walked with
+    /// it leaves every counter and last-use time as it found them. Its
+    /// index stays this shard's (per-worker state is still read from it).
+    pub const fn dry(self) -> Shard {
+        Shard { dry: true, ..self }
+    }
+
+    /// Whether writes through this shard are dropped.
+    pub const fn is_dry(&self) -> bool {
+        self.dry
     }
 
     pub fn index(&self) -> usize {
@@ -123,7 +142,7 @@ impl Tally {
     /// is beyond this tally (then `exclusive` must not be trusted).
     #[inline]
     fn cell(&self, s: Shard, i: usize) -> Option<(&AtomicU64, bool)> {
-        if i >= self.width {
+        if i >= self.width || s.dry {
             return None;
         }
         let (shard, exclusive) =
@@ -228,6 +247,23 @@ mod tests {
         let s = t.snapshot(&[1]);
         assert_eq!((s.sum(0), s.sum(1)), (12, 10));
         assert_eq!(s, *Box::new(s.snapshot(&[1])));
+    }
+
+    /// Writes through a dry shard change nothing, whichever shard it is.
+    #[test]
+    fn a_dry_shard_writes_nothing() {
+        let t = Tally::new(2, 4);
+        t.add(Shard::exclusive(1), 0, 3);
+        t.raise(Shard::exclusive(1), 1, 5);
+        for s in [Shard::OWNER, Shard::exclusive(1), Shard::exclusive(9), Shard::shared(4)] {
+            let d = s.dry();
+            assert!(d.is_dry() && !s.is_dry() && d.index() == s.index());
+            t.add(d, 0, 100);
+            t.raise(d, 1, 100);
+        }
+        assert_eq!((t.sum(0), t.max(1)), (3, 5));
+        t.add(Shard::exclusive(1), 0, 1);
+        assert_eq!(t.sum(0), 4, "the shard itself still counts");
     }
 
     /// A flow entry's three counters share one cache line in every shard,

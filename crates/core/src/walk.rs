@@ -495,7 +495,7 @@ fn run_hit<F: Frontend>(
     tx: &mut dyn Tx,
     r: &Resolved,
 ) {
-    let at = GuardAt { now_ns: w.now_ns, worker: w.shard.index() };
+    let at = GuardAt { now_ns: w.now_ns, worker: w.shard.index(), dry: w.shard.is_dry() };
     let mut r = *r;
     if let Some(fresh) = recheck_guards(f, cache, r.prog, pkt, at) {
         // The entry's alternate may have been recorded with these answers.
@@ -863,7 +863,7 @@ fn walk<F: Frontend>(
                     cache.stats.chain_mismatches += 1;
                 }
                 let (rec, live) = (rec.as_deref_mut(), &mut live_answers);
-                let at = GuardAt { now_ns: w.now_ns, worker: shard.index() };
+                let at = GuardAt { now_ns: w.now_ns, worker: shard.index(), dry: shard.is_dry() };
                 walk_lookup(t, table, pkt, cache, rec, live, &mut unused_wc, indexed, at)
             }
         };

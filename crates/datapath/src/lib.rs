@@ -412,10 +412,13 @@ impl DatapathSwitch {
     /// Answers a live trace request (`sluice_ofp::tracemsg`): the packet
     /// through the master pipeline's reference trace and a fresh worker's
     /// caches ([`trace::answer`]); nothing is sent out of a port or to a
-    /// controller. The master is not published afterwards: a trace
-    /// changes no table (only counters, which every copy shares). A
-    /// request that cannot be traced gets `SLICTR_BAD_TRACE` with the
-    /// reason.
+    /// controller, and nothing changes: both walks are dry runs
+    /// (`Pipeline::trace`, `Pipeline::cache_trace`), leaving counters,
+    /// idle times, meter buckets and filter-program maps as they were.
+    /// (Like any message, the request moves the pipeline clock first,
+    /// which expires flows whose timeouts have passed.) The master is not
+    /// published afterwards: nothing in it changed. A request that cannot
+    /// be traced gets `SLICTR_BAD_TRACE` with the reason.
     fn live_trace(
         &self,
         xid: u32,

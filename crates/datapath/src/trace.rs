@@ -21,8 +21,10 @@ use sluice_pipeline::{meter::Verdict, Pipeline, TraceEvent};
 use std::fmt::Write;
 
 /// Trace `frame`, received on `in_port`, through `p` and return the text
-/// (see the module docs). With `detached`, packet-ins go nowhere (a live
-/// switch's trace); outputs never leave: they are only listed.
+/// (see the module docs). The walks are dry runs that change nothing in
+/// `p` (`Pipeline::trace`, `Pipeline::cache_trace`): outputs never leave
+/// (they are only listed), packet-ins go nowhere. `detached` picks
+/// `Pipeline::trace_detached`, the live switch's name for the same walk.
 pub fn trace_text(p: &mut Pipeline, in_port: u32, frame: &[u8], detached: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "packet: in_port={} len={}", port(in_port), frame.len());

@@ -25,7 +25,8 @@
 //!   `set_field:V->F` with OXM-era names, `meter:N`, `write_actions(...)`,
 //!   `goto_table:N` ([`actions`]);
 //! - multipart bodies: one line per flow / port / group / meter / table
-//!   ([`multipart`]);
+//!   ([`multipart`]); table features as Open vSwitch reads them
+//!   ([`table_features`]);
 //! - packet data: ovs-ofctl's flow summary line ([`packet`]);
 //! - sluice's filter-program messages, `DUMP_MAP` multiparts and
 //!   experimenter errors: `SLIC UPDATE_MAP prog=7 map=conns ...`,
@@ -37,12 +38,13 @@
 //! with VLAN VID and PCP merged into `dl_vlan`/`dl_vlan_pcp`/`vlan_tci`
 //! as Open vSwitch keeps them, the default priority 32768 left out,
 //! instructions in execution order, a band's `burst_size` only for a
-//! `burst` meter, runs of equal tables as "ditto".
+//! `burst` meter, runs of equal tables as "ditto"; so do table features
+//! (`dump-table-features`, [`table_features`]): fields in Open vSwitch's
+//! names and order, condensed (`tun_{id,src,dst}`, `reg0...reg15`), tables
+//! equal to the one before as "ditto", "(same matching)".
 //!
 //! Deliberate differences from ovs-ofctl: some defaults are still printed
-//! (`config=` of a table-mod); table features list every table and field
-//! (ovs-ofctl condenses them: `tun_{id,src}`, "(same features)"); packet
-//! data is summarised
+//! (`config=` of a table-mod); packet data is summarised
 //! ([`packet`]: Ethernet, VLAN, ARP, IPv4, IPv6, L4 ports) and also shown
 //! as a hex dump; Nicira extensions are not decoded (sluice's codec keeps
 //! them as experimenter payloads) except the move, load and output-trunc
@@ -50,7 +52,10 @@
 //!
 //! ## Guarantees
 //! Printing never panics and is total: every [`Message`] variant and every
-//! multipart body prints something that shows all of its fields.
+//! multipart body prints something that shows all of its fields, except
+//! table features, which show what ovs-ofctl shows of them (Open vSwitch's
+//! view: ids of fields it does not know, experimenter properties and ids,
+//! and `config` are left out, as ovs-ofctl leaves them out).
 
 pub mod actions;
 pub mod bundle;
@@ -58,6 +63,7 @@ pub mod fields;
 pub mod filterprog;
 pub mod multipart;
 pub mod packet;
+pub mod table_features;
 
 use crate::consts::{OFP_NO_BUFFER, OFP_VERSION};
 use crate::message::{AsyncConfig, ErrorMsg, HelloElem, Message};

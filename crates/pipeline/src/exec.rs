@@ -454,7 +454,12 @@ impl Pipeline {
 
     pub(crate) fn meter(&self, w: &mut Worker, id: u32, pkt: &mut Pkt) -> Flow {
         let Some(m) = self.meters.get(id) else { return Flow::Continue };
-        let verdict = m.apply(pkt.data().len(), w.now_ns);
+        // A trace (dry shard) asks the meter without taking tokens.
+        let verdict = if w.shard.is_dry() {
+            m.peek(pkt.data().len(), w.now_ns)
+        } else {
+            m.apply(pkt.data().len(), w.now_ns)
+        };
         w.ext.note(|| TraceEvent::Meter { meter: id, verdict });
         match verdict {
             Verdict::Pass => Flow::Continue,
@@ -535,6 +540,10 @@ impl Pipeline {
     /// A rule's `send_maps` ran: queue its report, if its rate limit lets
     /// it through, as the worker's upcalls (sent like PACKET_INs).
     pub(crate) fn report(&self, w: &mut Worker, r: &ReportOp, ctx: Ctx) {
+        // A trace sends nothing, so it must not spend the rule's rate limit.
+        if w.shard.is_dry() {
+            return;
+        }
         for body in r.0.report(w.now_ns) {
             w.upcalls.push(Upcall::Report { table: ctx.table_id, cookie: ctx.cookie, body });
         }
@@ -547,6 +556,10 @@ impl Pipeline {
         }
         w.ext
             .note(|| TraceEvent::PacketIn { reason: reason_code(ctx.reason), table: ctx.table_id });
+        // A trace sends no packet-in, so it must not take a buffer either.
+        if w.shard.is_dry() {
+            return;
+        }
         let frame = pkt.data();
         let (buffer_id, data) =
             if max_len == OFPCML_NO_BUFFER || usize::from(max_len) >= frame.len() {
@@ -616,29 +629,35 @@ impl Pipeline {
         }
     }
 
-    /// Run one frame like [`Pipeline::process`] and return what it met.
+    /// Run one frame like [`Pipeline::process`] and return what it met,
+    /// as a dry run that changes nothing: it walks with the owner's shard
+    /// made dry ([`Shard::dry`]), so no flow, table, port or group counter
+    /// and no last-use time (idle timeout) moves; meters are asked without
+    /// taking tokens ([`crate::meter::Meter::peek`]); filter programs run
+    /// on copies of their maps; packet-ins and `send_maps` reports are
+    /// noted in the trace but neither queued nor buffered. Outputs go to
+    /// `tx` (the callers only list them).
     pub fn trace(&mut self, in_port: u32, frame: &[u8], tx: &mut dyn Tx) -> Vec<TraceEvent> {
         self.with_local(|p, w| {
+            let shard = w.shard;
+            w.shard = shard.dry();
             w.ext.trace = Some(Vec::new());
             p.process_with(w, in_port, frame, tx);
+            w.shard = shard;
             w.ext.trace.take().unwrap_or_default()
         })
     }
 
-    /// [`Pipeline::trace`] whose packet-ins and reports go nowhere: for a
-    /// switch's live trace, which must not send the controllers anything.
+    /// [`Pipeline::trace`], for a switch's live trace. (Every trace is
+    /// dry now, so the two are the same; the name says what the daemon
+    /// relies on: nothing reaches the controllers.)
     pub fn trace_detached(
         &mut self,
         in_port: u32,
         frame: &[u8],
         tx: &mut dyn Tx,
     ) -> Vec<TraceEvent> {
-        self.with_local(|p, w| {
-            w.ext.trace = Some(Vec::new());
-            p.process_with(w, in_port, frame, tx);
-            w.upcalls.clear();
-            w.ext.trace.take().unwrap_or_default()
-        })
+        self.trace(in_port, frame, tx)
     }
 
     /// Execute a PACKET_OUT.

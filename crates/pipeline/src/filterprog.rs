@@ -166,6 +166,20 @@ impl LoadedProg {
         env
     }
 
+    /// A copy of the program's environment for a dry run (a trace) on
+    /// `input`: its maps cloned under the lock (so no other run's writes
+    /// are half in them), set to `input`'s time and worker. A run in it
+    /// answers as a run in the live maps would and leaves them as they are.
+    fn dry_env(&self, input: &GuardInput<'_>) -> Env {
+        let maps = self.env().maps.clone();
+        Env {
+            maps,
+            clock: Clock::Fixed(input.at.now_ns),
+            trace: Vec::new(),
+            worker: input.at.worker,
+        }
+    }
+
     #[inline]
     fn run_in(&self, env: &mut Env, input: &GuardInput<'_>) -> u64 {
         let i = Input { packet: input.frame, ingress_ifindex: input.in_port, rx_queue_index: 0 };
@@ -289,7 +303,13 @@ impl Guard for ProgGuard {
     fn id(&self) -> u64 {
         PROG_GUARD | self.0.serial
     }
+    /// A dry run (a trace's) runs on copies of the maps
+    /// ([`LoadedProg::dry_env`]).
     fn eval(&self, input: &GuardInput<'_>) -> bool {
+        if input.at.dry {
+            let p = &self.0;
+            return p.run_in(&mut p.dry_env(input), input) != 0;
+        }
         self.0.run(input) != 0
     }
     fn describe(&self) -> String {
@@ -297,12 +317,17 @@ impl Guard for ProgGuard {
     }
     /// The run with its return value and every map entry it added,
     /// changed or removed (maps compared before and after, under the
-    /// program's lock, so no other run's writes are mixed in).
+    /// program's lock, so no other run's writes are mixed in). A dry run
+    /// makes those changes in copies of the maps: they are reported, not
+    /// kept.
     fn eval_traced(&self, input: &GuardInput<'_>) -> (bool, Vec<String>) {
         let p = &self.0;
-        let mut env = p.env_at(input);
+        let mut held: Option<MutexGuard<'_, Env>> = None;
+        let mut copy: Option<Env> = None;
+        let env: &mut Env =
+            if input.at.dry { copy.insert(p.dry_env(input)) } else { held.insert(p.env_at(input)) };
         let before: Vec<_> = env.maps.iter().map(|m| m.entries()).collect();
-        let r = p.run_in(&mut env, input);
+        let r = p.run_in(env, input);
         let mut changes = vec![format!("returned {r}")];
         for (m, old) in env.maps.iter().zip(before) {
             let old: BTreeMap<_, _> = old.into_iter().collect();

@@ -21,10 +21,12 @@
 //! bits) are returned beside the match as raw key words.
 //!
 //! # Side effects
-//! The two runs are real packets through the fast walk: entry and table
-//! counters, idle times and meters see them, and filter programs run. The
-//! outputs and packet-ins go nowhere (the caller's transmit function and
-//! the throwaway worker's queue).
+//! None on the switch's state: the two runs go through the fast walk with
+//! a dry shard ([`Shard::dry`]), like [`Pipeline::trace`], so counters,
+//! last-use times, meter buckets and filter-program maps are left as they
+//! were (programs run on copies of their maps) and no packet-in is
+//! buffered. The outputs go to the caller's transmit function, the
+//! packet-ins nowhere (the throwaway worker's queue).
 
 use crate::exec::{OfWorker, Worker};
 use crate::oxm_field;
@@ -58,7 +60,7 @@ impl Pipeline {
     pub fn cache_trace(&mut self, in_port: u32, frame: &[u8], tx: &mut dyn Tx) -> CacheTrace {
         self.settle();
         let mode = self.cfg.cache;
-        let mut w: Worker = Worker::new(Shard::OWNER, OfWorker::default());
+        let mut w: Worker = Worker::new(Shard::OWNER.dry(), OfWorker::default());
         w.set_now(self.now_ns);
         let meta = Meta { in_port, in_phy_port: in_port, metadata: 0, tunnel_id: 0 };
         let mut once = |w: &mut Worker, mode: CacheMode| {

@@ -45,7 +45,7 @@ pub struct Meter {
     run: Arc<Mutex<MeterRun>>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct MeterRun {
     tokens: Vec<u128>,
     last_ns: u64,
@@ -135,6 +135,19 @@ impl Meter {
     /// Account one packet of `bytes` at time `now_ns` and decide.
     pub fn apply(&self, bytes: usize, now_ns: u64) -> Verdict {
         let mut r = self.lock();
+        self.decide(&mut r, bytes, now_ns)
+    }
+
+    /// What [`Meter::apply`] would decide for this packet now, changing
+    /// nothing (no tokens taken, no counts): a trace's answer.
+    pub fn peek(&self, bytes: usize, now_ns: u64) -> Verdict {
+        let mut copy = self.lock().clone();
+        self.decide(&mut copy, bytes, now_ns)
+    }
+
+    /// Refill `r`'s buckets up to `now_ns`, take one packet of `bytes`
+    /// and decide, counting into `r`.
+    fn decide(&self, r: &mut MeterRun, bytes: usize, now_ns: u64) -> Verdict {
         let dt = u128::from(now_ns.saturating_sub(r.last_ns));
         r.last_ns = r.last_ns.max(now_ns);
         r.packet_in_count += 1;
@@ -157,7 +170,6 @@ impl Meter {
             b.packet_band_count += 1;
             b.byte_band_count += bytes as u64;
         }
-        drop(r);
         match self.bands[i] {
             MeterBand::Drop { .. } => Verdict::Drop,
             MeterBand::DscpRemark { prec_level, .. } => Verdict::Remark(prec_level),

@@ -141,7 +141,8 @@ impl Pipeline {
             t.stats.add(w.shard, FlowTable::LOOKUPS, 1);
             let found = if t.has_guards() {
                 let answers = answers.get_or_insert_default();
-                let at = GuardAt { now_ns: w.now_ns, worker: w.shard.index() };
+                let at =
+                    GuardAt { now_ns: w.now_ns, worker: w.shard.index(), dry: w.shard.is_dry() };
                 let input = GuardInput { frame: pkt.data(), in_port: pkt.meta.in_port, at };
                 let entries = t.entries();
                 let mut unused_wc = FlowMask::ZERO;

@@ -6,9 +6,18 @@
 //! a frame in hex; a bad description is answered with an OpenFlow error
 //! naming the token; a SLAVE connection may trace (it changes nothing).
 //!
+//! A trace changes nothing on the switch, as `ovs-appctl ofproto/trace`:
+//! traced again and again through a filter program that writes its map, a
+//! meter, a group and a packet-in, the switch's flow, table, port, group
+//! and meter counters and the program's map read the same afterwards (and
+//! the meter lets every trace through), while one real packet (a
+//! packet-out to the tables) moves them all.
+//!
 //! The switch is `pcap_switch`'s (two pcap ports, loopback listener, no
-//! root), our child, stopped by PID on drop.
+//! root), our child, stopped by PID on drop. Filter programs are compiled
+//! with clang (`netlab`).
 
+mod netlab;
 mod pcap_switch;
 
 use pcap_switch::PcapSwitch;
@@ -156,4 +165,104 @@ fn a_running_switch_traces_with_its_tables_and_caches() {
     s.write_all(&Message::FlowMod(fm).encode(4)).expect("flow-mod");
     let (xid, m) = read_msg(&mut s);
     assert!(xid == 4 && matches!(m, Message::Error(_)), "{m:?}");
+}
+
+/// Counts its runs in `runs[0]` and passes every packet.
+const COUNT_RUNS: &str = r#"
+#include "sluice_bpf.h"
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} runs SEC(".maps");
+
+SEC("xdp")
+int count_runs(struct xdp_md *ctx)
+{
+	__u32 k = 0;
+	__u64 *n = bpf_map_lookup_elem(&runs, &k);
+	if (n)
+		*n += 1;
+	return 1;
+}
+"#;
+
+/// A printout without what changes by itself: xids and durations.
+fn steady(s: &str) -> String {
+    let mut out = String::new();
+    for tok in s.split_inclusive([' ', ',', '\n']) {
+        let bare = tok.trim_end_matches([' ', ',', '\n']);
+        let timed = ["duration=", "duration:", "(xid="].iter().find(|p| bare.starts_with(**p));
+        match timed {
+            Some(p) => {
+                out.push_str(p);
+                out.push('*');
+                out.push_str(&tok[bare.len()..]);
+            }
+            None => out.push_str(tok),
+        }
+    }
+    out
+}
+
+/// What the switch shows of its counters, meters and the program's map.
+fn state(t: &str) -> Vec<(&'static str, String)> {
+    let dumps: [(&str, &[&str]); 6] = [
+        ("dump-flows", &["dump-flows"]),
+        ("dump-tables", &["dump-tables"]),
+        ("dump-ports", &["dump-ports"]),
+        ("dump-group-stats", &["dump-group-stats"]),
+        ("meter-stats", &["meter-stats"]),
+        ("dump-map", &["dump-map", "7", "runs"]),
+    ];
+    dumps.iter().map(|(name, args)| (*name, steady(&ok(t, args)))).collect()
+}
+
+#[test]
+fn a_live_trace_changes_nothing_on_the_switch() {
+    let dir = netlab::Scratch::new("trace-dry");
+    let obj = netlab::clang(&dir, "count_runs", COUNT_RUNS).display().to_string();
+    let sw = PcapSwitch::start("ctl-trace-dry");
+    let t = sw.target();
+    ok(&t, &["load-filter-prog", "7", &obj]);
+    // One packet a second, a burst of one: a second packet now is dropped.
+    ok(&t, &["add-meter", "meter=1,pktps,burst,stats,band=type=drop,rate=1,burst_size=1"]);
+    ok(&t, &["add-group", "group_id=1,type=all,bucket=output:2"]);
+    ok(
+        &t,
+        &["add-flow", "table=0,priority=10,in_port=1,filter_prog=7,actions=meter:1,goto_table:1"],
+    );
+    ok(&t, &["add-flow", "table=1,priority=10,tcp,idle_timeout=600,actions=group:1,CONTROLLER:64"]);
+    let zero: String = [0u8; 8].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(ok(&t, &["dump-map", "7", "runs"]), format!("key=00000000 value={zero}\n"));
+
+    let before = state(&t);
+    for n in 0..3 {
+        let out = ok(&t, &["trace", "in_port=1,tcp,nw_dst=10.1.2.3,tp_dst=80"]);
+        // The program ran (and says what it would write), the meter let the
+        // packet through every time, the group and the packet-in were met.
+        assert!(out.contains("filter_prog=7 (") && out.contains("): match"), "trace {n}: {out}");
+        assert!(out.contains("map runs: key=00000000 value="), "trace {n}: {out}");
+        assert!(out.contains("meter 1: pass"), "trace {n}: {out}");
+        assert!(out.contains("group 1: buckets [0]"), "trace {n}: {out}");
+        assert!(out.contains("-> controller (reason=action, table_id=1)"), "trace {n}: {out}");
+        assert!(out.contains("outputs: 2,CONTROLLER\n"), "trace {n}: {out}");
+    }
+    let hex: String = tcp_frame([10, 1, 2, 3], 80).iter().map(|b| format!("{b:02x}")).collect();
+    ok(&t, &["trace", "--packet", &hex, "1"]);
+    let after = state(&t);
+    for ((name, b), (_, a)) in before.iter().zip(&after) {
+        assert_eq!(b, a, "{name} changed by traces");
+    }
+
+    // A real packet moves every one of them.
+    let po = format!("in_port=1,packet={hex},actions=output:TABLE");
+    ok(&t, &["packet-out", &po]);
+    let real = state(&t);
+    for ((name, b), (_, r)) in before.iter().zip(&real) {
+        assert_ne!(b, r, "{name} did not see the real packet");
+    }
+    let flows = &real[0].1;
+    assert_eq!(flows.matches("n_packets=1,").count(), 2, "{flows}");
 }

@@ -2,15 +2,13 @@
 //! `OFPST_*` messages (one line per flow, port, group, meter or table).
 
 use super::actions::{action_bitmap, group, group_id, instructions, meter, meter_id};
-use super::fields::{hex_bytes, match_str, ovs_match, port};
+use super::fields::{match_str, ovs_match, port};
 use super::{duration, hex_dump, port_desc};
 use crate::consts::{port_no, queue_id, table_id};
 use crate::multipart::stats::{
     FlowStats, FlowStatsRequest, GroupFeatures, MeterFeatures, TableStats,
 };
-use crate::multipart::table_features::{FeatureId, OxmId, TableFeatureProp, TableFeatures};
 use crate::multipart::{MultipartExperimenter, MultipartReplyBody, MultipartRequestBody};
-use crate::oxm::FieldId;
 use core::fmt::Write;
 
 /// `OFPST_*` name of a multipart type, as ovs-ofctl writes it.
@@ -120,14 +118,7 @@ pub fn request_body(b: &MultipartRequestBody) -> String {
         B::Meter { meter_id: m } | B::MeterConfig { meter_id: m } => {
             format!(" meter={}", meter_id(*m))
         }
-        B::TableFeatures(tables) => {
-            let mut s = String::new();
-            for t in tables {
-                s.push('\n');
-                s.push_str(&table_features(t));
-            }
-            s
-        }
+        B::TableFeatures(tables) => super::table_features::message_body(tables),
         B::Experimenter(e) => experimenter(e, false),
     }
 }
@@ -198,104 +189,6 @@ fn meter_features(m: &MeterFeatures) -> String {
         bands.join(" "),
         caps.join(" ")
     )
-}
-
-fn feature_ids(ids: &[FeatureId], name: fn(u16) -> Option<&'static str>) -> String {
-    ids.iter()
-        .map(|i| match i {
-            FeatureId::Type(t) => {
-                name(*t).map(str::to_string).unwrap_or_else(|| format!("type{t}"))
-            }
-            FeatureId::Experimenter { experimenter, data } => {
-                format!("experimenter(0x{experimenter:08x},{})", hex_bytes(data))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn oxm_ids(ids: &[OxmId]) -> String {
-    ids.iter()
-        .map(|o| match o.header.basic_field() {
-            Some(f) => {
-                let n = if f == FieldId::VlanVid {
-                    "vlan_vid"
-                } else {
-                    super::fields::set_field_name(f)
-                };
-                if o.header.has_mask() {
-                    format!("{n}/masked")
-                } else {
-                    n.to_string()
-                }
-            }
-            None => match o.experimenter {
-                Some(e) => format!("oxm(exp=0x{e:08x},field={})", o.header.field()),
-                None => format!("oxm(class=0x{:04x},field={})", o.header.class(), o.header.field()),
-            },
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn table_features(t: &TableFeatures) -> String {
-    let mut s = format!("  table {}", t.table_id);
-    if !t.name.is_empty() {
-        let _ = write!(s, " (\"{}\")", t.name);
-    }
-    let _ = write!(
-        s,
-        ":\n    metadata: match=0x{:x} write=0x{:x}\n    config=0x{:x}\n    max_entries={}",
-        t.metadata_match, t.metadata_write, t.config, t.max_entries
-    );
-    for p in &t.properties {
-        let miss = |m: bool| if m { " (table miss)" } else { "" };
-        let line = match p {
-            TableFeatureProp::Instructions { miss: m, ids } => {
-                format!(
-                    "instructions{}: {}",
-                    miss(*m),
-                    feature_ids(ids, super::actions::instruction_type_name)
-                )
-            }
-            TableFeatureProp::NextTables { miss: m, tables } => {
-                let t: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
-                format!("next tables{}: {}", miss(*m), t.join(" "))
-            }
-            TableFeatureProp::WriteActions { miss: m, ids } => {
-                format!(
-                    "write actions{}: {}",
-                    miss(*m),
-                    feature_ids(ids, super::actions::action_type_name)
-                )
-            }
-            TableFeatureProp::ApplyActions { miss: m, ids } => {
-                format!(
-                    "apply actions{}: {}",
-                    miss(*m),
-                    feature_ids(ids, super::actions::action_type_name)
-                )
-            }
-            TableFeatureProp::Match(ids) => format!("match: {}", oxm_ids(ids)),
-            TableFeatureProp::Wildcards(ids) => format!("wildcards: {}", oxm_ids(ids)),
-            TableFeatureProp::WriteSetfield { miss: m, ids } => {
-                format!("write set_field{}: {}", miss(*m), oxm_ids(ids))
-            }
-            TableFeatureProp::ApplySetfield { miss: m, ids } => {
-                format!("apply set_field{}: {}", miss(*m), oxm_ids(ids))
-            }
-            TableFeatureProp::Experimenter { miss: m, experimenter, exp_type, data } => format!(
-                "experimenter{}: experimenter=0x{experimenter:08x} exp_type={exp_type} data={}",
-                miss(*m),
-                hex_bytes(data)
-            ),
-            TableFeatureProp::Unknown { ty, data } => {
-                format!("property type={ty} data={}", hex_bytes(data))
-            }
-        };
-        let _ = write!(s, "\n    {line}");
-    }
-    s
 }
 
 /// Everything after `OFPST_X reply (OF1.3) (xid=0x..):`.
@@ -456,12 +349,7 @@ pub fn reply_body(b: &MultipartReplyBody) -> String {
             }
         }
         B::MeterFeatures(m) => s.push_str(&meter_features(m)),
-        B::TableFeatures(tables) => {
-            for t in tables {
-                s.push('\n');
-                s.push_str(&table_features(t));
-            }
-        }
+        B::TableFeatures(tables) => s.push_str(&super::table_features::message_body(tables)),
         B::PortDesc(ports) => {
             for p in ports {
                 s.push('\n');

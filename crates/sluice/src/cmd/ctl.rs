@@ -746,7 +746,18 @@ fn execute(
             if let (Some(g), MultipartReplyBody::GroupDesc(list)) = (only_group, &mut reply.body) {
                 list.retain(|d| d.group_id == g);
             }
-            print_reply(xid, reply)?;
+            // ovs-ofctl prints table features without a message header,
+            // condensed across all parts of the reply.
+            if let MultipartReplyBody::TableFeatures(tables) = &reply.body {
+                let text = sluice_ofp::print::table_features::ofctl_dump(tables).map_err(|e| {
+                    anyhow!(
+                        "the switch's table features do not decode as ovs-ofctl reads them: {e}"
+                    )
+                })?;
+                emit(&text)?;
+            } else {
+                print_reply(xid, reply)?;
+            }
         }
         Plan::DumpPorts { port } => {
             let port_no = match &port {

@@ -4,6 +4,9 @@
 //! frames (right and wrong checksums, every length the parser takes, and
 //! frames too short for it) in every cache mode.
 
+mod common;
+use common::Rng;
+
 use sluice_core::walk::CacheMode;
 use sluice_p4::interp::Interp;
 use sluice_p4::lower::engine::Compiled;
@@ -55,17 +58,6 @@ fn csum16(bytes: &[u8]) -> u16 {
         s = (s & 0xffff) + (s >> 16);
     }
     !(s as u16)
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 #[test]

@@ -5,29 +5,15 @@
 //! and `%` by constants, run on random frames and table entries in every
 //! cache mode. Also the forms refused at their span.
 
+mod common;
+use common::Rng;
+
 use sluice_core::walk::CacheMode;
 use sluice_p4::ast::BigValue;
 use sluice_p4::interp::Interp;
 use sluice_p4::lower::engine::Compiled;
 use sluice_p4::parse;
 use sluice_p4::target::{EntrySpec, KeyMatch, Target};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-}
 
 /// A random condition over the header.
 fn cond(r: &mut Rng) -> String {

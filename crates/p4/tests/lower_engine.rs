@@ -9,7 +9,7 @@
 //! otherwise runs the examples alone, saying so.
 
 mod common;
-use common::{corpus_dir, examples};
+use common::{corpus_dir, examples, load_text};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -180,14 +180,6 @@ fn random_programs_agree_with_the_interpreter() {
 
 /// How many random programs the test generates.
 const PROGRAMS: u64 = 300;
-
-fn load_text(name: &str, text: &str) -> parse::Loaded {
-    let dir = std::env::temp_dir().join(format!("sluice-lower-engine-t-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write");
-    parse::load_file(&path).expect("load")
-}
 
 /// A v1model program whose ingress applies is `apply`, with `locals`.
 fn with_ingress(locals: &str, apply: &str) -> String {

@@ -4,7 +4,7 @@
 //! registers as the control plane sees them, and multicast copies.
 
 mod common;
-use common::examples;
+use common::{examples, load_text};
 
 use sluice_core::walk::CacheMode;
 use sluice_p4::interp::Interp;
@@ -13,14 +13,6 @@ use sluice_p4::target::{Manage, Output, Target};
 use sluice_p4::{ast::BigValue, parse};
 
 const MODES: [CacheMode; 3] = [CacheMode::Off, CacheMode::Megaflow, CacheMode::On];
-
-fn load_text(name: &str, text: &str) -> parse::Loaded {
-    let dir = std::env::temp_dir().join(format!("sluice-lower-externs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write");
-    parse::load_file(&path).expect("load")
-}
 
 /// A program over one two-byte header `h` whose ingress is `locals` and
 /// `apply`.

@@ -5,6 +5,9 @@
 //! mode; and the reads the substitution cannot make exact, refused at
 //! the read.
 
+mod common;
+use common::Rng;
+
 use sluice_core::walk::CacheMode;
 use sluice_p4::interp::Interp;
 use sluice_p4::lower::engine::Compiled;
@@ -69,17 +72,6 @@ const STATES: &str = r#"
         transition select(z) { 0 &&& 1: accept; default: one; }
     }
 "#;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 fn load(dir: &std::path::Path, name: &str, text: &str) -> parse::Loaded {
     let path = dir.join(name);

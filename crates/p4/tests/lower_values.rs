@@ -8,32 +8,16 @@
 //! the compiled engine in every cache mode and on the interpreter; their
 //! outputs must be the same.
 
+mod common;
+use common::{load_text, Rng};
+
 use sluice_core::walk::CacheMode;
 use sluice_p4::ast::BigValue;
 use sluice_p4::interp::Interp;
 use sluice_p4::lower::engine::Compiled;
-use sluice_p4::parse;
 use sluice_p4::target::{EntrySpec, KeyMatch, Target};
 
 /// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-fn load_text(name: &str, text: &str) -> parse::Loaded {
-    let dir = std::env::temp_dir().join(format!("sluice-lower-values-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write");
-    parse::load_file(&path).expect("load")
-}
 
 /// A v1model program: headers `i` (indices and results), a stack `s`
 /// of three `h_t`, two more `h_t` (`c`, `d`, not parsed) and a union

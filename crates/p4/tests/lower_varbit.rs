@@ -6,6 +6,9 @@
 //! random frames built to hit equal and unequal values, short frames
 //! and every cache mode, indexed and scanned.
 
+mod common;
+use common::Rng;
+
 use sluice_core::walk::CacheMode;
 use sluice_p4::ast::BigValue;
 use sluice_p4::interp::Interp;
@@ -101,22 +104,6 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 "#;
 
 /// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 /// A frame for `PROGRAM`: lengths and op, `a`, maybe `b` (half the time
 /// equal to `a`, else often of the same length or the same number with

@@ -38,3 +38,40 @@ pub fn programs_in(dir: &Path) -> Vec<(String, PathBuf, PathBuf)> {
     out.sort();
     out
 }
+
+/// A small deterministic generator (xorshift64) for random frames,
+/// entries and program pieces; seeded by each test so failures repeat.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Writes `text` as `name` into this test process's own temporary
+/// directory and loads it (it must load: the tests' programs are valid).
+/// Tests running at once in one process use different names.
+pub fn load_text(name: &str, text: &str) -> sluice_p4::parse::Loaded {
+    let dir = std::env::temp_dir().join(format!("sluice-p4-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    sluice_p4::parse::load_file(&path).expect("load")
+}

@@ -30,6 +30,11 @@
 //!
 //! Fields are named by their path below the root, as written in P4:
 //! `ipv4.dstAddr`, `vlan[1].tci`, `u.a.x` (member `a` of union `u`).
+//! The parse program adds the parsers' own variables after the layout
+//! is built ([`Layout::add_hidden`]): fields under `Root::Meta` at paths
+//! starting with `$` (`$v`, `$subp.cnt`), one key word each after every
+//! other slot, which no P4 name reaches and [`Layout::decode`] never
+//! shows.
 //!
 //! # Invariants
 //! - Every slot lies inside the key and inside one word; no two slots

@@ -20,7 +20,33 @@
 //! bits, computed as the interpreter computes them. Variables declared
 //! in a state (`bit<W>` or `bool`) are compiled by substitution (`Var`):
 //! a read is the value last assigned, refused if something it was
-//! computed from may have changed since.
+//! computed from may have changed since. Variables declared on a parser
+//! (`bit<W≤64>` or `bool`, without an initialiser) are fields of their
+//! own ([`Layout::add_hidden`]), zero when the parser starts, as the
+//! interpreter starts them, and zeroed again when the parse ends.
+//!
+//! Sub-parsers: `inst.apply(pkt, args..)` as a statement of a state, of
+//! a parser instance declared in the parser, is inlined. The sub-parser's
+//! states are compiled after the others (a copy per `apply`), each
+//! `inout`/`out` parameter bound to its argument's place (a path from the
+//! caller's parameters or a parser variable), so what it writes lands
+//! where the interpreter's copy-out puts it, after an `accept` and after
+//! a reject alike; `out` arguments (fields or variables only) and the
+//! sub-parser's variables are zeroed on entry, as a new invocation starts
+//! them. The caller's state is split at the `apply`: the part before it
+//! ends by entering the sub-parser, whose `accept` goes to a state
+//! holding the rest (its statements and transition); a reject or an error
+//! inside ends the whole parse with that error, as in the interpreter.
+//! The transition bound is counted per invocation, as the interpreter
+//! counts it: each state has a `level` (sub-parser depth, at most
+//! `MAX_NEST`), entering a sub-parser restarts its level's count, and the
+//! rest of a split state does not count (the interpreter counts the
+//! caller's state once). Refused: other directions (`in`, none),
+//! arguments that overlap (copy-in/copy-out would then differ from
+//! binding) or whose type is not the parameter's, `out` arguments that
+//! are not scalars, an `apply` after a variable declared in the same
+//! state or inside a block, generic sub-parsers or ones with constructor
+//! parameters, and instances of anything other than a parser.
 //!
 //! # Basic design
 //! The program mirrors the reference interpreter ([`crate::interp`]) step
@@ -39,8 +65,7 @@
 //!   is stored where the parser stopped, and `parser_error` is written
 //!   last (the interpreter overwrites it after the parser too).
 //!
-//! Anything else (sub-parsers, variables of the parser itself, `if`, value sets,
-//! division, saturating arithmetic, varbits as values, values over 128
+//! Anything else (`if`, value sets, division, saturating arithmetic, varbits as values, values over 128
 //! bits, ...) is refused at its span by [`super::refuse`]: compile-time
 //! only, never a wrong parse.
 //!

@@ -219,6 +219,18 @@ fn what_is_not_supported_is_refused_at_its_span() {
             "a sub-parser argument of another type",
             "m.r",
         ),
+        (
+            // Up to a billion states for one frame: a looping sub-parser
+            // applied by a looping one, applied in a loop.
+            "parser S1(packet_in p, inout H h) { state start { \
+             transition select(h.a.n) { 1: start; default: accept; } } }\n\
+             parser S(packet_in p, inout H h) { S1() s1; state start { s1.apply(p, h); \
+             transition select(h.a.m) { 1: start; default: accept; } } }",
+            "S() s; state start { s.apply(pkt, hdr); \
+             transition select(hdr.a.m) { 2: start; default: accept; } }",
+            "sub-parsers that may loop, applied in a loop this deep",
+            "P",
+        ),
     ];
     for (i, (sub, body, msg, at)) in cases.iter().enumerate() {
         let text = format!(

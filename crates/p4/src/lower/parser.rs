@@ -46,7 +46,9 @@
 //! binding) or whose type is not the parameter's, `out` arguments that
 //! are not scalars, an `apply` after a variable declared in the same
 //! state or inside a block, generic sub-parsers or ones with constructor
-//! parameters, and instances of anything other than a parser.
+//! parameters, instances of anything other than a parser, and programs
+//! whose worst case (looping sub-parsers applied in loops) exceeds
+//! `MAX_WORK` states for one frame, so that a run stays bounded.
 //!
 //! # Basic design
 //! The program mirrors the reference interpreter ([`crate::interp`]) step
@@ -71,7 +73,8 @@
 //!
 //! # Invariants
 //! - [`ParseProg::run`] never panics and does bounded work: at most
-//!   `MAX_PARSER_TRANSITIONS` states, each a fixed list of ops.
+//!   `MAX_PARSER_TRANSITIONS` states per parser invocation and
+//!   `MAX_WORK` in all, each a fixed list of ops.
 //! - Reads of the frame are bounds-checked before they are made; every
 //!   slot written comes from the layout (inside the key).
 
@@ -480,6 +483,12 @@ impl ParseProg {
         let mut layout = Arc::unwrap_or_clone(layout);
         let mut hidden = Vec::new();
         hidden_vars(prog, env, p, "", 0, &mut layout, &mut hidden)?;
+        if parse_work(prog, p, 0)? > MAX_WORK {
+            return Err(refuse(
+                p.name.span,
+                "sub-parsers that may loop, applied in a loop this deep",
+            ));
+        }
         let layout = Arc::new(layout);
         let l = &*layout;
         let mut binds = vec![
@@ -1770,6 +1779,82 @@ fn ty_at(l: &Layout, root: Root, path: &str) -> Option<Ty> {
         }
     }
     Some(t)
+}
+
+/// Most states one parse may run, counting every sub-parser invocation
+/// at its worst ([`parse_work`]): sub-parsers keep [`ParseProg::run`]
+/// bounded, not merely finite.
+const MAX_WORK: u64 = 1 << 22;
+
+/// Whether `p`'s states can run in a cycle (from `start`).
+fn has_cycle(p: &ParserDecl) -> bool {
+    fn succ(t: &Option<Transition>) -> Vec<&str> {
+        match t {
+            None => Vec::new(),
+            Some(Transition::Direct(id)) => vec![id.name.as_str()],
+            Some(Transition::Select { cases, .. }) => {
+                cases.iter().map(|c| c.next.name.as_str()).collect()
+            }
+        }
+    }
+    // Iterative depth-first search; 1: on the path, 2: done.
+    let idx = |n: &str| p.states.iter().position(|s| s.name.name == n);
+    let mut mark = vec![0u8; p.states.len()];
+    let Some(start) = idx("start") else { return false };
+    let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+    mark[start] = 1;
+    while let Some(&mut (i, ref mut k)) = stack.last_mut() {
+        let next = succ(&p.states[i].transition);
+        match next.get(*k) {
+            Some(n) => {
+                *k += 1;
+                if let Some(j) = idx(n) {
+                    match mark[j] {
+                        1 => return true,
+                        0 => {
+                            mark[j] = 1;
+                            stack.push((j, 0));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            None => {
+                mark[i] = 2;
+                stack.pop();
+            }
+        }
+    }
+    false
+}
+
+/// The most states one invocation of `p` may run, its sub-parsers'
+/// included: its own (all its states when they cannot loop, else the
+/// transition bound) times one plus what the `apply`s of one state run.
+fn parse_work(prog: &Program, p: &ParserDecl, depth: usize) -> Result<u64> {
+    if depth > MAX_NEST {
+        return Err(refuse(p.span, format!("sub-parsers nested more than {MAX_NEST} deep")));
+    }
+    let runs = if has_cycle(p) { u64::from(MAX_PARSER_TRANSITIONS) } else { p.states.len() as u64 };
+    let mut per_state = 0u64;
+    for st in &p.states {
+        let mut w = 1u64;
+        for stmt in &st.body {
+            let Stmt::Call(e) = stmt else { continue };
+            let ExprKind::Call { func, .. } = &e.kind else { continue };
+            let ExprKind::Member(b, m) = &func.kind else { continue };
+            let ExprKind::Name { id, .. } = &b.kind else { continue };
+            let inst = p.locals.iter().find_map(|l| match l {
+                Local::Instance(i) if i.name.name == id.name && m.name == "apply" => Some(i),
+                _ => None,
+            });
+            if let Some(i) = inst {
+                w = w.saturating_add(parse_work(prog, sub_decl(prog, i)?, depth + 1)?);
+            }
+        }
+        per_state = per_state.max(w);
+    }
+    Ok(runs.saturating_mul(per_state))
 }
 
 /// The parser a sub-parser instance declared in a parser instantiates.

@@ -30,6 +30,11 @@
 //!
 //! Fields are named by their path below the root, as written in P4:
 //! `ipv4.dstAddr`, `vlan[1].tci`, `u.a.x` (member `a` of union `u`).
+//! The parse program adds the parsers' own variables after the layout
+//! is built ([`Layout::add_hidden`]): fields under `Root::Meta` at paths
+//! starting with `$` (`$v`, `$subp.cnt`), one key word each after every
+//! other slot, which no P4 name reaches and [`Layout::decode`] never
+//! shows.
 //!
 //! # Invariants
 //! - Every slot lies inside the key and inside one word; no two slots
@@ -329,6 +334,45 @@ impl Layout {
             }
         }
         Ok(b)
+    }
+
+    /// Adds a field outside the three roots' types: a parser's own
+    /// variable (see [`super::parser`]), under [`Root::Meta`] at a path
+    /// starting with `$`, which no P4 name does, so [`Layout::decode`]
+    /// never shows it. It takes a key word no other field uses (so the
+    /// engine's scratch space, which starts after every field, is
+    /// after it too). `None` when `ty` is wider than 64 bits or the key
+    /// has no word left.
+    pub fn add_hidden(&mut self, path: &str, ty: FieldTy) -> Option<usize> {
+        let w = ty.width();
+        if !(1..=64).contains(&w) || !path.starts_with('$') {
+            return None;
+        }
+        let mut max = self.cursor.word;
+        for f in &self.fields {
+            for s in f.slots.iter().chain(f.len.iter()) {
+                max = max.max(s.word);
+            }
+        }
+        for h in &self.headers {
+            max = max.max(h.valid.word);
+        }
+        for s in &self.stacks {
+            max = max.max(s.next.word);
+        }
+        let word = max.checked_add(1).filter(|&w| usize::from(w) < KEY_WORDS)?;
+        let i = self.fields.len();
+        let slot = Slot { word, shift: 0, width: w as u8 };
+        self.fields.push(Field {
+            root: Root::Meta,
+            path: path.to_string(),
+            ty,
+            slots: vec![slot],
+            len: None,
+        });
+        self.by_path.insert((Root::Meta, path.to_string()), Item::Field(i));
+        self.bits_used = self.bits_used.saturating_add(64);
+        Some(i)
     }
 
     /// Members of the headers and metadata structs left out (see

@@ -20,7 +20,35 @@
 //! bits, computed as the interpreter computes them. Variables declared
 //! in a state (`bit<W>` or `bool`) are compiled by substitution (`Var`):
 //! a read is the value last assigned, refused if something it was
-//! computed from may have changed since.
+//! computed from may have changed since. Variables declared on a parser
+//! (`bit<W≤64>` or `bool`, without an initialiser) are fields of their
+//! own ([`Layout::add_hidden`]), zero when the parser starts, as the
+//! interpreter starts them, and zeroed again when the parse ends.
+//!
+//! Sub-parsers: `inst.apply(pkt, args..)` as a statement of a state, of
+//! a parser instance declared in the parser, is inlined. The sub-parser's
+//! states are compiled after the others (a copy per `apply`), each
+//! `inout`/`out` parameter bound to its argument's place (a path from the
+//! caller's parameters or a parser variable), so what it writes lands
+//! where the interpreter's copy-out puts it, after an `accept` and after
+//! a reject alike; `out` arguments (fields or variables only) and the
+//! sub-parser's variables are zeroed on entry, as a new invocation starts
+//! them. The caller's state is split at the `apply`: the part before it
+//! ends by entering the sub-parser, whose `accept` goes to a state
+//! holding the rest (its statements and transition); a reject or an error
+//! inside ends the whole parse with that error, as in the interpreter.
+//! The transition bound is counted per invocation, as the interpreter
+//! counts it: each state has a `level` (sub-parser depth, at most
+//! `MAX_NEST`), entering a sub-parser restarts its level's count, and the
+//! rest of a split state does not count (the interpreter counts the
+//! caller's state once). Refused: other directions (`in`, none),
+//! arguments that overlap (copy-in/copy-out would then differ from
+//! binding) or whose type is not the parameter's, `out` arguments that
+//! are not scalars, an `apply` after a variable declared in the same
+//! state or inside a block, generic sub-parsers or ones with constructor
+//! parameters, instances of anything other than a parser, and programs
+//! whose worst case (looping sub-parsers applied in loops) exceeds
+//! `MAX_WORK` states for one frame, so that a run stays bounded.
 //!
 //! # Basic design
 //! The program mirrors the reference interpreter ([`crate::interp`]) step
@@ -39,14 +67,14 @@
 //!   is stored where the parser stopped, and `parser_error` is written
 //!   last (the interpreter overwrites it after the parser too).
 //!
-//! Anything else (sub-parsers, variables of the parser itself, `if`, value sets,
-//! division, saturating arithmetic, varbits as values, values over 128
+//! Anything else (`if`, value sets, division, saturating arithmetic, varbits as values, values over 128
 //! bits, ...) is refused at its span by [`super::refuse`]: compile-time
 //! only, never a wrong parse.
 //!
 //! # Invariants
 //! - [`ParseProg::run`] never panics and does bounded work: at most
-//!   `MAX_PARSER_TRANSITIONS` states, each a fixed list of ops.
+//!   `MAX_PARSER_TRANSITIONS` states per parser invocation and
+//!   `MAX_WORK` in all, each a fixed list of ops.
 //! - Reads of the frame are bounds-checked before they are made; every
 //!   slot written comes from the layout (inside the key).
 
@@ -246,7 +274,22 @@ pub struct State {
     pub name: String,
     pub ops: Vec<POp>,
     pub trans: Trans,
+    /// How deep in sub-parsers the state is (0: the v1model parser).
+    pub level: usize,
+    /// Whether running it counts against its level's transition bound
+    /// (the rest of a state after a sub-parser's `apply` does not: the
+    /// interpreter counts that state once).
+    pub counts: bool,
+    /// After its ops, the bound of this level starts again (the state
+    /// ends with a sub-parser's `apply`: a new invocation).
+    pub resets: Option<usize>,
+    /// It is entered when the sub-parser of this level accepts, which
+    /// is a timeout if that sub-parser used up its bound.
+    pub ret: Option<usize>,
 }
+
+/// Most sub-parsers nested in one another.
+const MAX_NEST: usize = 4;
 
 /// Error codes the program itself raises.
 #[derive(Clone, Copy, Debug)]
@@ -263,6 +306,8 @@ struct Codes {
 #[derive(Clone, Debug)]
 pub struct ParseProg {
     pub layout: Arc<Layout>,
+    /// The parsers' own variables' fields, zeroed when the parse ends.
+    hidden: Vec<usize>,
     pub states: Vec<State>,
     pub start: Next,
     ingress_port: Option<usize>,
@@ -322,11 +367,22 @@ enum Place {
 
 struct Cx<'a> {
     env: &'a TypeEnv,
+    prog: &'a Program,
     l: &'a Layout,
-    pkt: &'a str,
-    roots: [(&'a str, Root); 3],
+    pkt: String,
+    /// Names bound to places: the parser's parameters (a sub-parser's
+    /// to its caller's arguments) and its own variables.
+    binds: Vec<(String, Root, String)>,
     consts: Vec<(String, Value)>,
     p: &'a ParserDecl,
+    /// The instance path of this (sub-)parser (`""`, `subp.`).
+    prefix: String,
+    /// Where its states start in the program's states.
+    base: usize,
+    /// Where `accept` goes (a sub-parser returns to its caller).
+    accept: Next,
+    level: usize,
+    states: &'a std::cell::RefCell<Vec<State>>,
     /// The current state's local variables ([`Var`]), innermost last.
     vars: std::cell::RefCell<Vec<Var>>,
 }
@@ -405,11 +461,16 @@ impl ParseProg {
         let env = TypeEnv::new(prog)?;
         let (p, [h, m, s]) = super::pipeline_parser(prog, &env)?;
         let layout = Layout::new(prog, &env, &h, &m, &s, p.name.span)?;
-        ParseProg::compile_with(&env, p, Arc::new(layout))
+        ParseProg::compile_with(prog, &env, p, Arc::new(layout))
     }
 
-    /// Compiles parser `p` over `layout`.
-    pub fn compile_with(env: &TypeEnv, p: &ParserDecl, layout: Arc<Layout>) -> Result<ParseProg> {
+    /// Compiles parser `p` of `prog` over `layout`.
+    pub fn compile_with(
+        prog: &Program,
+        env: &TypeEnv,
+        p: &ParserDecl,
+        layout: Arc<Layout>,
+    ) -> Result<ParseProg> {
         if let Some(c) = p.ctor_params.first() {
             return Err(refuse(c.span, "a parser with constructor parameters"));
         }
@@ -417,53 +478,44 @@ impl ParseProg {
         let [pkt, h, m, s] = names[..] else {
             return Err(refuse(p.span, "a v1model parser without exactly four parameters"));
         };
-        let mut consts: Vec<(String, Value)> = Vec::new();
-        for l in &p.locals {
-            match l {
-                Local::Const(c) => {
-                    let ty = env.resolve(&c.ty, &[])?;
-                    let v = {
-                        let look = |n: &str| {
-                            consts.iter().rev().find(|(k, _)| k == n).map(|(_, v)| v.clone())
-                        };
-                        env.eval_const(&c.value, Some(&ty), &look)?
-                    };
-                    consts.push((c.name.name.clone(), v));
-                }
-                Local::Var(v) => return Err(refuse(v.span, "a parser-local variable")),
-                Local::Instance(i) => return Err(refuse(i.span, "an instance in a parser")),
-                Local::ValueSet { span, .. } => return Err(refuse(*span, "a parser value set")),
-                Local::Action(a) => return Err(refuse(a.span, "an action in a parser")),
-                Local::Table(t) => return Err(refuse(t.span, "a table in a parser")),
-            }
+        // The parsers' own variables (this one's and its sub-parsers'),
+        // each in a key word of its own.
+        let mut layout = Arc::unwrap_or_clone(layout);
+        let mut hidden = Vec::new();
+        hidden_vars(prog, env, p, "", 0, &mut layout, &mut hidden)?;
+        if parse_work(prog, p, 0)? > MAX_WORK {
+            return Err(refuse(
+                p.name.span,
+                "sub-parsers that may loop, applied in a loop this deep",
+            ));
         }
+        let layout = Arc::new(layout);
         let l = &*layout;
+        let mut binds = vec![
+            (h.to_string(), Root::Headers, String::new()),
+            (m.to_string(), Root::Meta, String::new()),
+            (s.to_string(), Root::Std, String::new()),
+        ];
+        binds.extend(var_binds(p, ""));
+        let states = std::cell::RefCell::new(Vec::new());
         let cx = Cx {
             env,
+            prog,
             l,
-            pkt,
-            roots: [(h, Root::Headers), (m, Root::Meta), (s, Root::Std)],
-            consts,
+            pkt: pkt.to_string(),
+            binds,
+            consts: parser_consts(env, p)?,
             p,
+            prefix: String::new(),
+            base: 0,
+            accept: Next::Accept,
+            level: 0,
+            states: &states,
             vars: std::cell::RefCell::new(Vec::new()),
         };
-        let mut states = Vec::with_capacity(p.states.len());
-        for st in &p.states {
-            let mut ops = Vec::new();
-            cx.vars.borrow_mut().clear();
-            for stmt in &st.body {
-                cx.stmt(stmt, &mut ops, 0)?;
-            }
-            let trans = match &st.transition {
-                None => Trans::Go(Next::Reject),
-                Some(Transition::Direct(id)) => Trans::Go(cx.next(&id.name, id.span)?),
-                Some(Transition::Select { exprs, cases, span }) => {
-                    cx.select(exprs, cases, *span)?
-                }
-            };
-            states.push(State { name: st.name.name.clone(), ops, trans });
-        }
+        cx.compile_states()?;
         let start = cx.next("start", p.name.span)?;
+        let states = states.into_inner();
         let code = |n: &str| {
             l.error_code(n).ok_or_else(|| {
                 Diagnostic::new(p.span, format!("lowering: `error.{n}` is not declared"))
@@ -478,6 +530,7 @@ impl ParseProg {
             timeout: code("ParserTimeout")?,
         };
         Ok(ParseProg {
+            hidden,
             ingress_port: l.field(Root::Std, "ingress_port"),
             packet_length: l.field(Root::Std, "packet_length"),
             parser_error: l
@@ -504,8 +557,16 @@ impl ParseProg {
         let mut r = Run { p: self, data, pos: 0, key };
         let mut result = Err(self.codes.timeout);
         let mut cur = self.start;
-        for _ in 0..MAX_PARSER_TRANSITIONS {
+        // States run per level (one invocation of a parser each, as the
+        // interpreter counts them); `from` is the level of the last one.
+        let mut count = [0u32; MAX_NEST + 1];
+        let mut from = 0;
+        let spent = |count: &[u32; MAX_NEST + 1], l: usize| {
+            count.get(l).is_none_or(|&c| c >= MAX_PARSER_TRANSITIONS)
+        };
+        loop {
             let i = match cur {
+                Next::Accept | Next::Reject if spent(&count, from) => break,
                 Next::Accept => {
                     result = Ok(());
                     break;
@@ -516,14 +577,32 @@ impl ParseProg {
                 }
                 Next::State(i) => i,
             };
-            match self.states.get(i).map(|st| r.state(st)) {
-                Some(Ok(n)) => cur = n,
-                Some(Err(e)) => {
+            let Some(st) = self.states.get(i) else { break };
+            if st.counts {
+                match count.get_mut(st.level) {
+                    Some(c) if *c < MAX_PARSER_TRANSITIONS => *c += 1,
+                    _ => break,
+                }
+            }
+            if st.ret.is_some_and(|l| spent(&count, l)) {
+                break;
+            }
+            match r.state(st) {
+                Ok(n) => {
+                    if let Some(c) = st.resets.and_then(|l| count.get_mut(l)) {
+                        *c = 0;
+                    }
+                    cur = n;
+                    from = st.level;
+                }
+                Err(e) => {
                     result = Err(e);
                     break;
                 }
-                None => break,
             }
+        }
+        for &f in &self.hidden {
+            write(l, r.key, f, 0);
         }
         let pos = r.pos;
         l.cursor.set(key, pos as u64);
@@ -885,14 +964,14 @@ const MAX_KEYS: usize = 16;
 impl Cx<'_> {
     fn next(&self, name: &str, span: Span) -> Result<Next> {
         match name {
-            "accept" => Ok(Next::Accept),
+            "accept" => Ok(self.accept),
             "reject" => Ok(Next::Reject),
             _ => self
                 .p
                 .states
                 .iter()
                 .position(|s| s.name.name == name)
-                .map(Next::State)
+                .map(|i| Next::State(self.base + i))
                 .ok_or_else(|| Diagnostic::new(span, format!("no parser state `{name}`"))),
         }
     }
@@ -1013,7 +1092,7 @@ impl Cx<'_> {
             return Err(refuse(e.span, "this statement in a parser"));
         };
         match &func.kind {
-            ExprKind::Member(base, m) if matches!(&base.kind, ExprKind::Name { id, .. } if id.name == self.pkt) => {
+            ExprKind::Member(base, m) if matches!(&base.kind, ExprKind::Name { id, .. } if id.name == *self.pkt) => {
                 match m.name.as_str() {
                     "extract" => self.extract(e.span, type_args, args, ops),
                     "advance" => {
@@ -1147,8 +1226,8 @@ impl Cx<'_> {
         }
     }
 
-    fn root(&self, name: &str) -> Option<Root> {
-        self.roots.iter().find(|(n, _)| *n == name).map(|(_, r)| *r)
+    fn root(&self, name: &str) -> Option<(Root, String)> {
+        self.binds.iter().rev().find(|(n, _, _)| n == name).map(|(_, r, p)| (*r, p.clone()))
     }
 
     /// Where `e` points, if it is a path from one of the parser's state
@@ -1159,7 +1238,7 @@ impl Cx<'_> {
         }
         Ok(match &e.kind {
             ExprKind::Name { id, dot_prefix: false } => {
-                self.root(&id.name).map(|r| Place::Static(r, String::new()))
+                self.root(&id.name).map(|(r, p)| Place::Static(r, p))
             }
             ExprKind::Member(b, m) => match self.place(b, depth + 1)? {
                 None => None,
@@ -1274,7 +1353,7 @@ impl Cx<'_> {
                     }
                     if m.name == "lookahead"
                         && args.is_empty()
-                        && matches!(&b.kind, ExprKind::Name { id, .. } if id.name == self.pkt)
+                        && matches!(&b.kind, ExprKind::Name { id, .. } if id.name == *self.pkt)
                     {
                         let ty = type_args
                             .first()
@@ -1290,7 +1369,7 @@ impl Cx<'_> {
                 }
                 Err(refuse(e.span, "this call in an expression"))
             }
-            ExprKind::Member(b, m) if is_lookahead(b, self.pkt) => {
+            ExprKind::Member(b, m) if is_lookahead(b, &self.pkt) => {
                 let ExprKind::Call { type_args, .. } = &b.kind else {
                     return Err(refuse(e.span, "this lookahead"));
                 };
@@ -1631,6 +1710,425 @@ fn scalar_k(t: &Ty) -> Option<K> {
     })
 }
 
+/// The path of the hidden field holding variable `name` of the parser
+/// instance at `prefix`.
+fn var_path(prefix: &str, name: &str) -> String {
+    format!("${prefix}{name}")
+}
+
+/// `p`'s own variables bound to their hidden fields.
+fn var_binds(p: &ParserDecl, prefix: &str) -> Vec<(String, Root, String)> {
+    p.locals
+        .iter()
+        .filter_map(|l| match l {
+            Local::Var(v) => {
+                Some((v.name.name.clone(), Root::Meta, var_path(prefix, &v.name.name)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The constants declared in `p`.
+fn parser_consts(env: &TypeEnv, p: &ParserDecl) -> Result<Vec<(String, Value)>> {
+    let mut consts: Vec<(String, Value)> = Vec::new();
+    for l in &p.locals {
+        if let Local::Const(c) = l {
+            let ty = env.resolve(&c.ty, &[])?;
+            let v = {
+                let look =
+                    |n: &str| consts.iter().rev().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+                env.eval_const(&c.value, Some(&ty), &look)?
+            };
+            consts.push((c.name.name.clone(), v));
+        }
+    }
+    Ok(consts)
+}
+
+/// The type of what `path` (as [`Layout::item`] spells it) names below
+/// `root`.
+fn ty_at(l: &Layout, root: Root, path: &str) -> Option<Ty> {
+    if path.starts_with('$') {
+        // A parser's own variable (bit<W> or bool, see `hidden_vars`).
+        let Some(Item::Field(f)) = l.item(root, path) else { return None };
+        return match l.fields.get(f)?.ty {
+            FieldTy::Bits { signed, width } => Some(Ty::Bits { signed, width }),
+            FieldTy::Bool => Some(Ty::Bool),
+            _ => None,
+        };
+    }
+    let mut t = l.types.get(root as usize)?.clone();
+    if path.is_empty() {
+        return Some(t);
+    }
+    for seg in path.split('.') {
+        let (name, index) = match seg.split_once('[') {
+            Some((n, i)) => (n, Some(i.strip_suffix(']')?)),
+            None => (seg, None),
+        };
+        t = match &t {
+            Ty::Struct(a) | Ty::Header(a) | Ty::HeaderUnion(a) => a.field(name)?.clone(),
+            _ => return None,
+        };
+        if index.is_some() {
+            t = match t {
+                Ty::Stack(e, _) => *e,
+                _ => return None,
+            };
+        }
+    }
+    Some(t)
+}
+
+/// Most states one parse may run, counting every sub-parser invocation
+/// at its worst ([`parse_work`]): sub-parsers keep [`ParseProg::run`]
+/// bounded, not merely finite.
+const MAX_WORK: u64 = 1 << 22;
+
+/// Whether `p`'s states can run in a cycle (from `start`).
+fn has_cycle(p: &ParserDecl) -> bool {
+    fn succ(t: &Option<Transition>) -> Vec<&str> {
+        match t {
+            None => Vec::new(),
+            Some(Transition::Direct(id)) => vec![id.name.as_str()],
+            Some(Transition::Select { cases, .. }) => {
+                cases.iter().map(|c| c.next.name.as_str()).collect()
+            }
+        }
+    }
+    // Iterative depth-first search; 1: on the path, 2: done.
+    let idx = |n: &str| p.states.iter().position(|s| s.name.name == n);
+    let mut mark = vec![0u8; p.states.len()];
+    let Some(start) = idx("start") else { return false };
+    let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+    mark[start] = 1;
+    while let Some(&mut (i, ref mut k)) = stack.last_mut() {
+        let next = succ(&p.states[i].transition);
+        match next.get(*k) {
+            Some(n) => {
+                *k += 1;
+                if let Some(j) = idx(n) {
+                    match mark[j] {
+                        1 => return true,
+                        0 => {
+                            mark[j] = 1;
+                            stack.push((j, 0));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            None => {
+                mark[i] = 2;
+                stack.pop();
+            }
+        }
+    }
+    false
+}
+
+/// The most states one invocation of `p` may run, its sub-parsers'
+/// included: its own (all its states when they cannot loop, else the
+/// transition bound) times one plus what the `apply`s of one state run.
+fn parse_work(prog: &Program, p: &ParserDecl, depth: usize) -> Result<u64> {
+    if depth > MAX_NEST {
+        return Err(refuse(p.span, format!("sub-parsers nested more than {MAX_NEST} deep")));
+    }
+    let runs = if has_cycle(p) { u64::from(MAX_PARSER_TRANSITIONS) } else { p.states.len() as u64 };
+    let mut per_state = 0u64;
+    for st in &p.states {
+        let mut w = 1u64;
+        for stmt in &st.body {
+            let Stmt::Call(e) = stmt else { continue };
+            let ExprKind::Call { func, .. } = &e.kind else { continue };
+            let ExprKind::Member(b, m) = &func.kind else { continue };
+            let ExprKind::Name { id, .. } = &b.kind else { continue };
+            let inst = p.locals.iter().find_map(|l| match l {
+                Local::Instance(i) if i.name.name == id.name && m.name == "apply" => Some(i),
+                _ => None,
+            });
+            if let Some(i) = inst {
+                w = w.saturating_add(parse_work(prog, sub_decl(prog, i)?, depth + 1)?);
+            }
+        }
+        per_state = per_state.max(w);
+    }
+    Ok(runs.saturating_mul(per_state))
+}
+
+/// The parser a sub-parser instance declared in a parser instantiates.
+fn sub_decl<'a>(prog: &'a Program, i: &crate::ast::Instantiation) -> Result<&'a ParserDecl> {
+    let crate::ast::TypeKind::Named { name, args, .. } = &i.ty.kind else {
+        return Err(refuse(i.span, "an instance in a parser of this type"));
+    };
+    let p = prog.decls.iter().find_map(|d| match d {
+        crate::ast::Decl::Parser(p) if p.name.name == name.name => Some(p),
+        _ => None,
+    });
+    match p {
+        Some(p) if args.is_empty() && i.args.is_empty() && p.type_params.is_empty() => {
+            if let Some(c) = p.ctor_params.first() {
+                return Err(refuse(c.span, "a sub-parser with constructor parameters"));
+            }
+            Ok(p)
+        }
+        Some(_) => Err(refuse(i.span, "a generic sub-parser or one with constructor arguments")),
+        None => Err(refuse(i.span, "an instance in a parser other than of a parser")),
+    }
+}
+
+/// Gives every variable of parser `p` (instance path `prefix`) and of
+/// the sub-parsers it instantiates a hidden field of `layout`; refuses
+/// what parser locals cannot be.
+fn hidden_vars(
+    prog: &Program,
+    env: &TypeEnv,
+    p: &ParserDecl,
+    prefix: &str,
+    depth: usize,
+    layout: &mut Layout,
+    out: &mut Vec<usize>,
+) -> Result<()> {
+    if depth > MAX_NEST {
+        return Err(refuse(p.span, format!("sub-parsers nested more than {MAX_NEST} deep")));
+    }
+    for l in &p.locals {
+        match l {
+            Local::Const(_) => {}
+            Local::Var(v) => {
+                if let Some(e) = &v.init {
+                    return Err(refuse(e.span, "a parser variable with an initialiser"));
+                }
+                let ty = match env.resolve(&v.ty, &[])? {
+                    Ty::Bits { signed, width } if (1..=64).contains(&width) => {
+                        FieldTy::Bits { signed, width }
+                    }
+                    Ty::Bool => FieldTy::Bool,
+                    _ => return Err(refuse(v.span, "a parser variable of this type")),
+                };
+                let f = layout
+                    .add_hidden(&var_path(prefix, &v.name.name), ty)
+                    .ok_or_else(|| refuse(v.span, "a parser variable (the key is full)"))?;
+                out.push(f);
+            }
+            Local::Instance(i) => {
+                let sub = sub_decl(prog, i)?;
+                let pre = format!("{prefix}{}.", i.name.name);
+                hidden_vars(prog, env, sub, &pre, depth + 1, layout, out)?;
+            }
+            Local::ValueSet { span, .. } => return Err(refuse(*span, "a parser value set")),
+            Local::Action(a) => return Err(refuse(a.span, "an action in a parser")),
+            Local::Table(t) => return Err(refuse(t.span, "a table in a parser")),
+        }
+    }
+    Ok(())
+}
+
+impl Cx<'_> {
+    /// Compiles this parser's states into `self.states` from
+    /// `self.base` on (their places reserved first, so transitions can
+    /// name them), with the sub-parsers they apply inlined after them.
+    fn compile_states(&self) -> Result<()> {
+        let blank = |name: &str, counts: bool| State {
+            name: name.to_string(),
+            ops: Vec::new(),
+            trans: Trans::Go(Next::Reject),
+            level: self.level,
+            counts,
+            resets: None,
+            ret: None,
+        };
+        {
+            let mut st = self.states.borrow_mut();
+            if st.len() != self.base {
+                return Err(Diagnostic::new(self.p.span, "internal error: parser state order"));
+            }
+            for x in &self.p.states {
+                st.push(blank(&format!("{}{}", self.prefix, x.name.name), true));
+            }
+        }
+        for (i, st) in self.p.states.iter().enumerate() {
+            let mut at = self.base + i;
+            let mut ops = Vec::new();
+            self.vars.borrow_mut().clear();
+            for stmt in &st.body {
+                if let Some((inst, args, span)) = self.sub_apply(stmt) {
+                    if !self.vars.borrow().is_empty() {
+                        return Err(refuse(
+                            span,
+                            "a sub-parser applied after a variable declared in the same state",
+                        ));
+                    }
+                    // The state so far ends by entering the sub-parser;
+                    // the rest of it runs when the sub-parser accepts.
+                    let cont = {
+                        let mut all = self.states.borrow_mut();
+                        all.push(State {
+                            ret: Some(self.level + 1),
+                            ..blank(&format!("{}{}+", self.prefix, st.name.name), false)
+                        });
+                        all.len() - 1
+                    };
+                    let entry = self.inline(inst, args, span, Next::State(cont), &mut ops)?;
+                    let mut all = self.states.borrow_mut();
+                    if let Some(x) = all.get_mut(at) {
+                        x.ops = std::mem::take(&mut ops);
+                        x.trans = Trans::Go(entry);
+                        x.resets = Some(self.level + 1);
+                    }
+                    at = cont;
+                    continue;
+                }
+                self.stmt(stmt, &mut ops, 0)?;
+            }
+            let trans = match &st.transition {
+                None => Trans::Go(Next::Reject),
+                Some(Transition::Direct(id)) => Trans::Go(self.next(&id.name, id.span)?),
+                Some(Transition::Select { exprs, cases, span }) => {
+                    self.select(exprs, cases, *span)?
+                }
+            };
+            if let Some(x) = self.states.borrow_mut().get_mut(at) {
+                x.ops = ops;
+                x.trans = trans;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Cx<'a> {
+    /// `inst.apply(args)` as a statement, `inst` a parser instance
+    /// declared in this parser.
+    fn sub_apply<'s>(
+        &self,
+        s: &'s Stmt,
+    ) -> Option<(&'a crate::ast::Instantiation, &'s [crate::ast::Arg], Span)> {
+        let Stmt::Call(e) = s else { return None };
+        let ExprKind::Call { func, type_args, args } = &e.kind else { return None };
+        let ExprKind::Member(b, m) = &func.kind else { return None };
+        let ExprKind::Name { id, dot_prefix: false } = &b.kind else { return None };
+        if m.name != "apply" || !type_args.is_empty() {
+            return None;
+        }
+        let p: &'a ParserDecl = self.p;
+        p.locals.iter().find_map(|l| match l {
+            Local::Instance(i) if i.name.name == id.name => Some((i, &args[..], e.span)),
+            _ => None,
+        })
+    }
+
+    /// Inlines an application of sub-parser instance `inst` with `args`:
+    /// its states are compiled after the program's others, its
+    /// parameters bound to the arguments' places (so what it writes is
+    /// where copy-out would put it, also when it rejects, as the
+    /// interpreter copies out after a reject) and its `accept` going to
+    /// `accept`. The ops entering it (zeroing its `out` arguments and
+    /// its variables, as a new invocation starts them) go to `ops`;
+    /// returns its start state.
+    fn inline(
+        &self,
+        inst: &'a crate::ast::Instantiation,
+        args: &[crate::ast::Arg],
+        span: Span,
+        accept: Next,
+        ops: &mut Vec<POp>,
+    ) -> Result<Next> {
+        let sub = sub_decl(self.prog, inst)?;
+        if self.level >= MAX_NEST {
+            return Err(refuse(span, format!("sub-parsers nested more than {MAX_NEST} deep")));
+        }
+        if sub.params.len() != args.len() || args.iter().any(|a| a.name.is_some()) {
+            return Err(refuse(span, "this sub-parser call's arguments"));
+        }
+        let mut pkt = String::new();
+        let mut binds: Vec<(String, Root, String)> = Vec::new();
+        for (prm, a) in sub.params.iter().zip(args) {
+            let is_pkt = matches!(&prm.ty.kind,
+                crate::ast::TypeKind::Named { name, .. } if name.name == "packet_in");
+            if is_pkt {
+                match &a.value.kind {
+                    ExprKind::Name { id, dot_prefix: false } if id.name == self.pkt => {
+                        pkt = prm.name.name.clone();
+                        continue;
+                    }
+                    _ => return Err(refuse(a.span, "a sub-parser given another packet")),
+                }
+            }
+            if !matches!(prm.dir, crate::ast::Direction::InOut | crate::ast::Direction::Out) {
+                return Err(refuse(prm.span, "a sub-parser parameter other than `inout`/`out`"));
+            }
+            let Some(Place::Static(root, path)) = self.place(&a.value, 0)? else {
+                return Err(refuse(a.span, "this sub-parser argument"));
+            };
+            let item = self.l.item(root, &path);
+            // The interpreter converts an argument to its parameter's
+            // type; binding by place is exact only for the same type.
+            if ty_at(self.l, root, &path) != Some(self.env.resolve(&prm.ty, &[])?) {
+                return Err(refuse(a.span, "a sub-parser argument of another type"));
+            }
+            if prm.dir == crate::ast::Direction::Out {
+                let in_union = |f: usize| {
+                    self.l.headers.iter().any(|h| h.union.is_some() && h.fields.contains(&f))
+                };
+                match item {
+                    Some(Item::Field(f)) if !in_union(f) => {
+                        ops.push(POp::Set { field: f, src: Src::Const(0), header: None })
+                    }
+                    _ => {
+                        return Err(refuse(
+                            a.span,
+                            "an `out` sub-parser argument other than a field or variable",
+                        ))
+                    }
+                }
+            }
+            binds.push((prm.name.name.clone(), root, path));
+        }
+        // Copy-in/copy-out equals binding by place unless two arguments
+        // overlap.
+        let within = |a: &str, b: &str| {
+            a.is_empty()
+                || a == b
+                || b.strip_prefix(a).is_some_and(|r| r.starts_with('.') || r.starts_with('['))
+        };
+        for (i, (_, r1, p1)) in binds.iter().enumerate() {
+            for (_, r2, p2) in binds.iter().skip(i + 1) {
+                if r1 == r2 && (within(p1, p2) || within(p2, p1)) {
+                    return Err(refuse(span, "sub-parser arguments that overlap"));
+                }
+            }
+        }
+        let prefix = format!("{}{}.", self.prefix, inst.name.name);
+        for (_, root, path) in var_binds(sub, &prefix) {
+            let f = self
+                .l
+                .field(root, &path)
+                .ok_or_else(|| Diagnostic::new(span, "internal error: a parser variable"))?;
+            ops.push(POp::Set { field: f, src: Src::Const(0), header: None });
+        }
+        binds.extend(var_binds(sub, &prefix));
+        let cx = Cx {
+            env: self.env,
+            prog: self.prog,
+            l: self.l,
+            pkt,
+            binds,
+            consts: parser_consts(self.env, sub)?,
+            p: sub,
+            prefix,
+            base: self.states.borrow().len(),
+            accept,
+            level: self.level + 1,
+            states: self.states,
+            vars: std::cell::RefCell::new(Vec::new()),
+        };
+        cx.compile_states()?;
+        cx.next("start", sub.name.span)
+    }
+}
+
 fn stmt_span(s: &Stmt) -> Span {
     match s {
         Stmt::Assign { span, .. }
@@ -1906,8 +2404,11 @@ V1Switch(P(), C(), I(), I(), C(), D()) main;
         let (m, at) = refusal("pkt.advance((int<32>)hdr.eth.type);", "");
         assert!(m.contains("`advance` by this value"), "{m}");
         assert_eq!(at, "(int<32>)hdr.eth.type");
-        let (m, _) = refusal("", "bit<8> x;");
-        assert!(m.contains("parser-local variable"), "{m}");
+        let (m, at) = refusal("", "bit<8> x = 1;");
+        assert!(m.contains("a parser variable with an initialiser"), "{m}");
+        assert_eq!(at, "1");
+        let (m, _) = refusal("", "bit<65> x;");
+        assert!(m.contains("a parser variable of this type"), "{m}");
         let (m, at) = refusal("meta.t = hdr.eth.type / 2;", "");
         assert!(m.contains("this operator in a parser expression"), "{m}");
         assert_eq!(at, "hdr.eth.type / 2");

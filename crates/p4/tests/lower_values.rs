@@ -17,8 +17,6 @@ use sluice_p4::interp::Interp;
 use sluice_p4::lower::engine::Compiled;
 use sluice_p4::target::{EntrySpec, KeyMatch, Target};
 
-/// A small deterministic generator (xorshift).
-
 /// A v1model program: headers `i` (indices and results), a stack `s`
 /// of three `h_t`, two more `h_t` (`c`, `d`, not parsed) and a union
 /// `u` parsed when `i.x` is odd, and a function `bump` with a side

@@ -103,8 +103,6 @@ control D(packet_out pkt, in H hdr) {
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 "#;
 
-/// A small deterministic generator (xorshift).
-
 /// A frame for `PROGRAM`: lengths and op, `a`, maybe `b` (half the time
 /// equal to `a`, else often of the same length or the same number with
 /// a zero byte in front: equal bits, another length), `c`, a payload;

@@ -6,13 +6,11 @@
 //! the read.
 
 mod common;
-use common::Rng;
+use common::{compiled_agrees, Rng};
 
-use sluice_core::walk::CacheMode;
 use sluice_p4::interp::Interp;
 use sluice_p4::lower::engine::Compiled;
 use sluice_p4::parse;
-use sluice_p4::target::Target;
 
 fn program(states: &str) -> String {
     format!(
@@ -91,15 +89,7 @@ fn state_locals_agree_with_the_interpreter() {
         let len = (r.next() % 14) as usize;
         frames.push((0..len).map(|_| r.next() as u8).collect::<Vec<u8>>());
     }
-    for mode in [CacheMode::Off, CacheMode::Megaflow, CacheMode::On] {
-        let mut eng = Compiled::new(&loaded).expect("compiles");
-        eng.set_cache_mode(mode);
-        for f in &frames {
-            let want = interp.packet(1, f).expect("interp packet");
-            let got = eng.packet(1, f).expect("engine packet");
-            assert_eq!(got, want, "{mode:?} on {f:02x?}");
-        }
-    }
+    compiled_agrees(&loaded, &mut interp, &frames, |_, _, _| {});
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -10,13 +10,12 @@
 //! span.
 
 mod common;
-use common::Rng;
+use common::{compiled_agrees, Rng};
 
 use sluice_core::walk::CacheMode;
 use sluice_p4::interp::Interp;
 use sluice_p4::lower::engine::Compiled;
 use sluice_p4::parse;
-use sluice_p4::target::Target;
 
 const HEAD: &str = r#"#include <core.p4>
 #include <v1model.p4>
@@ -163,19 +162,12 @@ fn sub_parsers_agree_with_the_interpreter() {
     // How many frames end with each error code (`hdr.o.e`, emitted
     // first), to see that they reach every outcome.
     let mut errors = [0usize; 7];
-    for mode in [CacheMode::Off, CacheMode::Megaflow, CacheMode::On] {
-        let mut eng = Compiled::new(&loaded).expect("compiles");
-        eng.set_cache_mode(mode);
-        for f in &frames {
-            let want = interp.packet(1, f).expect("interp packet");
-            let got = eng.packet(1, f).expect("engine packet");
-            assert_eq!(got, want, "{mode:?} on {f:02x?}");
-            if mode == CacheMode::Off {
-                let e = want.first().and_then(|o| o.data.first()).copied().unwrap_or(6);
-                errors[usize::from(e.min(6))] += 1;
-            }
+    compiled_agrees(&loaded, &mut interp, &frames, |mode, _, want| {
+        if mode == CacheMode::Off {
+            let e = want.first().and_then(|o| o.data.first()).copied().unwrap_or(6);
+            errors[usize::from(e.min(6))] += 1;
         }
-    }
+    });
     // NoError, PacketTooShort, StackOutOfBounds, BadX, ParserTimeout.
     assert!(errors[..5].iter().all(|&n| n > 0), "outcomes {errors:?}");
     let _ = std::fs::remove_dir_all(&dir);

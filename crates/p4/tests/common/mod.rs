@@ -75,3 +75,27 @@ pub fn load_text(name: &str, text: &str) -> sluice_p4::parse::Loaded {
     std::fs::write(&path, text).expect("write");
     sluice_p4::parse::load_file(&path).expect("load")
 }
+
+/// Runs `frames` through the interpreter and through a fresh compiled
+/// engine in each cache mode (off, megaflow, on), asserting that the
+/// outputs agree frame by frame; `each` sees the mode, the frame and
+/// the interpreter's outputs (for a test's own counts).
+pub fn compiled_agrees(
+    loaded: &sluice_p4::parse::Loaded,
+    interp: &mut sluice_p4::interp::Interp,
+    frames: &[Vec<u8>],
+    mut each: impl FnMut(sluice_core::walk::CacheMode, &[u8], &[sluice_p4::target::Output]),
+) {
+    use sluice_core::walk::CacheMode;
+    use sluice_p4::target::Target;
+    for mode in [CacheMode::Off, CacheMode::Megaflow, CacheMode::On] {
+        let mut eng = sluice_p4::lower::engine::Compiled::new(loaded).expect("compiles");
+        eng.set_cache_mode(mode);
+        for f in frames {
+            let want = interp.packet(1, f).expect("interp packet");
+            let got = eng.packet(1, f).expect("engine packet");
+            assert_eq!(got, want, "{mode:?} on {f:02x?}");
+            each(mode, f, &want);
+        }
+    }
+}

@@ -507,25 +507,10 @@ impl<'a> Builder<'a> {
                 let Some(tid) = run else {
                     return self.switch_value(ci, expr, cases, next, exit, *span);
                 };
-                // Bodies from the last case up, so fall-through labels
-                // take the next body.
-                let mut by_label: Vec<(Option<String>, NodeId)> = Vec::new();
-                let mut body_next: Option<NodeId> = None;
-                for c in cases.iter().rev() {
-                    let target = match &c.body {
-                        Some(b) => self.block(ci, &b.stmts, next, exit)?,
-                        None => body_next.unwrap_or(next),
-                    };
-                    body_next = Some(target);
-                    let label = match &c.label {
-                        SwitchLabel::Default(_) => None,
-                        SwitchLabel::Expr(e) => match &e.kind {
-                            ExprKind::Name { id, .. } => Some(id.name.clone()),
-                            _ => return Err(refuse(e.span, "this switch label")),
-                        },
-                    };
-                    by_label.push((label, target));
-                }
+                let by_label = self.switch_arms(ci, cases, next, exit, |e| match &e.kind {
+                    ExprKind::Name { id, .. } => Ok(id.name.clone()),
+                    _ => Err(refuse(e.span, "this switch label")),
+                })?;
                 let dflt = by_label.iter().find(|(l, _)| l.is_none()).map_or(next, |(_, n)| *n);
                 let ts = &self.s.tables[tid];
                 let mut arms = Vec::new();

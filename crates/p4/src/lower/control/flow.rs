@@ -399,6 +399,35 @@ impl Builder<'_> {
         Ok(Expr { kind, span })
     }
 
+    /// The cases of a `switch`, last first: each label (`None`: the
+    /// default) as `label` maps it, with the node its body starts at. The
+    /// bodies are built from the last case up, so a fall-through label
+    /// takes the next body and one with no body after it goes to `next`.
+    pub(super) fn switch_arms<'c, L>(
+        &mut self,
+        ci: usize,
+        cases: &'c [SwitchCase],
+        next: NodeId,
+        exit: NodeId,
+        label: impl Fn(&'c Expr) -> Result<L>,
+    ) -> Result<Vec<(Option<L>, NodeId)>> {
+        let mut arms = Vec::with_capacity(cases.len());
+        let mut body_next: Option<NodeId> = None;
+        for c in cases.iter().rev() {
+            let target = match &c.body {
+                Some(b) => self.block(ci, &b.stmts, next, exit)?,
+                None => body_next.unwrap_or(next),
+            };
+            body_next = Some(target);
+            let l = match &c.label {
+                SwitchLabel::Default(_) => None,
+                SwitchLabel::Expr(e) => Some(label(e)?),
+            };
+            arms.push((l, target));
+        }
+        Ok(arms)
+    }
+
     /// `switch (expr) { ... }` on a value (not a table's `action_run`),
     /// continuing at `next`.
     pub(super) fn switch_value(
@@ -410,22 +439,7 @@ impl Builder<'_> {
         exit: NodeId,
         span: Span,
     ) -> Result<NodeId> {
-        // Bodies from the last case up, so fall-through labels take the
-        // next body.
-        let mut arms: Vec<(Option<&Expr>, NodeId)> = Vec::new();
-        let mut body_next: Option<NodeId> = None;
-        for c in cases.iter().rev() {
-            let target = match &c.body {
-                Some(b) => self.block(ci, &b.stmts, next, exit)?,
-                None => body_next.unwrap_or(next),
-            };
-            body_next = Some(target);
-            let label = match &c.label {
-                SwitchLabel::Default(_) => None,
-                SwitchLabel::Expr(e) => Some(e),
-            };
-            arms.push((label, target));
-        }
+        let mut arms = self.switch_arms(ci, cases, next, exit, Ok)?;
         arms.reverse();
         let dflt = arms.iter().find(|(l, _)| l.is_none()).map_or(next, |(_, n)| *n);
         let name = format!("switch @{}:{}", span.file, span.start);

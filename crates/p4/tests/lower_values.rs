@@ -102,6 +102,7 @@ fn stack_elements_at_run_time_indices() {
         hdr.s[hdr.i.y].b = bump(hdr.i.y);
         hdr.s[bump(hdr.i.x)].a = hdr.i.x;
         hdr.s[hdr.i.x & 1].b[3:0] = (bit<4>)bump(hdr.i.x);
+        hdr.s[hdr.i.y].a[5:2] = hdr.i.x[3:0];
         hdr.s[hdr.i.y].a = hdr.s[hdr.i.y].a + bump(hdr.i.y);
         two(hdr.s[hdr.i.x & 3].b, hdr.i.x);
         // Whole elements: read (out of range: an invalid header), written.

@@ -626,34 +626,7 @@ impl Run<'_> {
     }
 
     pub(super) fn read_lv(&self, lv: &LVal) -> R<Value> {
-        let mut cur = self.slot(lv.slot)?;
-        let mut sliced = None;
-        for st in &lv.path {
-            match st {
-                Step::Field(f) => {
-                    cur = match cur {
-                        Value::Header(a) | Value::Struct(a) | Value::Union(a) => match a.get(f) {
-                            Some(v) => v,
-                            None => return fail(format!("no field `{f}`")),
-                        },
-                        _ => return fail(format!("no field `{f}` in a {}", cur.kind_name())),
-                    }
-                }
-                Step::Index(i) => {
-                    cur = match cur {
-                        Value::Stack(s) => match s.elems.get(*i as usize) {
-                            Some(v) => v,
-                            None => return Ok(s.elem.default_value()),
-                        },
-                        _ => return fail("indexing a non-stack"),
-                    }
-                }
-                Step::Slice(hi, lo) => {
-                    sliced = Some(types::slice_value(cur, *hi as u64, *lo as u64).or_fail()?);
-                }
-            }
-        }
-        Ok(sliced.unwrap_or_else(|| cur.clone()))
+        read_path(self.slot(lv.slot)?, &lv.path)
     }
 
     pub(super) fn write_lv(&mut self, lv: &LVal, v: Value) -> R<()> {
@@ -1550,6 +1523,36 @@ impl Run<'_> {
 /// Writes `v` at `path` below `cur`, converting it to the target's
 /// shape. Writing a valid header into a union member invalidates the
 /// other members.
+/// The value at `path` under `cur`. An element past a stack's end reads
+/// as the element type's default value (what a read there gives), and the
+/// rest of the path applies to that default: `s[9].f[3:0]` is a slice of
+/// the default `f`.
+fn read_path(cur: &Value, path: &[Step]) -> R<Value> {
+    let Some((first, rest)) = path.split_first() else {
+        return Ok(cur.clone());
+    };
+    match first {
+        Step::Field(f) => match cur {
+            Value::Header(a) | Value::Struct(a) | Value::Union(a) => match a.get(f) {
+                Some(v) => read_path(v, rest),
+                None => fail(format!("no field `{f}`")),
+            },
+            _ => fail(format!("no field `{f}` in a {}", cur.kind_name())),
+        },
+        Step::Index(i) => match cur {
+            Value::Stack(s) => match s.elems.get(*i as usize) {
+                Some(v) => read_path(v, rest),
+                None => read_path(&s.elem.default_value(), rest),
+            },
+            _ => fail("indexing a non-stack"),
+        },
+        Step::Slice(hi, lo) => {
+            let v = types::slice_value(cur, *hi as u64, *lo as u64).or_fail()?;
+            read_path(&v, rest)
+        }
+    }
+}
+
 fn write_path(cur: &mut Value, path: &[Step], v: Value) -> Result<(), String> {
     let Some((first, rest)) = path.split_first() else {
         let nv = fit(v, cur)?;

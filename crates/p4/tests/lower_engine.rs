@@ -9,7 +9,7 @@
 //! otherwise runs the examples alone, saying so.
 
 mod common;
-use common::{corpus_dir, examples, load_text};
+use common::{corpus_dir, examples, load_text, one_header_program};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -181,30 +181,6 @@ fn random_programs_agree_with_the_interpreter() {
 /// How many random programs the test generates.
 const PROGRAMS: u64 = 300;
 
-/// A v1model program whose ingress applies is `apply`, with `locals`.
-fn with_ingress(locals: &str, apply: &str) -> String {
-    format!(
-        r#"#include <core.p4>
-#include <v1model.p4>
-header h_t {{ bit<8> a; bit<8> b; }}
-struct H {{ h_t h; }}
-struct M {{ }}
-parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {{
-    state start {{ pkt.extract(hdr.h); transition accept; }}
-}}
-control V(inout H hdr, inout M m) {{ apply {{ }} }}
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {{
-    {locals}
-    apply {{ {apply} }}
-}}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) {{ apply {{ }} }}
-control C(inout H hdr, inout M m) {{ apply {{ }} }}
-control D(packet_out pkt, in H hdr) {{ apply {{ pkt.emit(hdr.h); }} }}
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"#
-    )
-}
-
 #[test]
 fn refusals_name_the_construct_at_its_span() {
     let cases = [
@@ -218,7 +194,7 @@ fn refusals_name_the_construct_at_its_span() {
         ("register<bool>(4) r;", "r.write(0, true);", "a register of cells other than"),
     ];
     for (i, (locals, apply, what)) in cases.iter().enumerate() {
-        let loaded = load_text(&format!("refuse{i}.p4"), &with_ingress(locals, apply));
+        let loaded = load_text(&format!("refuse{i}.p4"), &one_header_program(locals, apply));
         let d = Compiled::new(&loaded).expect_err("refused");
         let shown = loaded.sources.render(&d);
         assert!(d.message.contains(what), "{what}: {shown}");
@@ -239,7 +215,7 @@ fn the_router_compiles_to_an_inspectable_pipeline() {
 
 #[test]
 fn recursion_is_refused_not_expanded() {
-    let text = with_ingress(
+    let text = one_header_program(
         "",
         "hdr.h.a = 1;",
     )
@@ -261,7 +237,7 @@ fn recursion_is_refused_not_expanded() {
 fn a_constant_mux_types_its_int_arm() {
     let loaded = load_text(
         "mux.p4",
-        &with_ingress(
+        &one_header_program(
             "",
             "sm.egress_spec = (bit<9>)((false ? 2w2 : 42)); hdr.h.a = (true ? 9 : 4w1) ++ 4w0;",
         ),
@@ -287,7 +263,7 @@ fn ints_typed_by_their_context_agree_with_the_interpreter() {
         hdr.h.b = (200 >> hdr.h.a[2:0]) ^ hdr.h.b;
         hdr.h.a = (bit<8>)(hdr.h.a[0:0] == 1 ? 1 : 2) << (K << 1);
         hdr.h.b = hdr.h.b - ((hdr.h.a < 8w9) ? 1 << hdr.h.a[1:0] : -(2 | 8));";
-    let loaded = load_text("ints.p4", &with_ingress("", apply));
+    let loaded = load_text("ints.p4", &one_header_program("", apply));
     let mut interp = Interp::new(&loaded).expect("interpreter");
     let mut c =
         Compiled::new(&loaded).unwrap_or_else(|d| panic!("refused: {}", loaded.sources.render(&d)));

@@ -4,7 +4,7 @@
 //! registers as the control plane sees them, and multicast copies.
 
 mod common;
-use common::{examples, load_text};
+use common::{examples, load_text, one_header_program};
 
 use sluice_core::walk::CacheMode;
 use sluice_p4::interp::Interp;
@@ -13,31 +13,6 @@ use sluice_p4::target::{Manage, Output, Target};
 use sluice_p4::{ast::BigValue, parse};
 
 const MODES: [CacheMode; 3] = [CacheMode::Off, CacheMode::Megaflow, CacheMode::On];
-
-/// A program over one two-byte header `h` whose ingress is `locals` and
-/// `apply`.
-fn program(locals: &str, apply: &str) -> String {
-    format!(
-        r#"#include <core.p4>
-#include <v1model.p4>
-header h_t {{ bit<8> a; bit<8> b; }}
-struct H {{ h_t h; }}
-struct M {{ bit<8> x; }}
-parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {{
-    state start {{ pkt.extract(hdr.h); transition accept; }}
-}}
-control V(inout H hdr, inout M m) {{ apply {{ }} }}
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {{
-    {locals}
-    apply {{ {apply} }}
-}}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) {{ apply {{ }} }}
-control C(inout H hdr, inout M m) {{ apply {{ }} }}
-control D(packet_out pkt, in H hdr) {{ apply {{ pkt.emit(hdr.h); }} }}
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"#
-    )
-}
 
 /// Runs `frames` through both engines; each packet's outputs must agree.
 fn same_outputs(c: &mut Compiled, i: &mut Interp, frames: &[(u32, Vec<u8>)]) -> Vec<Vec<Output>> {
@@ -76,7 +51,7 @@ const COUNTING_APPLY: &str = r#"
 
 #[test]
 fn register_state_changes_what_later_packets_do_in_every_cache_mode() {
-    let loaded = load_text("count.p4", &program(COUNTING, COUNTING_APPLY));
+    let loaded = load_text("count.p4", &one_header_program(COUNTING, COUNTING_APPLY));
     let frames: Vec<(u32, Vec<u8>)> =
         [0u8, 0, 1, 0, 0, 1, 9, 0].iter().map(|&a| (3, vec![a, 0x55])).collect();
     for mode in MODES {
@@ -117,7 +92,7 @@ fn hashes_agree_with_the_interpreter_and_stay_cacheable() {
             "hash(m.x, HashAlgorithm.{algo}, 8w0, {{ hdr.h.a, hdr.h.b }}, 16w3); \
              hdr.h.b = m.x; pick.apply();"
         );
-        let loaded = load_text(&format!("hash-{algo}.p4"), &program(locals, &apply));
+        let loaded = load_text(&format!("hash-{algo}.p4"), &one_header_program(locals, &apply));
         let frames: Vec<(u32, Vec<u8>)> =
             (0..40u8).map(|n| (1, vec![n.wrapping_mul(37), n ^ 0x5a])).collect();
         for mode in MODES {

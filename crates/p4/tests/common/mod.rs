@@ -99,3 +99,29 @@ pub fn compiled_agrees(
         }
     }
 }
+
+/// A v1model program over one two-byte header `h` (fields `a`, `b`; user
+/// metadata `m.x`) whose ingress declares `locals` and applies `apply`;
+/// the deparser emits `h`.
+pub fn one_header_program(locals: &str, apply: &str) -> String {
+    format!(
+        r#"#include <core.p4>
+#include <v1model.p4>
+header h_t {{ bit<8> a; bit<8> b; }}
+struct H {{ h_t h; }}
+struct M {{ bit<8> x; }}
+parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {{
+    state start {{ pkt.extract(hdr.h); transition accept; }}
+}}
+control V(inout H hdr, inout M m) {{ apply {{ }} }}
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {{
+    {locals}
+    apply {{ {apply} }}
+}}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) {{ apply {{ }} }}
+control C(inout H hdr, inout M m) {{ apply {{ }} }}
+control D(packet_out pkt, in H hdr) {{ apply {{ pkt.emit(hdr.h); }} }}
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"#
+    )
+}

@@ -4,7 +4,7 @@
 //! What? `sluice run` takes its settings from `--config FILE` (TOML) and from
 //! flags (`--name`, `--rundir`, `--no-control-socket`, `--dpid`, `--port`,
 //! `--listen`, `--controller`, `--fail-mode`, `--workers`, `--netns`,
-//! `--datapath`, `--cache`). Flags override scalar keys of the file and add
+//! `--datapath`, `--cache`, `--busy-poll-us`). Flags override scalar keys of the file and add
 //! to its lists. The result is a [`DaemonConfig`]: the datapath's part
 //! ([`DatapathConfig`]), the agent's ([`AgentConfig`]) and the local control
 //! socket ([`ControlSocket`]).
@@ -27,6 +27,7 @@
 //! control_socket = true        # false: no local control socket
 //! dpid = "0x1"                 # or an integer
 //! workers = 2                  # default: available cores - 1, at least 1
+//! busy_poll_us = 1000          # a worker spins this long after its last frame before sleeping (0: never)
 //! fail_mode = "standalone"     # or "secure" (default)
 //! netns = "sw"                 # open ports in /run/netns/sw (optional)
 //! description = "lab switch"   # OFPMP_DESC dp_desc
@@ -112,6 +113,7 @@ pub struct FileConfig {
     pub control_socket: Option<bool>,
     pub dpid: Option<toml::Value>,
     pub workers: Option<i64>,
+    pub busy_poll_us: Option<i64>,
     pub fail_mode: Option<String>,
     pub netns: Option<String>,
     pub description: Option<String>,
@@ -196,6 +198,8 @@ pub struct Overrides {
     pub controllers: Vec<String>,
     pub fail_mode: Option<String>,
     pub workers: Option<usize>,
+    /// `--busy-poll-us`.
+    pub busy_poll_us: Option<u64>,
     pub netns: Option<String>,
     /// `--datapath reference|classifier|compiled`.
     pub datapath: Option<String>,
@@ -229,7 +233,18 @@ pub struct DatapathConfig {
     pub async_queue_len: usize,
     /// Longest a worker sleeps in `poll` before it re-checks its inbox.
     pub poll_timeout: Duration,
+    /// How long a worker keeps looking at its ports without sleeping after
+    /// the last frame it received (zero: sleep in `poll` as soon as a round
+    /// is empty). Waking from `poll` costs tens of microseconds per hop; a
+    /// reply or the next packet of a flow usually comes within this window.
+    pub busy_poll: Duration,
 }
+
+/// Default [`DatapathConfig::busy_poll`].
+pub const DEFAULT_BUSY_POLL: Duration = Duration::from_millis(1);
+
+/// Largest `busy_poll_us` accepted (one second).
+pub const MAX_BUSY_POLL_US: u64 = 1_000_000;
 
 impl Default for DatapathConfig {
     fn default() -> Self {
@@ -246,6 +261,7 @@ impl Default for DatapathConfig {
             mac_aging: Duration::from_secs(300),
             async_queue_len: 4096,
             poll_timeout: Duration::from_millis(10),
+            busy_poll: DEFAULT_BUSY_POLL,
         }
     }
 }
@@ -481,6 +497,18 @@ impl DaemonConfig {
                 return Err(err("--workers", "must be between 1 and 1024"));
             }
             dp.workers = w;
+        }
+        if let Some(us) = in_range("busy_poll_us", file.busy_poll_us, 0, MAX_BUSY_POLL_US as i64)? {
+            dp.busy_poll = Duration::from_micros(us as u64);
+        }
+        if let Some(us) = over.busy_poll_us {
+            if us > MAX_BUSY_POLL_US {
+                return Err(err(
+                    "--busy-poll-us",
+                    format!("{us}: must be between 0 and {MAX_BUSY_POLL_US}"),
+                ));
+            }
+            dp.busy_poll = Duration::from_micros(us);
         }
         let fail = |key: &str, s: &str| {
             s.parse::<FailMode>()
@@ -801,6 +829,20 @@ packet_in_rate = 0
 
     fn bad(text: &str, over: &Overrides) -> ConfigError {
         build(text, over).unwrap_err()
+    }
+
+    #[test]
+    fn busy_poll_from_file_and_flag() {
+        let none = Overrides::default();
+        assert_eq!(build("", &none).unwrap().datapath.busy_poll, DEFAULT_BUSY_POLL);
+        let c = build("busy_poll_us = 0\n", &none).unwrap();
+        assert_eq!(c.datapath.busy_poll, Duration::ZERO);
+        let flag = Overrides { busy_poll_us: Some(250), ..Default::default() };
+        let c = build("busy_poll_us = 40\n", &flag).unwrap();
+        assert_eq!(c.datapath.busy_poll, Duration::from_micros(250));
+        assert_eq!(bad("busy_poll_us = -1\n", &none).key, "busy_poll_us");
+        let too_long = Overrides { busy_poll_us: Some(MAX_BUSY_POLL_US + 1), ..Default::default() };
+        assert_eq!(bad("", &too_long).key, "--busy-poll-us");
     }
 
     #[test]

@@ -188,6 +188,7 @@ impl Datapath {
             control_wake: AtomicBool::new(false),
             epoch: Instant::now(),
             poll_timeout: cfg.poll_timeout,
+            busy_poll: cfg.busy_poll,
             async_q: Mutex::new(VecDeque::new()),
             async_cap: cfg.async_queue_len.max(1),
             notifier: RwLock::new(None),

@@ -108,6 +108,8 @@ pub(crate) struct Shared {
     pub control_wake: AtomicBool,
     pub epoch: Instant,
     pub poll_timeout: Duration,
+    /// See [`crate::config::DatapathConfig::busy_poll`].
+    pub busy_poll: Duration,
     pub async_q: Mutex<VecDeque<Message>>,
     pub async_cap: usize,
     pub notifier: RwLock<Option<Notifier>>,

@@ -7,7 +7,13 @@
 //! 2. `poll(2)` the ports' descriptors for at most `poll_timeout` (ports
 //!    without a descriptor, e.g. pcap, make the timeout 1 ms) — skipped
 //!    while busy: a round that received frames is followed at once by the
-//!    next, without a syscall (NAPI-style; an empty round polls again);
+//!    next, without a syscall (NAPI-style), and so are empty rounds until
+//!    `busy_poll` (default 1 ms) has passed since the last frame: waking
+//!    from `poll` costs tens of microseconds per hop, and a reply or the
+//!    next frame of a flow usually comes within that window, so light
+//!    traffic is not delayed by the scheduler (the price: up to
+//!    `busy_poll` of CPU time after each frame; `--busy-poll-us 0` turns
+//!    it off);
 //! 3. for every port, up to [`MAX_BURSTS_PER_ROUND`] bursts of up to
 //!    [`BURST`] frames: complete partial checksums, then load the current
 //!    published pipeline version **once per burst** (an `arc-swap` load:
@@ -50,7 +56,7 @@
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use std::sync::{MutexGuard, TryLockError};
 
@@ -369,7 +375,10 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
     let mut out = OutPorts::new();
     let mut flood: Vec<u32> = Vec::new();
     let timeout_ms = shared.poll_timeout.as_millis().clamp(1, 1000) as i32;
+    let spin = shared.busy_poll;
     let mut busy = false;
+    // When the last frame came (only read while `spin` is not zero).
+    let mut last_rx = Instant::now();
     debug!(worker = id, "worker started");
     while !shared.stop.load(Acquire) {
         let mut rebuild = false;
@@ -442,7 +451,18 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
             // A descriptor in an error state: do not spin on it.
             std::thread::sleep(Duration::from_millis(1));
         }
-        busy = got > 0;
+        busy = if got > 0 {
+            if !spin.is_zero() {
+                last_rx = Instant::now();
+            }
+            true
+        } else if ready == 0 && !spin.is_zero() && last_rx.elapsed() < spin {
+            // Busy-polling: look again without a syscall (module docs, step 2).
+            std::hint::spin_loop();
+            true
+        } else {
+            false
+        };
     }
     debug!(worker = id, "worker stopped");
 }

@@ -11,7 +11,22 @@
 //! The socket is created with protocol 0 and bound to the interface with
 //! `ETH_P_ALL` only after the rings exist, so no frame is queued outside them.
 //!
-//! **RX ring (TPACKET_V3, block based).** `blocks` blocks of `block_size` bytes.
+//! **Receiving: `rx=recv` (default) or `rx=ring`.** A TPACKET_V3 block is handed
+//! to user space only when it is full or `tov` ms (at least 1) after it was
+//! opened, so with light traffic every frame waited for that timeout (ping
+//! through one switch: a median of ~1 ms). `rx=recv` therefore reads frames
+//! with `recvmmsg(2)` (`MSG_DONTWAIT`, up to [`RECV_BATCH`] a call) from the
+//! socket's queue instead, where each is readable (and `poll` wakes) the moment
+//! it arrives: one syscall per burst and a second copy (socket buffer →
+//! scratch → [`RxBuf`]) against no wait. The socket's receive buffer is set to
+//! the ring's size (`blocks × block_size`, `SO_RCVBUFFORCE`). `PACKET_AUXDATA`
+//! brings each frame's `tpacket_auxdata` (status, VLAN TCI/TPID, at 0/16/18 of
+//! the control message), the `sockaddr_ll` its `sll_pkttype`; a frame longer
+//! than the scratch buffer (64 KiB + 128: `MSG_TRUNC`) is dropped and counted.
+//! Super-frames, VLAN tags and outgoing frames are handled as for the ring. The
+//! ring is still there for `rx=ring` (no syscall per burst, for bulk capture).
+//!
+//! **RX ring (TPACKET_V3, block based; `rx=ring`).** `blocks` blocks of `block_size` bytes.
 //! Each block starts with `struct tpacket_block_desc` (`version`, `offset_to_priv`,
 //! then `tpacket_hdr_v1`: `block_status` @8, `num_pkts` @12, `offset_to_first_pkt`
 //! @16, `blk_len` @20, `seq_num` @24, timestamps @32/@40). The kernel fills one block
@@ -86,6 +101,7 @@ const PACKET_LOSS: i32 = 14;
 const PACKET_QDISC_BYPASS: i32 = 20;
 const PACKET_IGNORE_OUTGOING: i32 = 23;
 const PACKET_VNET_HDR: i32 = 15;
+const PACKET_AUXDATA: i32 = 8;
 const TPACKET_V3: i32 = 2;
 const PACKET_OUTGOING: u8 = 4;
 
@@ -129,9 +145,29 @@ const RX_FRAME_SIZE: u32 = 2048;
 /// TX ring block size (frames never straddle blocks).
 const TX_BLOCK_SIZE: u32 = 1 << 16;
 
+/// How an AF_PACKET port receives (module docs, "Receiving").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxMode {
+    /// `recvmmsg(2)` from the socket's queue: every frame at once.
+    Recv,
+    /// The TPACKET_V3 ring: no syscall per burst, but a partly filled block
+    /// waits up to `tov` ms.
+    Ring,
+}
+
+/// Frames taken from the socket per `recvmmsg(2)` call (`rx=recv`).
+pub const RECV_BATCH: usize = 32;
+
+/// Scratch bytes per received frame (`rx=recv`): a 64 KiB super-frame and
+/// its `virtio_net_hdr`.
+const RECV_BUF: usize = (64 << 10) + 128;
+
 /// Ring geometry and timing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
+    /// How frames are received; the ring settings below size the socket's
+    /// receive buffer in `Recv` mode.
+    pub rx: RxMode,
     /// RX blocks.
     pub blocks: u32,
     /// Bytes per RX block (multiple of 4096).
@@ -146,15 +182,26 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         // 32 × 128 KiB = 4 MiB of RX ring (≈ 30 000 small frames); 512 TX slots.
-        Config { blocks: 32, block_size: 1 << 17, tov_ms: 1, tx_frames: 512 }
+        Config { rx: RxMode::Recv, blocks: 32, block_size: 1 << 17, tov_ms: 1, tx_frames: 512 }
     }
 }
 
 impl Config {
-    /// Defaults overridden by the spec's `blocks`, `block_size`, `tov`, `tx_frames`.
+    /// Defaults overridden by the spec's `rx`, `blocks`, `block_size`, `tov`, `tx_frames`.
     pub fn from_spec(spec: &PortSpec) -> io::Result<Config> {
         let d = Config::default();
+        let rx = match spec.option("rx") {
+            None | Some("recv") => RxMode::Recv,
+            Some("ring") => RxMode::Ring,
+            Some(other) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("afpacket rx {other:?}: expected recv or ring"),
+                ))
+            }
+        };
         let c = Config {
+            rx,
             blocks: spec.option_parse("blocks")?.unwrap_or(d.blocks),
             block_size: spec.option_parse("block_size")?.unwrap_or(d.block_size),
             tov_ms: spec.option_parse("tov")?.unwrap_or(d.tov_ms),
@@ -240,6 +287,75 @@ pub struct AfPacket {
     gso_frame: Vec<u8>,
     gso_plan: Option<gso::Plan>,
     gso_next: usize,
+    rx_mode: RxMode,
+    /// `rx=recv` scratch (empty in ring mode).
+    recv: Recv,
+}
+
+/// What one `recvmmsg(2)` call brought (`rx=recv`): frames `next..count`
+/// of it are still to be handed out.
+struct Recv {
+    bufs: Vec<Vec<u8>>,
+    /// Control messages (`PACKET_AUXDATA`), 8-byte aligned.
+    ctl: Vec<[u64; 8]>,
+    addr: Vec<libc::sockaddr_ll>,
+    /// Per frame: bytes, `msg_flags`, control bytes.
+    meta: Vec<(usize, i32, usize)>,
+    next: usize,
+    count: usize,
+}
+
+impl Recv {
+    fn new(mode: RxMode) -> Recv {
+        let n = if mode == RxMode::Recv { RECV_BATCH } else { 0 };
+        Recv {
+            bufs: (0..n).map(|_| vec![0u8; RECV_BUF]).collect(),
+            ctl: vec![[0u64; 8]; n],
+            // SAFETY: `sockaddr_ll` is plain integers; all zeros is a valid value.
+            addr: vec![unsafe { std::mem::zeroed() }; n],
+            meta: vec![(0, 0, 0); n],
+            next: 0,
+            count: 0,
+        }
+    }
+}
+
+/// `tpacket_auxdata` of a received frame: `tp_status`, and the VLAN tag the
+/// kernel took out of the frame (TPID, TCI) if `TP_STATUS_VLAN_VALID`.
+fn aux_of(ctl: &[u64; 8], len: usize) -> (u32, Option<[u8; 4]>) {
+    let mut b = [0u8; 64];
+    for (d, w) in b.chunks_exact_mut(8).zip(ctl) {
+        d.copy_from_slice(&w.to_ne_bytes());
+    }
+    let b = &b[..len.min(64)];
+    // struct cmsghdr { size_t cmsg_len; int cmsg_level; int cmsg_type; } + data
+    let mut off = 0;
+    while let Some(h) = b.get(off..off + 16) {
+        let clen = u64::from_ne_bytes(h[..8].try_into().unwrap_or_default()) as usize;
+        let level = rd32(h, 8).unwrap_or(0) as i32;
+        let ty = rd32(h, 12).unwrap_or(0) as i32;
+        if clen < 16 {
+            break;
+        }
+        if level == libc::SOL_PACKET && ty == PACKET_AUXDATA && clen >= 16 + 20 {
+            let Some(d) = b.get(off + 16..off + 36) else { break };
+            let status = rd32(d, 0).unwrap_or(0);
+            let tag = (status & TP_STATUS_VLAN_VALID != 0).then(|| {
+                let tci = rd16(d, 16).unwrap_or(0);
+                let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 {
+                    rd16(d, 18).unwrap_or(0x8100)
+                } else {
+                    0x8100
+                };
+                let [a, b] = tpid.to_be_bytes();
+                let [c, e] = tci.to_be_bytes();
+                [a, b, c, e]
+            });
+            return (status, tag);
+        }
+        off += clen.div_ceil(8) * 8;
+    }
+    (0, None)
 }
 
 fn ctx(what: &str, name: &str, e: io::Error) -> io::Error {
@@ -402,17 +518,32 @@ impl AfPacket {
         let vnet = sys::setsockopt(raw, sol, PACKET_VNET_HDR, &1i32).is_ok();
         let vnet_len = if vnet { VNET_HDR_LEN } else { 0 };
 
-        let rx = TpacketReq3 {
-            block_size: cfg.block_size,
-            block_nr: cfg.blocks,
-            frame_size: RX_FRAME_SIZE,
-            frame_nr: cfg.block_size / RX_FRAME_SIZE * cfg.blocks,
-            retire_blk_tov: cfg.tov_ms,
-            sizeof_priv: 0,
-            feature_req_word: 0,
+        let ring_bytes = cfg.block_size as usize * cfg.blocks as usize;
+        let rx_len = if cfg.rx == RxMode::Ring {
+            let rx = TpacketReq3 {
+                block_size: cfg.block_size,
+                block_nr: cfg.blocks,
+                frame_size: RX_FRAME_SIZE,
+                frame_nr: cfg.block_size / RX_FRAME_SIZE * cfg.blocks,
+                retire_blk_tov: cfg.tov_ms,
+                sizeof_priv: 0,
+                feature_req_word: 0,
+            };
+            sys::setsockopt(raw, sol, PACKET_RX_RING, &rx)
+                .map_err(|e| ctx("PACKET_RX_RING", ifname, e))?;
+            ring_bytes
+        } else {
+            sys::setsockopt(raw, sol, PACKET_AUXDATA, &1i32)
+                .map_err(|e| ctx("PACKET_AUXDATA", ifname, e))?;
+            // As much queued as the ring would hold; beyond the sysctl
+            // limit only with CAP_NET_ADMIN (SO_RCVBUFFORCE).
+            let bytes = i32::try_from(ring_bytes).unwrap_or(i32::MAX);
+            if sys::setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &bytes).is_err() {
+                sys::setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, &bytes)
+                    .map_err(|e| ctx("SO_RCVBUF", ifname, e))?;
+            }
+            0
         };
-        sys::setsockopt(raw, sol, PACKET_RX_RING, &rx)
-            .map_err(|e| ctx("PACKET_RX_RING", ifname, e))?;
 
         // TX slot: header + frame of up to MTU + Ethernet header + one VLAN tag.
         let need = (hdr::TX_DATA + vnet_len + mtu + 18) as u32;
@@ -434,7 +565,6 @@ impl AfPacket {
         sys::setsockopt(raw, sol, PACKET_IGNORE_OUTGOING, &1i32)
             .map_err(|e| ctx("PACKET_IGNORE_OUTGOING", ifname, e))?;
 
-        let rx_len = cfg.block_size as usize * cfg.blocks as usize;
         let tx_len = tx_block_size as usize * tx_blocks as usize;
         let map = sys::Mmap::shared(raw, rx_len + tx_len).map_err(|e| ctx("mmap", ifname, e))?;
         sys::bind_packet(raw, ifindex, sys::ETH_P_ALL).map_err(|e| ctx("bind", ifname, e))?;
@@ -447,7 +577,7 @@ impl AfPacket {
             ifindex,
             hw,
             rx_block_size: cfg.block_size as usize,
-            rx_blocks: cfg.blocks as usize,
+            rx_blocks: if cfg.rx == RxMode::Ring { cfg.blocks as usize } else { 0 },
             rx_cur: 0,
             rx_left: 0,
             rx_off: 0,
@@ -467,6 +597,8 @@ impl AfPacket {
             gso_frame: Vec::new(),
             gso_plan: None,
             gso_next: 0,
+            rx_mode: cfg.rx,
+            recv: Recv::new(cfg.rx),
         })
     }
 
@@ -503,9 +635,22 @@ impl AfPacket {
                 },
             }
         }
-        let Some(p) = self.gso_plan else { return Cut::NotGso };
+        if self.gso_plan.is_none() {
+            return Cut::NotGso;
+        }
+        if self.emit_segments(bufs, n) {
+            Cut::Done(next)
+        } else {
+            Cut::Partly
+        }
+    }
+
+    /// Hands out the segments of the super-frame being cut into
+    /// `bufs[*n..]`; true once all are out, false when `bufs` is full.
+    fn emit_segments(&mut self, bufs: &mut [RxBuf], n: &mut usize) -> bool {
+        let Some(p) = self.gso_plan else { return true };
         while self.gso_next < p.count {
-            let Some(buf) = bufs.get_mut(*n) else { return Cut::Partly };
+            let Some(buf) = bufs.get_mut(*n) else { return false };
             match gso::segment(&self.gso_frame, &p, self.gso_next, buf.spare_mut()) {
                 Some(len) => {
                     // Payload moved: the worker computes every segment's
@@ -521,7 +666,145 @@ impl AfPacket {
         }
         self.gso_next = 0;
         self.gso_plan = None;
-        Cut::Done(next)
+        true
+    }
+
+    /// `rx=recv`: one `recvmmsg(2)` of up to `want` frames into the scratch
+    /// buffers; 0 when none is waiting (or the link is down: the caller's
+    /// `check_gone` looks at that).
+    fn recv_batch(&mut self, want: usize) -> io::Result<usize> {
+        let r = &mut self.recv;
+        let want = want.min(r.bufs.len());
+        // SAFETY: zeroed `iovec`/`mmsghdr` are valid (null pointers, zero lengths).
+        let mut iov: [libc::iovec; RECV_BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut hdrs: [libc::mmsghdr; RECV_BATCH] = unsafe { std::mem::zeroed() };
+        for i in 0..want {
+            iov[i] = libc::iovec { iov_base: r.bufs[i].as_mut_ptr().cast(), iov_len: RECV_BUF };
+            let h = &mut hdrs[i].msg_hdr;
+            h.msg_name = (&mut r.addr[i] as *mut libc::sockaddr_ll).cast();
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            h.msg_iov = &mut iov[i];
+            h.msg_iovlen = 1;
+            h.msg_control = r.ctl[i].as_mut_ptr().cast();
+            h.msg_controllen = std::mem::size_of::<[u64; 8]>() as _;
+        }
+        // SAFETY: every header points into buffers of this port that live
+        // through the call, with their true lengths; `want` headers exist.
+        let got = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                hdrs.as_mut_ptr(),
+                want as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if got < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN | libc::EINTR | libc::ENETDOWN | libc::ENOBUFS) => Ok(0),
+                _ => Err(ctx("recvmmsg", &self.name, e)),
+            };
+        }
+        let got = (got as usize).min(want);
+        #[allow(clippy::unnecessary_cast)] // `msg_controllen` is u32 on musl
+        for (m, h) in r.meta.iter_mut().zip(&hdrs).take(got) {
+            *m = (h.msg_len as usize, h.msg_hdr.msg_flags, h.msg_hdr.msg_controllen as usize);
+        }
+        r.next = 0;
+        r.count = got;
+        Ok(got)
+    }
+
+    /// `rx=recv`: scratch frame `i` into `bufs[*n]` (or, a super-frame,
+    /// into the cutter: [`AfPacket::emit_segments`] hands it out).
+    fn rx_message(&mut self, i: usize, bufs: &mut [RxBuf], n: &mut usize) {
+        let r = &self.recv;
+        let (len, flags, ctl_len) = r.meta[i];
+        if r.addr[i].sll_pkttype == PACKET_OUTGOING {
+            return;
+        }
+        if flags & libc::MSG_TRUNC != 0 {
+            self.stats.rx_errors += 1;
+            return;
+        }
+        let (status, tag) = aux_of(&r.ctl[i], ctl_len);
+        let data = &r.bufs[i][..len.min(RECV_BUF)];
+        let (vnet, frame) = if self.vnet {
+            match (data.get(..VNET_HDR_LEN).and_then(VnetHdr::parse), data.get(VNET_HDR_LEN..)) {
+                (Some(v), Some(f)) => (Some(v), f),
+                _ => {
+                    self.stats.rx_errors += 1;
+                    return;
+                }
+            }
+        } else {
+            (None, data)
+        };
+        if frame.len() < 14 {
+            self.stats.rx_errors += 1;
+            return;
+        }
+        if let Some(v) = vnet.filter(|v| {
+            v.gso_size != 0
+                && matches!(v.gso_type, gso::GSO_TCPV4 | gso::GSO_TCPV6 | gso::GSO_UDP_L4)
+        }) {
+            self.gso_frame.resize(frame.len() + 4, 0);
+            let plan = copy_frame(frame, tag, &mut self.gso_frame).and_then(|l| {
+                self.gso_frame.truncate(l);
+                gso::plan(&self.gso_frame, v.gso_type, v.gso_size)
+            });
+            match plan {
+                Some(p) => {
+                    self.gso_plan = Some(p);
+                    self.gso_next = 0;
+                }
+                None => self.stats.rx_errors += 1,
+            }
+            return;
+        }
+        let Some(buf) = bufs.get_mut(*n) else { return };
+        match copy_frame(frame, tag, buf.spare_mut()) {
+            Some(l) => {
+                buf.commit(l, status & TP_STATUS_CSUMNOTREADY != 0);
+                self.stats.rx_packets += 1;
+                self.stats.rx_bytes += l as u64;
+                *n += 1;
+            }
+            None => self.stats.rx_errors += 1,
+        }
+    }
+
+    /// `rx_burst` for `rx=recv`: the super-frame being cut, the frames the
+    /// last `recvmmsg` left, then at most one more `recvmmsg`.
+    fn rx_recv(&mut self, bufs: &mut [RxBuf]) -> io::Result<usize> {
+        let mut n = 0;
+        let mut called = false;
+        // Bounded: each round hands out a frame, or ends.
+        while n < bufs.len() {
+            if self.gso_plan.is_some() && !self.emit_segments(bufs, &mut n) {
+                break;
+            }
+            if n >= bufs.len() {
+                break;
+            }
+            if self.recv.next == self.recv.count {
+                if called || self.recv_batch(bufs.len() - n)? == 0 {
+                    break;
+                }
+                called = true;
+            }
+            let i = self.recv.next;
+            self.recv.next += 1;
+            self.rx_message(i, bufs, &mut n);
+        }
+        if n == 0 {
+            self.check_gone()?;
+        } else {
+            self.empty_polls = 0;
+        }
+        Ok(n)
     }
 
     /// The interface index the port is bound to.
@@ -681,6 +964,9 @@ impl Port for AfPacket {
     fn rx_burst(&mut self, bufs: &mut [RxBuf]) -> io::Result<usize> {
         if self.removed {
             return Err(removed_error(&self.name));
+        }
+        if self.rx_mode == RxMode::Recv {
+            return self.rx_recv(bufs);
         }
         let mut n = 0;
         while n < bufs.len() {
@@ -943,5 +1229,11 @@ mod tests {
         assert_eq!((c.blocks, c.tov_ms), (4, 5));
         let spec = PortSpec::parse("afpacket:x,blocks=lots").unwrap();
         assert!(Config::from_spec(&spec).is_err());
+        assert_eq!(Config::default().rx, RxMode::Recv);
+        let spec = PortSpec::parse("afpacket:x,rx=ring").unwrap();
+        assert_eq!(Config::from_spec(&spec).unwrap().rx, RxMode::Ring);
+        let spec = PortSpec::parse("afpacket:x,rx=mmap").unwrap();
+        let e = Config::from_spec(&spec).unwrap_err().to_string();
+        assert!(e.contains("\"mmap\"") && e.contains("recv or ring"), "{e}");
     }
 }

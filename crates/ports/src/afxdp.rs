@@ -1,5 +1,7 @@
 //! `afxdp:IFNAME[,queue=Q][,mode=auto|copy|zerocopy|skb][,frames=N]` — an AF_XDP
-//! socket (feature `afxdp`).
+//! socket (feature `afxdp`, on by default). When the kernel or the driver
+//! refuses the socket, the error names the interface, queue and mode and
+//! says what usually helps.
 //!
 //! Built on `xsk-rs` 0.11, which wraps libxdp (vendored and compiled by its build
 //! script; needs clang, m4, libelf, zlib). Socket creation loads libxdp's default
@@ -107,6 +109,20 @@ fn ctx(what: &str, name: &str, e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("afxdp:{name}: {what}: {e}"))
 }
 
+/// The kernel or the driver refused the socket (or the XDP program that
+/// feeds it): say what was asked for and what usually helps.
+fn refused(name: &str, cfg: &Config, e: impl std::fmt::Display) -> io::Error {
+    let hint = match cfg.mode.as_str() {
+        "zerocopy" => "the driver may not support zero-copy: try mode=copy or mode=auto",
+        "skb" => "needs a kernel with CONFIG_XDP_SOCKETS, root (CAP_NET_ADMIN, CAP_BPF), a free XDP hook",
+        _ => "needs a kernel with CONFIG_XDP_SOCKETS, root (CAP_NET_ADMIN, CAP_BPF), no other XDP program on the interface; mode=skb works with any driver",
+    };
+    io::Error::other(format!(
+        "afxdp:{name}: the kernel or driver refused an AF_XDP socket on queue {} (mode {}): {e} ({hint})",
+        cfg.queue, cfg.mode
+    ))
+}
+
 fn removed_error(name: &str) -> io::Error {
     io::Error::new(io::ErrorKind::NotFound, format!("afxdp:{name}: interface removed"))
 }
@@ -148,7 +164,7 @@ impl AfXdp {
         // SAFETY: the UMEM is fresh and used by this one socket only, so the
         // shared-UMEM precondition of `Socket::new` does not apply.
         let (tx_q, rx_q, rings) = unsafe { Socket::new(sc, &umem, &iface, cfg.queue) }
-            .map_err(|e| ctx("socket", ifname, e))?;
+            .map_err(|e| refused(ifname, cfg, e))?;
         let (mut fq, cq) = rings.ok_or_else(|| ctx("socket", ifname, "no fill/comp queue"))?;
 
         let tx_free = descs.split_off(descs.len() / 2);

@@ -51,9 +51,10 @@ impl PortKind {
     /// Option keys this kind accepts.
     pub fn option_keys(self) -> &'static [&'static str] {
         match self {
-            // blocks / block_size: RX ring geometry; tov: block retire timeout (ms);
+            // rx: recv | ring; blocks / block_size: RX ring geometry (the socket's
+            // receive buffer with rx=recv); tov: block retire timeout (ms);
             // tx_frames: TX ring slots.
-            PortKind::AfPacket => &["blocks", "block_size", "tov", "tx_frames"],
+            PortKind::AfPacket => &["rx", "blocks", "block_size", "tov", "tx_frames"],
             // out: capture file for transmitted frames; loop: replay IN this many times.
             PortKind::Pcap => &["out", "loop"],
             PortKind::Tap => &[],

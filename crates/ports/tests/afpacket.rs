@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use sluice_ports::afpacket::{AfPacket, Config};
+use sluice_ports::afpacket::{AfPacket, Config, RxMode};
 use sluice_ports::link::{LinkChange, LinkEvent, LinkMonitor};
 use sluice_ports::testutil::{self, test_frame, test_frame_seq, NetNs, RawSocket, Veth};
 use sluice_ports::{Port, RxBuf, BURST};
@@ -306,7 +306,7 @@ fn small_rings_wrap_around_many_times() {
     // 4 RX blocks of 16 KiB (≈ 15 frames of 1000 bytes each) and 64 TX slots:
     // 2000 frames each way go around both rings dozens of times.
     let t = topo();
-    let cfg = Config { blocks: 4, block_size: 16384, tov_ms: 1, tx_frames: 64 };
+    let cfg = Config { rx: RxMode::Ring, blocks: 4, block_size: 16384, tov_ms: 1, tx_frames: 64 };
     let na = t.veth.a.clone();
     let mut port = t.a.enter(move || AfPacket::open(&na, &cfg)).expect("open");
     let peer = open_peer(&t);
@@ -377,4 +377,35 @@ fn queued_frames_leave_in_order_at_the_flush_and_a_full_ring_says_so() {
     // A frame the port can never send is consumed and counted.
     assert!(port.tx_queue(&[0u8; 10]).unwrap());
     assert_eq!(port.stats().tx_errors, 1);
+}
+
+/// `rx=recv` (the default) hands a lone frame over at once: with a block
+/// timeout of 10 s, a TPACKET_V3 ring (`rx=ring`) would keep it (and its
+/// descriptor would not even poll readable) for those 10 s; the wait below
+/// gives up after 5 s.
+#[test]
+fn a_lone_frame_does_not_wait_for_a_block_timeout() {
+    let t = topo();
+    let cfg = Config { tov_ms: 10_000, ..Config::default() };
+    let na = t.veth.a.clone();
+    let mut port = t.a.enter(move || AfPacket::open(&na, &cfg)).expect("open");
+    let peer = open_peer(&t);
+    let fd = port.raw_fd().expect("afpacket has an fd");
+    let mut bufs = RxBuf::burst(BURST);
+    for i in 0..3u32 {
+        let f = test_frame(DST, SRC, i, 100);
+        peer.send(&f).expect("send");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut got = None;
+        while got.is_none() && Instant::now() < deadline {
+            // Readable as soon as the frame is there (no spinning here).
+            testutil::wait_readable(fd, Duration::from_millis(500)).expect("poll");
+            let n = port.rx_burst(&mut bufs).expect("rx_burst");
+            got = bufs[..n]
+                .iter()
+                .find(|b| test_frame_seq(b.frame()).is_some())
+                .map(|b| b.frame().to_vec());
+        }
+        assert_eq!(got.as_deref(), Some(&f[..]), "frame {i} was not handed over");
+    }
 }

@@ -139,3 +139,21 @@ fn afxdp_reports_removal() {
     assert!(port.tx_burst(&[&[0u8; 60][..]]).is_err());
     assert!(!port.link_up());
 }
+
+/// A queue the device does not have (a veth has one): the kernel refuses
+/// the socket, and the error names the interface, the queue and the mode.
+#[test]
+fn afxdp_refused_socket_is_a_clear_error() {
+    let Some(t) = topo() else { return };
+    let name = t.veth.a.clone();
+    let cfg = Config { queue: 7, mode: "copy".into(), ..Config::default() };
+    let err = match t.a.enter(move || AfXdp::open(&name, &cfg)) {
+        Ok(_) => panic!("an AF_XDP socket on queue 7 of a veth was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains(&format!("afxdp:{}:", t.veth.a)), "{err}");
+    assert!(
+        err.contains("refused") && err.contains("queue 7") && err.contains("mode copy"),
+        "{err}"
+    );
+}

@@ -20,7 +20,7 @@
 //! The main test then checks that the demo reaches its summary with working
 //! forwarding, that apt was asked for exactly [`DEMO_PACKAGES`] and that
 //! cargo was asked only to build sluice. If `scripts/demo` called the full
-//! `scripts/install-deps`, apt would be asked for Open vSwitch, clang,
+//! `scripts/install-deps`, apt would be asked for Open vSwitch, bpftool,
 //! os-ken, ..., cargo to install cargo-fuzz, and the missing nightly would
 //! stop it: the test fails. Two more tests check that a failed install and
 //! a missing cargo stop the script loudly before the demo starts.
@@ -38,8 +38,22 @@ use std::time::{Duration, Instant};
 
 /// What `sluice demo` runs and what building it needs, as Debian packages:
 /// `ip` (iproute2), `sysctl` in each namespace (procps), `ping`
-/// (iputils-ping), a C compiler and libc to link with (gcc, libc6-dev).
-const DEMO_PACKAGES: &[&str] = &["iproute2", "procps", "iputils-ping", "gcc", "libc6-dev"];
+/// (iputils-ping), a C compiler and libc to link with (gcc, libc6-dev),
+/// and what the vendored libxdp of the default build's AF_XDP ports needs
+/// (clang, m4, libelf-dev, zlib1g-dev, pkg-config, gcc-multilib).
+const DEMO_PACKAGES: &[&str] = &[
+    "iproute2",
+    "procps",
+    "iputils-ping",
+    "gcc",
+    "libc6-dev",
+    "clang",
+    "m4",
+    "libelf-dev",
+    "zlib1g-dev",
+    "pkg-config",
+    "gcc-multilib",
+];
 
 /// Real tools put on the script's PATH (see the module docs).
 const REAL_TOOLS: &[&str] = &["bash", "env", "id", "dirname", "grep", "ip", "sysctl", "ping", "cc"];
@@ -50,16 +64,12 @@ const TEST_ONLY: &[&str] = &[
     "os-ken",
     "scapy",
     "pip",
-    "clang",
     "llvm",
     "bpftool",
-    "multilib",
     "tcpdump",
     "pcap",
     "netsniff",
     "arping",
-    "libelf",
-    "m4",
 ];
 
 const CARGO_BUILD: &str = "build --release --locked -p sluice";

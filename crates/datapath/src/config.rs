@@ -4,7 +4,8 @@
 //! What? `sluice run` takes its settings from `--config FILE` (TOML) and from
 //! flags (`--name`, `--rundir`, `--no-control-socket`, `--dpid`, `--port`,
 //! `--listen`, `--controller`, `--fail-mode`, `--workers`, `--netns`,
-//! `--datapath`, `--cache`, `--busy-poll-us`). Flags override scalar keys of the file and add
+//! `--datapath`, `--cache`, `--busy-poll-us`, `--invalid-ttl-packet-in`). Flags override
+//! scalar keys of the file and add
 //! to its lists. The result is a [`DaemonConfig`]: the datapath's part
 //! ([`DatapathConfig`]), the agent's ([`AgentConfig`]) and the local control
 //! socket ([`ControlSocket`]).
@@ -33,6 +34,9 @@
 //! description = "lab switch"   # OFPMP_DESC dp_desc
 //! datapath = "compiled"        # flow-table lookup: "reference", "classifier" or "compiled" (default)
 //! cache = "on"                 # "on" (default: exact + megaflow), "megaflow" or "off"
+//! invalid_ttl_packet_in = "full"  # INVALID_TTL packet-in data: "full" frame (default, as
+//!                              # Open vSwitch; Faucet's traceroute needs it) or
+//!                              # "miss_send_len" (cut to the switch's miss_send_len)
 //! listen = ["ptcp:6634:127.0.0.1"]
 //! controllers = ["tcp:127.0.0.1:6653"]
 //!
@@ -77,7 +81,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use sluice_agent::{AgentConfig, Endpoint, FailMode, RateLimit, Target, TlsFiles, Transport};
-use sluice_pipeline::{CacheMode, Datapath};
+use sluice_pipeline::{CacheMode, Datapath, TtlPacketIn};
 use sluice_ports::{PortKind, PortSpec};
 
 /// OFPP_MAX.
@@ -119,6 +123,7 @@ pub struct FileConfig {
     pub description: Option<String>,
     pub datapath: Option<String>,
     pub cache: Option<String>,
+    pub invalid_ttl_packet_in: Option<String>,
     #[serde(default)]
     pub port: Vec<FilePort>,
     #[serde(default)]
@@ -205,6 +210,8 @@ pub struct Overrides {
     pub datapath: Option<String>,
     /// `--cache on|megaflow|off`.
     pub cache: Option<String>,
+    /// `--invalid-ttl-packet-in full|miss_send_len`.
+    pub invalid_ttl_packet_in: Option<String>,
 }
 
 /// One port to open.
@@ -356,6 +363,15 @@ pub fn parse_datapath(s: &str) -> Option<Datapath> {
     }
 }
 
+/// `full`, `miss_send_len`: what an INVALID_TTL packet-in carries.
+pub fn parse_ttl_packet_in(s: &str) -> Option<TtlPacketIn> {
+    match s.trim() {
+        "full" => Some(TtlPacketIn::Full),
+        "miss_send_len" | "miss-send-len" => Some(TtlPacketIn::MissSendLen),
+        _ => None,
+    }
+}
+
 /// `on`, `megaflow`, `off`: the caches in front of the tables.
 pub fn parse_cache(s: &str) -> Option<CacheMode> {
     match s.trim() {
@@ -486,6 +502,16 @@ impl DaemonConfig {
         }
         if let Some(s) = &over.cache {
             dp.pipeline.cache = cache("--cache", s)?;
+        }
+        let ttl = |key: &str, s: &str| {
+            parse_ttl_packet_in(s)
+                .ok_or_else(|| err(key, format!("{s:?}: must be full or miss_send_len")))
+        };
+        if let Some(s) = &file.invalid_ttl_packet_in {
+            dp.pipeline.invalid_ttl_packet_in = ttl("invalid_ttl_packet_in", s)?;
+        }
+        if let Some(s) = &over.invalid_ttl_packet_in {
+            dp.pipeline.invalid_ttl_packet_in = ttl("--invalid-ttl-packet-in", s)?;
         }
 
         // Workers and fail mode.
@@ -903,6 +929,20 @@ packet_in_rate = 0
         assert_eq!(bad("", &o).key, "--datapath");
         let o = Overrides { cache: Some("yes".into()), ..Default::default() };
         assert_eq!(bad("", &o).key, "--cache");
+        let o = Overrides { invalid_ttl_packet_in: Some("all".into()), ..Default::default() };
+        assert_eq!(bad("", &o).key, "--invalid-ttl-packet-in");
+        let e = bad("invalid_ttl_packet_in = \"cut\"\n", &Overrides::default());
+        assert_eq!(e.key, "invalid_ttl_packet_in");
+        assert!(e.msg.contains("\"cut\""), "{}", e.msg);
+        // Default full (what controllers rely on); the file sets, the flag wins.
+        let ttl = |f: &str, o: Option<&str>| {
+            let o = Overrides { invalid_ttl_packet_in: o.map(Into::into), ..Default::default() };
+            build(f, &o).unwrap().datapath.pipeline.invalid_ttl_packet_in
+        };
+        assert_eq!(ttl("", None), TtlPacketIn::Full);
+        let f = "invalid_ttl_packet_in = \"miss_send_len\"\n";
+        assert_eq!(ttl(f, None), TtlPacketIn::MissSendLen);
+        assert_eq!(ttl(f, Some("full")), TtlPacketIn::Full);
         let o = Overrides { controllers: vec!["ptcp:1".into()], ..Default::default() };
         assert_eq!(bad("", &o).key, "--controller");
         let o = Overrides { netns: Some("a/b".into()), ..Default::default() };

@@ -33,8 +33,9 @@
 //! Packet-ins carry the reason (`NO_MATCH` when the entry was a table-miss
 //! entry, `ACTION` otherwise, `INVALID_TTL` for TTL expiry), the table id,
 //! the entry's cookie and the pipeline fields as the match. Data is cut to
-//! the output action's `max_len` (the switch's `miss_send_len` for
-//! invalid-TTL packet-ins) and the whole frame is kept in a bounded buffer
+//! the output action's `max_len` (for invalid-TTL packet-ins the whole
+//! frame, or the switch's `miss_send_len`: `Config::invalid_ttl_packet_in`)
+//! and the whole frame is kept in a bounded buffer
 //! pool, unless `max_len` is `OFPCML_NO_BUFFER` or the pool is full.
 
 use crate::edit;
@@ -549,6 +550,14 @@ impl Pipeline {
         }
     }
 
+    /// The `max_len` of an invalid-TTL packet-in (see [`crate::TtlPacketIn`]).
+    pub(crate) fn invalid_ttl_max_len(&self) -> u16 {
+        match self.cfg.invalid_ttl_packet_in {
+            crate::TtlPacketIn::Full => OFPCML_NO_BUFFER,
+            crate::TtlPacketIn::MissSendLen => self.switch_config.miss_send_len,
+        }
+    }
+
     pub(crate) fn packet_in(&self, w: &mut Worker, pkt: &Pkt, ctx: Ctx, max_len: u16) {
         if !self.ports.packet_in_allowed(pkt.meta.in_port) {
             w.ext.note(|| TraceEvent::Drop("ingress port has NO_PACKET_IN"));
@@ -771,7 +780,7 @@ impl sluice_core::walk::Frontend for Pipeline {
 
     fn ttl_expired(&self, w: &mut Worker, pkt: &Pkt, ctx: Ctx) {
         let ctx = Ctx { reason: Reason::InvalidTtl, ..ctx };
-        self.packet_in(w, pkt, ctx, self.switch_config.miss_send_len);
+        self.packet_in(w, pkt, ctx, self.invalid_ttl_max_len());
     }
 }
 
@@ -880,4 +889,55 @@ pub fn flow_hash(pkt: &Pkt) -> u64 {
     h ^= h >> 27;
     h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
     h ^ (h >> 31)
+}
+
+#[cfg(test)]
+mod select_hash_tests {
+    use super::*;
+    use sluice_ofp::consts::group_id;
+    use sluice_ofp::group::Bucket;
+
+    /// os-ken's 01_SELECT_Weight_Ether ARP case: random source and
+    /// destination MACs, everything else fixed, a 1:2 select group. Each
+    /// bucket must get its weight's share of the flows.
+    #[test]
+    fn select_splits_random_mac_arp_by_weight() {
+        let buckets: Vec<Bucket> = [1u16, 2]
+            .iter()
+            .map(|&weight| Bucket {
+                weight,
+                watch_port: port_no::ANY,
+                watch_group: group_id::ANY,
+                actions: vec![],
+            })
+            .collect();
+        let mut s: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut counts = [0u32; 2];
+        let n = 30_000;
+        let mut pkt = Pkt::new();
+        for _ in 0..n {
+            let dst = rnd().to_be_bytes();
+            let src = (rnd() & 0xfeff_ffff_ffff).to_be_bytes();
+            let mut f = Vec::with_capacity(60);
+            f.extend_from_slice(&dst[2..8]);
+            f.extend_from_slice(&src[2..8]);
+            f.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
+            f.extend_from_slice(&[0x12, 0x11, 0x11, 0x11, 0x11, 0x11, 10, 0, 0, 1]);
+            f.extend_from_slice(&[0x22; 6]);
+            f.extend_from_slice(&[10, 0, 0, 2]);
+            f.resize(60, 0x11);
+            assert!(pkt.load(&f, Meta::default()));
+            pkt.fresh();
+            let i = select_bucket(&buckets, |_| true, flow_hash(&pkt)).unwrap();
+            counts[i] += 1;
+        }
+        let share = f64::from(counts[0]) / f64::from(n);
+        assert!((share - 1.0 / 3.0).abs() < 0.015, "weight 1 of 3 got {share:.4} ({counts:?})");
+    }
 }

@@ -156,6 +156,30 @@ pub struct Config {
     /// starts no thread of its own; the daemon supplies one). `None`:
     /// built when a table settles.
     pub compiler: Option<Arc<dyn codegen::Compiler>>,
+    /// How much of the frame an invalid-TTL packet-in carries (see
+    /// [`TtlPacketIn`]).
+    pub invalid_ttl_packet_in: TtlPacketIn,
+}
+
+/// How much of the frame an `INVALID_TTL` packet-in carries.
+///
+/// OpenFlow 1.3.5 (§7.3.1, `ofp_switch_config`) says `miss_send_len`
+/// applies to packets "sent to the controller" by the switch, so a
+/// controller that sets `miss_send_len = 0` (Faucet does) gets TTL
+/// expiries with no data. Open vSwitch sends the whole frame instead, and
+/// controllers are written against it: Faucet builds its ICMP
+/// time-exceeded reply from that frame and ignores an empty packet-in, so
+/// traceroute through a Faucet router only works with [`TtlPacketIn::Full`].
+/// That is the default; [`TtlPacketIn::MissSendLen`] is the spec's
+/// reading (`invalid_ttl_packet_in = "miss_send_len"` in `sluice run`'s
+/// configuration).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TtlPacketIn {
+    /// The whole frame, unbuffered, as Open vSwitch does.
+    #[default]
+    Full,
+    /// Cut to the switch's `miss_send_len` (the rest buffered).
+    MissSendLen,
 }
 
 impl Config {
@@ -233,6 +257,7 @@ impl Default for Config {
             jit: JitOptions::default(),
             extensions: Arc::new(extension::default_registry()),
             compiler: None,
+            invalid_ttl_packet_in: TtlPacketIn::default(),
         }
     }
 }

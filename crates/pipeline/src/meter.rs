@@ -397,6 +397,39 @@ mod tests {
         assert_eq!(t.delete(meter_id::ALL), Ok(vec![1]));
     }
 
+    /// os-ken's 02_DSCP_REMARK cases, replayed with an exact clock: a band
+    /// without `OFPMF_BURST` holds one second's worth (as Open vSwitch's
+    /// dpif-netdev: burst defaults to the rate, the bucket starts full), so
+    /// over 30 s exactly `rate * 31` units pass unremarked (±1 packet) and
+    /// the rest is remarked, whatever the offered load above the rate.
+    #[test]
+    fn remark_band_passes_exactly_the_rate_over_a_long_run() {
+        // (flags, band rate, frame bytes, offered packets per second)
+        let cases = [
+            (flags::PKTPS, 100, 1500, 200),
+            (flags::PKTPS, 100, 1500, 140), // what a loaded os-ken tester sent
+            (flags::PKTPS, 1000, 1500, 2000),
+            (flags::KBPS, 10_000, 1500, 1667), // 10 Mbit/s band, 20 offered
+        ];
+        for (f, rate, bytes, pps) in cases {
+            let mut t = MeterTable::default();
+            let band = MeterBand::DscpRemark { rate, burst_size: 0, prec_level: 1 };
+            t.add(1, f, vec![band], (10, 4), 0).unwrap();
+            let m = t.get(1).unwrap();
+            let secs = 30u64;
+            let n = pps * secs;
+            let gap = 1_000_000_000 / pps;
+            let passed = (0..n).filter(|i| m.apply(bytes, i * gap) == Verdict::Pass).count() as u64;
+            let units = u64::from(rate) * (secs + 1);
+            let expect = if f == flags::PKTPS { units } else { units * 1000 / (bytes as u64 * 8) };
+            assert!(
+                passed.abs_diff(expect) <= 1,
+                "{rate} {f:#x} band, {pps} pkt/s offered: {passed} passed, {expect} expected"
+            );
+            assert_eq!(m.band_stats()[0].packet_band_count, n - passed);
+        }
+    }
+
     #[test]
     fn dscp_remark_raises_af_drop_precedence() {
         assert_eq!(remark_dscp(10, 1), 12); // AF11 -> AF12

@@ -292,7 +292,7 @@ impl Pipeline {
                 edit::Outcome::Done => {}
                 edit::Outcome::InvalidTtl => {
                     let ctx = Ctx { reason: Reason::InvalidTtl, ..ctx };
-                    let len = self.switch_config.miss_send_len;
+                    let len = self.invalid_ttl_max_len();
                     self.packet_in(w, pkt, ctx, len);
                     return Flow::Stop;
                 }

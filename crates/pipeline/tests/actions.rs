@@ -26,7 +26,7 @@ use sluice_ofp::multipart::{MultipartReplyBody, MultipartRequest, MultipartReque
 use sluice_ofp::ofctl::{parse_actions, parse_flow, parse_group, parse_meter, Usage};
 use sluice_ofp::oxm::{FieldBytes, FieldId, Match, Oxm};
 use sluice_ofp::port::{config, state, Port};
-use sluice_pipeline::{Config, Outgoing, Pipeline};
+use sluice_pipeline::{CacheMode, Config, Datapath, Outgoing, Pipeline, TtlPacketIn};
 
 // ------------------------------------------------------------------ helpers
 
@@ -393,7 +393,8 @@ fn packet_out_with_data_and_to_table() {
 
 #[test]
 fn invalid_ttl_sends_packet_in_cut_to_miss_send_len_and_drops() {
-    let mut p = switch(&[1, 2]);
+    let spec = Config { invalid_ttl_packet_in: TtlPacketIn::MissSendLen, ..Config::default() };
+    let mut p = switch_with(spec.clone(), &[1, 2]);
     let (r, _) = send(&mut p, Message::SetConfig(SwitchConfig { flags: 0, miss_send_len: 24 }));
     assert!(r.is_empty());
     add(&mut p, "ip,actions=output:3,dec_ttl,output:2");
@@ -410,7 +411,7 @@ fn invalid_ttl_sends_packet_in_cut_to_miss_send_len_and_drops() {
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].0, out[0].1[22]), (2, 1));
     // dec_mpls_ttl the same way.
-    let mut p = switch(&[1, 2]);
+    let mut p = switch_with(spec, &[1, 2]);
     add(&mut p, "mpls,actions=dec_mpls_ttl,output:2");
     let mut m = hx(vector("set_mpls_ttl").2);
     m[17] = 1;
@@ -419,6 +420,32 @@ fn invalid_ttl_sends_packet_in_cut_to_miss_send_len_and_drops() {
     assert_eq!(pi.reason, packet_in_reason::INVALID_TTL);
     // The default miss_send_len (128) is longer than this frame: all of it.
     assert_eq!((pi.data, pi.buffer_id), (m, OFP_NO_BUFFER));
+}
+
+/// The default (`TtlPacketIn::Full`, as Open vSwitch): an invalid-TTL
+/// packet-in carries the whole frame even with `miss_send_len = 0`, as
+/// Faucet sets it and needs it to build ICMP time-exceeded. Both walks
+/// (the oracle and the compiled fast path) and both places TTL expires (an
+/// apply-actions `dec_ttl` and one in the action set).
+#[test]
+fn invalid_ttl_packet_in_carries_the_whole_frame_by_default() {
+    let oracle =
+        Config { datapath: Datapath::Reference, cache: CacheMode::Off, ..Config::default() };
+    for cfg in [Config::default(), oracle] {
+        for flow in ["ip,actions=dec_ttl,output:2", "ip,actions=write_actions(dec_ttl,output:2)"] {
+            let mut p = switch_with(cfg.clone(), &[1, 2]);
+            let (r, _) =
+                send(&mut p, Message::SetConfig(SwitchConfig { flags: 0, miss_send_len: 0 }));
+            assert!(r.is_empty());
+            add(&mut p, flow);
+            let f = udp4_with(1, 0);
+            assert!(run(&mut p, 1, &f).is_empty(), "{flow}: ttl 1 must not be forwarded");
+            let pi = packet_ins(&mut p).pop().expect("invalid-ttl packet-in");
+            assert_eq!(pi.reason, packet_in_reason::INVALID_TTL, "{flow}");
+            assert_eq!((pi.data, pi.buffer_id), (f.clone(), OFP_NO_BUFFER), "{flow}");
+            assert_eq!(usize::from(pi.total_len), f.len());
+        }
+    }
 }
 
 #[test]

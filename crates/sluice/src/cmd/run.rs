@@ -72,6 +72,12 @@ pub struct Args {
     /// megaflow), `megaflow` or `off`.
     #[arg(long, value_name = "MODE")]
     pub cache: Option<String>,
+    /// What an INVALID_TTL packet-in carries: `full` (default: the whole
+    /// frame, as Open vSwitch sends it; Faucet builds ICMP time-exceeded
+    /// from it although it sets miss_send_len to 0) or `miss_send_len`
+    /// (cut to the switch's miss_send_len, the OpenFlow 1.3.5 text).
+    #[arg(long, value_name = "MODE")]
+    pub invalid_ttl_packet_in: Option<String>,
     /// Check the configuration, print it and exit.
     #[arg(long)]
     pub check: bool,
@@ -93,6 +99,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         netns: a.netns,
         datapath: a.datapath,
         cache: a.cache,
+        invalid_ttl_packet_in: a.invalid_ttl_packet_in,
     };
     let cfg = DaemonConfig::load(a.config.as_deref(), &over)?;
     if a.check {
@@ -120,6 +127,7 @@ fn print_config(cfg: &DaemonConfig) {
     println!("fail_mode: {:?}", d.fail_mode);
     println!("datapath: {:?}", d.pipeline.datapath);
     println!("cache: {:?}", d.pipeline.cache);
+    println!("invalid_ttl_packet_in: {:?}", d.pipeline.invalid_ttl_packet_in);
     if let Some(ns) = &d.netns {
         println!("netns: {ns}");
     }

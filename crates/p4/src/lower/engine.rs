@@ -241,12 +241,12 @@ struct Csum {
     dst: Slot,
 }
 
-/// Writes a big-endian bit string into bytes, many bits at a time (a
+/// Writes a big-endian bit string into bytes, 64 bits at a time (a
 /// header's fields are rarely byte-aligned one by one, their sum is).
 struct BitOut<'a> {
     out: &'a mut Vec<u8>,
-    /// Bits not yet written, right-aligned; fewer than 8.
-    acc: u64,
+    /// Bits not yet written, right-aligned; fewer than 64.
+    acc: u128,
     n: u32,
 }
 
@@ -259,25 +259,27 @@ impl<'a> BitOut<'a> {
     /// Appends the low `width` bits of `v`, most significant first.
     #[inline]
     fn put(&mut self, v: u64, width: u8) {
-        let mut w = u32::from(width).min(64);
-        while w > 0 {
-            let take = w.min(56);
-            let chunk = (v >> (w - take)) & ((1u64 << take) - 1);
-            self.acc = (self.acc << take) | chunk;
-            self.n += take;
-            while self.n >= 8 {
-                self.n -= 8;
-                self.out.push((self.acc >> self.n) as u8);
-            }
-            self.acc &= (1u64 << self.n) - 1;
-            w -= take;
+        let w = u32::from(width).min(64);
+        if w == 0 {
+            return;
+        }
+        let v = v & sluice_core::keyop::ones(w as u8);
+        // n < 64 and w ≤ 64: the shifted bits fit in 128.
+        self.acc = (self.acc << w) | u128::from(v);
+        self.n += w;
+        if self.n >= 64 {
+            self.n -= 64;
+            self.out.extend_from_slice(&((self.acc >> self.n) as u64).to_be_bytes());
+            self.acc &= (1u128 << self.n) - 1;
         }
     }
 
-    /// Pads the last byte with zero bits.
+    /// Writes what is left, the last byte padded with zero bits.
     fn finish(self) {
-        if self.n > 0 {
-            self.out.push((self.acc << (8 - self.n)) as u8);
+        let bytes = self.n.div_ceil(8) as usize;
+        if bytes > 0 {
+            let v = (self.acc << (bytes as u32 * 8 - self.n)) as u64;
+            self.out.extend_from_slice(&v.to_be_bytes()[8 - bytes..]);
         }
     }
 }
@@ -304,12 +306,18 @@ fn put_varbit(bits: &mut BitOut, key: &FlowKey, fd: &super::layout::Field, max: 
 /// that does not end on a 16-bit boundary is padded with zero bits, as
 /// the byte-wise sum pads its bytes and its odd last byte.
 struct SumOut {
-    /// Bits not yet summed, right-aligned; fewer than 16.
-    acc: u64,
+    /// Bits not yet summed, right-aligned; fewer than 64.
+    acc: u128,
     n: u32,
     /// The 16-bit words' sum, folded at the end (a `u64` cannot overflow
     /// on any field list a key holds).
     sum: u64,
+}
+
+/// The sum of a 64-bit chunk's four 16-bit words.
+#[inline]
+fn words16(c: u64) -> u64 {
+    (c >> 48) + ((c >> 32) & 0xffff) + ((c >> 16) & 0xffff) + (c & 0xffff)
 }
 
 impl SumOut {
@@ -320,25 +328,26 @@ impl SumOut {
     /// Adds the low `width` bits of `v`, most significant first.
     #[inline]
     fn put(&mut self, v: u64, width: u8) {
-        let mut w = u32::from(width).min(64);
-        while w > 0 {
-            let take = w.min(48);
-            let chunk = (v >> (w - take)) & ((1u64 << take) - 1);
-            self.acc = (self.acc << take) | chunk;
-            self.n += take;
-            while self.n >= 16 {
-                self.n -= 16;
-                self.sum += (self.acc >> self.n) & 0xffff;
-            }
-            self.acc &= (1u64 << self.n) - 1;
-            w -= take;
+        let w = u32::from(width).min(64);
+        if w == 0 {
+            return;
+        }
+        let v = v & sluice_core::keyop::ones(w as u8);
+        self.acc = (self.acc << w) | u128::from(v);
+        self.n += w;
+        if self.n >= 64 {
+            self.n -= 64;
+            self.sum += words16((self.acc >> self.n) as u64);
+            self.acc &= (1u128 << self.n) - 1;
         }
     }
 
-    /// The one's complement of the folded sum (zero-padding the rest).
+    /// The one's complement of the folded sum (zero-padding the rest to
+    /// a whole 16-bit word).
     fn finish(mut self) -> u64 {
-        if self.n > 0 {
-            self.sum += (self.acc << (16 - self.n)) & 0xffff;
+        let words = self.n.div_ceil(16);
+        if words > 0 {
+            self.sum += words16((self.acc << (words * 16 - self.n)) as u64);
         }
         let mut s = self.sum;
         while s > 0xffff {

@@ -24,10 +24,12 @@
 //! The pipeline graph, in order: ingress; a branch on
 //! `egress_spec == 511` (drop: the walk ends); the traffic manager (a
 //! key program: `egress_port = egress_spec`, `egress_spec = 512` held
-//! as 0 in its 9 bits, `instance_type = 0`); egress; the same drop
-//! branch; a table whose one entry is an [`Op::Output`]. The front
-//! end's `forward` for that op runs `update_checksum`s on a copy of the
-//! key, emits the valid headers in `emit` order, appends the frame's
+//! as 0 in its 9 bits, `instance_type = 0`); egress; a table whose one
+//! entry is an [`Op::Output`]. The front end's `forward` for that op
+//! transmits nothing when `egress_spec` is the drop port (the drop test
+//! after egress, kept out of the graph so a cached way stays within a
+//! cache chain: see `fuse_fixed`), runs `update_checksum`s on a copy of
+//! the key, emits the valid headers in `emit` order, appends the frame's
 //! bytes after the parser's cursor and transmits on `egress_port`.
 //! `verify_checksum`s run right after the parse program, inside the
 //! front end's [`Parse`] hook, and set `checksum_error`.

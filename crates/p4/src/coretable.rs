@@ -113,24 +113,34 @@ pub fn scan<'a>(
     rules: impl IntoIterator<Item = &'a Rule>,
     key: &FlowKey,
 ) -> Option<u64> {
+    let rules: Vec<&Rule> = rules.into_iter().collect();
+    scan_pos(places, rules.iter().copied(), key).map(|i| rules[i].seq)
+}
+
+/// [`scan`] answering the chosen rule's position among `rules`.
+pub fn scan_pos<'a>(
+    places: &[KeyPlace],
+    rules: impl IntoIterator<Item = &'a Rule>,
+    key: &FlowKey,
+) -> Option<usize> {
     let vals: Vec<Bits> = places.iter().map(|p| p.get(key)).collect();
-    let mut best: Option<&Rule> = None;
-    for r in rules {
+    let mut best: Option<(usize, &Rule)> = None;
+    for (i, r) in rules.into_iter().enumerate() {
         if !r.pats.iter().zip(&vals).all(|(p, v)| p.matches(v)) {
             continue;
         }
         let better = match best {
             None => true,
-            Some(b) => {
+            Some((_, b)) => {
                 (r.prefix, r.prio, std::cmp::Reverse(r.seq))
                     > (b.prefix, b.prio, std::cmp::Reverse(b.seq))
             }
         };
         if better {
-            best = Some(r);
+            best = Some((i, r));
         }
     }
-    best.map(|r| r.seq)
+    best.map(|(i, _)| i)
 }
 
 /// An entry's place in the order before its age: `(prefix length,
@@ -144,9 +154,13 @@ pub struct Index {
     cls: Classifier,
     /// Distinct `(prefix, prio)` pairs in use, with how many entries use each.
     ranks: BTreeMap<Pair, usize>,
-    /// Each entry's pair and its rules' masks and values, by `seq`.
-    entries: HashMap<u64, (Pair, Vec<(FlowMask, FlowKey)>)>,
+    /// Each entry's pair, its rules' masks and values and its handle
+    /// (what a lookup answers), by `seq`.
+    entries: HashMap<u64, (Pair, Masked, u64)>,
 }
+
+/// An entry's classifier rules: masks and (masked) values.
+type Masked = Vec<(FlowMask, FlowKey)>;
 
 impl Index {
     pub fn new(places: Vec<KeyPlace>) -> Index {
@@ -170,10 +184,21 @@ impl Index {
         self.ranks.range(..pair).count() as u16
     }
 
-    /// Adds an entry; refused (nothing changed) if its `seq` is in use, it
-    /// expands into too many rules or the table has too many distinct
-    /// priorities.
+    /// Adds an entry whose lookups answer its `seq`; see
+    /// [`Index::insert_as`].
     pub fn insert(&mut self, r: &Rule) -> Result<(), String> {
+        self.insert_as(r, r.seq)
+    }
+
+    /// Adds an entry whose lookups answer `handle` (below 2^48, e.g. the
+    /// entry's position in its owner's list, so a hit needs no map from
+    /// `seq`); refused (nothing changed) if its `seq` is in use, the
+    /// handle is too large, it expands into too many rules or the table
+    /// has too many distinct priorities.
+    pub fn insert_as(&mut self, r: &Rule, handle: u64) -> Result<(), String> {
+        if handle >> 48 != 0 {
+            return Err(format!("entry handle {handle} is too large"));
+        }
         if self.entries.contains_key(&r.seq) {
             return Err(format!("entry {} is already in the table", r.seq));
         }
@@ -198,7 +223,7 @@ impl Index {
                 let moved: Vec<u64> = self
                     .entries
                     .iter()
-                    .filter(|(_, (p, _))| above.contains(p))
+                    .filter(|(_, (p, _, _))| above.contains(p))
                     .map(|(s, _)| *s)
                     .collect();
                 for seq in moved {
@@ -209,29 +234,30 @@ impl Index {
         *self.ranks.entry(pair).or_insert(0) += 1;
         let prio = self.rank_of(pair);
         for (i, (mask, value)) in rules.iter().enumerate() {
-            let id = (r.seq << 16) | i as u64;
-            let spec = RuleSpec { mask: *mask, value: *value, priority: prio, seq: id };
-            if let Err(e) = self.cls.insert(RuleId(id), spec) {
+            // The classifier orders by `seq`; the id carries the handle.
+            let seq = (r.seq << 16) | i as u64;
+            let spec = RuleSpec { mask: *mask, value: *value, priority: prio, seq };
+            if let Err(e) = self.cls.insert(RuleId((handle << 16) | i as u64), spec) {
                 // Undo this entry's rules and its pair (ranks above it were
                 // shifted consistently, so they stay valid either way).
                 for j in 0..i {
-                    self.cls.remove(RuleId((r.seq << 16) | j as u64));
+                    self.cls.remove(RuleId((handle << 16) | j as u64));
                 }
                 self.release(pair);
                 return Err(format!("classifier refused a rule: {e:?}"));
             }
         }
-        self.entries.insert(r.seq, (pair, rules));
+        self.entries.insert(r.seq, (pair, rules, handle));
         Ok(())
     }
 
     /// Re-inserts entry `seq`'s rules at its pair's current rank.
     fn reinsert(&mut self, seq: u64) -> Result<(), String> {
-        let Some((pair, rules)) = self.entries.get(&seq) else { return Ok(()) };
+        let Some((pair, rules, handle)) = self.entries.get(&seq) else { return Ok(()) };
         let prio = self.rank_of(*pair);
         for (i, (mask, value)) in rules.iter().enumerate() {
-            let id = (seq << 16) | i as u64;
-            let spec = RuleSpec { mask: *mask, value: *value, priority: prio, seq: id };
+            let (id, s) = ((handle << 16) | i as u64, (seq << 16) | i as u64);
+            let spec = RuleSpec { mask: *mask, value: *value, priority: prio, seq: s };
             self.cls.replace(RuleId(id), spec).map_err(|e| format!("classifier: {e:?}"))?;
         }
         Ok(())
@@ -249,7 +275,7 @@ impl Index {
         if gone {
             self.ranks.remove(&pair);
             let above: Vec<u64> =
-                self.entries.iter().filter(|(_, (p, _))| *p > pair).map(|(s, _)| *s).collect();
+                self.entries.iter().filter(|(_, (p, _, _))| *p > pair).map(|(s, _)| *s).collect();
             for seq in above {
                 let _ = self.reinsert(seq);
             }
@@ -258,15 +284,16 @@ impl Index {
 
     /// Removes entry `seq`; false if it is not in the table.
     pub fn remove(&mut self, seq: u64) -> bool {
-        let Some((pair, rules)) = self.entries.remove(&seq) else { return false };
+        let Some((pair, rules, handle)) = self.entries.remove(&seq) else { return false };
         for i in 0..rules.len() {
-            self.cls.remove(RuleId((seq << 16) | i as u64));
+            self.cls.remove(RuleId((handle << 16) | i as u64));
         }
         self.release(pair);
         true
     }
 
-    /// The matching entry's `seq`; ORs the bits consulted into `wc`.
+    /// The matching entry's handle (its `seq` unless inserted with
+    /// [`Index::insert_as`]); ORs the bits consulted into `wc`.
     #[inline]
     pub fn lookup(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<u64> {
         self.cls.lookup(key, wc).map(|h| h.id.0 >> 16)

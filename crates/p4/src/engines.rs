@@ -137,6 +137,18 @@ impl Target for Engine {
             Engine::Reference(i) => i.packet(port, data),
         }
     }
+
+    fn packet_into(
+        &mut self,
+        port: u32,
+        data: &[u8],
+        out: &mut dyn FnMut(u32, &[u8]),
+    ) -> CtlResult<()> {
+        match self {
+            Engine::Compiled(c) => c.packet_into(port, data, out),
+            Engine::Reference(i) => i.packet_into(port, data, out),
+        }
+    }
 }
 
 impl Manage for Engine {

@@ -81,6 +81,22 @@ pub trait Target {
     /// Runs one packet through the program; returns what leaves, in the
     /// order the switch sends it.
     fn packet(&mut self, port: u32, data: &[u8]) -> CtlResult<Vec<Output>>;
+    /// [`Target::packet`] handing each output, in the same order, to
+    /// `out` (its port and frame) instead of returning copies: an engine
+    /// may lend frames from its own buffers (the compiled engine does, so
+    /// a packet costs no allocation and no copy of its output). The
+    /// frame is only valid during the call.
+    fn packet_into(
+        &mut self,
+        port: u32,
+        data: &[u8],
+        out: &mut dyn FnMut(u32, &[u8]),
+    ) -> CtlResult<()> {
+        for o in self.packet(port, data)? {
+            out(o.port, &o.data);
+        }
+        Ok(())
+    }
 }
 
 /// How a key element matches, as declared.

@@ -24,10 +24,12 @@
 //! The pipeline graph, in order: ingress; a branch on
 //! `egress_spec == 511` (drop: the walk ends); the traffic manager (a
 //! key program: `egress_port = egress_spec`, `egress_spec = 512` held
-//! as 0 in its 9 bits, `instance_type = 0`); egress; the same drop
-//! branch; a table whose one entry is an [`Op::Output`]. The front
-//! end's `forward` for that op runs `update_checksum`s on a copy of the
-//! key, emits the valid headers in `emit` order, appends the frame's
+//! as 0 in its 9 bits, `instance_type = 0`); egress; a table whose one
+//! entry is an [`Op::Output`]. The front end's `forward` for that op
+//! transmits nothing when `egress_spec` is the drop port (the drop test
+//! after egress, kept out of the graph so a cached way stays within a
+//! cache chain: see `fuse_fixed`), runs `update_checksum`s on a copy of
+//! the key, emits the valid headers in `emit` order, appends the frame's
 //! bytes after the parser's cursor and transmits on `egress_port`.
 //! `verify_checksum`s run right after the parse program, inside the
 //! front end's [`Parse`] hook, and set `checksum_error`.
@@ -121,9 +123,9 @@ pub struct CoreTable {
     entries: Vec<CoreEntry>,
     places: Vec<KeyPlace>,
     rules: Vec<Rule>,
+    /// Answers an entry's position in `entries` (its handle), so a hit
+    /// needs no map from the rule's `seq`.
     index: Index,
-    /// A rule's `seq` → its entry's position.
-    by_seq: HashMap<u64, usize>,
     /// Every bit the keys occupy (what a scan consults).
     keymask: FlowMask,
     stats: Arc<Tally>,
@@ -142,7 +144,6 @@ impl CoreTable {
             index: Index::new(places.clone()),
             places,
             rules: Vec::new(),
-            by_seq: HashMap::new(),
             keymask,
             stats: Arc::new(Tally::new(2, 2)),
         }
@@ -155,8 +156,7 @@ impl CoreTable {
     }
 
     fn push(&mut self, rule: Rule, ops: EntryOps) -> std::result::Result<(), String> {
-        self.index.insert(&rule)?;
-        self.by_seq.insert(rule.seq, self.entries.len());
+        self.index.insert_as(&rule, self.entries.len() as u64)?;
         self.rules.push(rule);
         self.entries.push(entry(ops));
         Ok(())
@@ -169,8 +169,8 @@ impl CoreTable {
         for (w, m) in wc.words.iter_mut().zip(self.keymask.words) {
             *w |= m;
         }
-        let seq = coretable::scan(&self.places, &self.rules, key)?;
-        self.by_seq.get(&seq).copied()
+        // `rules[i]` is `entries[i]`'s rule (`push`).
+        coretable::scan_pos(&self.places, &self.rules, key)
     }
 }
 
@@ -189,8 +189,7 @@ impl Table for CoreTable {
         if self.places.is_empty() {
             return (!self.entries.is_empty()).then_some(0);
         }
-        let seq = self.index.lookup(key, wc)?;
-        self.by_seq.get(&seq).copied()
+        self.index.lookup(key, wc).map(|h| h as usize)
     }
     fn lookup_scan(&self, key: &FlowKey) -> Option<usize> {
         let mut wc = FlowMask::ZERO;
@@ -244,12 +243,12 @@ struct Csum {
     dst: Slot,
 }
 
-/// Writes a big-endian bit string into bytes, many bits at a time (a
+/// Writes a big-endian bit string into bytes, 64 bits at a time (a
 /// header's fields are rarely byte-aligned one by one, their sum is).
 struct BitOut<'a> {
     out: &'a mut Vec<u8>,
-    /// Bits not yet written, right-aligned; fewer than 8.
-    acc: u64,
+    /// Bits not yet written, right-aligned; fewer than 64.
+    acc: u128,
     n: u32,
 }
 
@@ -262,25 +261,27 @@ impl<'a> BitOut<'a> {
     /// Appends the low `width` bits of `v`, most significant first.
     #[inline]
     fn put(&mut self, v: u64, width: u8) {
-        let mut w = u32::from(width).min(64);
-        while w > 0 {
-            let take = w.min(56);
-            let chunk = (v >> (w - take)) & ((1u64 << take) - 1);
-            self.acc = (self.acc << take) | chunk;
-            self.n += take;
-            while self.n >= 8 {
-                self.n -= 8;
-                self.out.push((self.acc >> self.n) as u8);
-            }
-            self.acc &= (1u64 << self.n) - 1;
-            w -= take;
+        let w = u32::from(width).min(64);
+        if w == 0 {
+            return;
+        }
+        let v = v & sluice_core::keyop::ones(w as u8);
+        // n < 64 and w ≤ 64: the shifted bits fit in 128.
+        self.acc = (self.acc << w) | u128::from(v);
+        self.n += w;
+        if self.n >= 64 {
+            self.n -= 64;
+            self.out.extend_from_slice(&((self.acc >> self.n) as u64).to_be_bytes());
+            self.acc &= (1u128 << self.n) - 1;
         }
     }
 
-    /// Pads the last byte with zero bits.
+    /// Writes what is left, the last byte padded with zero bits.
     fn finish(self) {
-        if self.n > 0 {
-            self.out.push((self.acc << (8 - self.n)) as u8);
+        let bytes = self.n.div_ceil(8) as usize;
+        if bytes > 0 {
+            let v = (self.acc << (bytes as u32 * 8 - self.n)) as u64;
+            self.out.extend_from_slice(&v.to_be_bytes()[8 - bytes..]);
         }
     }
 }
@@ -302,14 +303,70 @@ fn put_varbit(bits: &mut BitOut, key: &FlowKey, fd: &super::layout::Field, max: 
     }
 }
 
+/// The Internet checksum (`csum16`) of a big-endian bit string given many
+/// bits at a time, summed as it comes: no bytes are written. A string
+/// that does not end on a 16-bit boundary is padded with zero bits, as
+/// the byte-wise sum pads its bytes and its odd last byte.
+struct SumOut {
+    /// Bits not yet summed, right-aligned; fewer than 64.
+    acc: u128,
+    n: u32,
+    /// The 16-bit words' sum, folded at the end (a `u64` cannot overflow
+    /// on any field list a key holds).
+    sum: u64,
+}
+
+/// The sum of a 64-bit chunk's four 16-bit words.
+#[inline]
+fn words16(c: u64) -> u64 {
+    (c >> 48) + ((c >> 32) & 0xffff) + ((c >> 16) & 0xffff) + (c & 0xffff)
+}
+
+impl SumOut {
+    fn new() -> SumOut {
+        SumOut { acc: 0, n: 0, sum: 0 }
+    }
+
+    /// Adds the low `width` bits of `v`, most significant first.
+    #[inline]
+    fn put(&mut self, v: u64, width: u8) {
+        let w = u32::from(width).min(64);
+        if w == 0 {
+            return;
+        }
+        let v = v & sluice_core::keyop::ones(w as u8);
+        self.acc = (self.acc << w) | u128::from(v);
+        self.n += w;
+        if self.n >= 64 {
+            self.n -= 64;
+            self.sum += words16((self.acc >> self.n) as u64);
+            self.acc &= (1u128 << self.n) - 1;
+        }
+    }
+
+    /// The one's complement of the folded sum (zero-padding the rest to
+    /// a whole 16-bit word).
+    fn finish(mut self) -> u64 {
+        let words = self.n.div_ceil(16);
+        if words > 0 {
+            self.sum += words16((self.acc << (words * 16 - self.n)) as u64);
+        }
+        let mut s = self.sum;
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        !s & 0xffff
+    }
+}
+
 impl Csum {
-    fn compute(&self, key: &FlowKey, buf: &mut Vec<u8>) -> Option<u64> {
+    fn compute(&self, key: &FlowKey) -> Option<u64> {
         if let Some(c) = self.cond {
             if c.get(key) == 0 {
                 return None;
             }
         }
-        let mut w = BitOut::new(buf);
+        let mut w = SumOut::new();
         for it in &self.items {
             match it {
                 CsItem::Slot(s) => w.put(s.get(key), s.width),
@@ -325,8 +382,7 @@ impl Csum {
                 }
             }
         }
-        w.finish();
-        crate::interp::externs::hash_bytes("csum16", buf).ok()
+        Some(w.finish())
     }
 }
 
@@ -341,24 +397,15 @@ struct V1Parse {
 impl Parse for V1Parse {
     fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) {
         self.prog.parse(data, meta, key, info);
-        if self.verify.is_empty() {
-            return;
-        }
-        thread_local! {
-            /// The bytes a checksum covers (a parse allocates nothing).
-            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        BUF.with_borrow_mut(|buf| {
-            for c in &self.verify {
-                if let Some(h) = c.compute(key, buf) {
-                    if c.dst.get(key) != h & sluice_core::keyop::ones(c.dst.width) {
-                        if let Some(s) = self.checksum_error {
-                            s.set(key, 1);
-                        }
+        for c in &self.verify {
+            if let Some(h) = c.compute(key) {
+                if c.dst.get(key) != h & sluice_core::keyop::ones(c.dst.width) {
+                    if let Some(s) = self.checksum_error {
+                        s.set(key, 1);
                     }
                 }
             }
-        });
+        }
     }
 }
 
@@ -370,6 +417,8 @@ struct Deparse {
     emit: Vec<usize>,
     update: Vec<Csum>,
     egress_port: Slot,
+    /// `egress_spec`: the drop port there means no output.
+    spec: Slot,
 }
 
 /// `Op::Group` of this id replicates the packet to its multicast group
@@ -472,36 +521,50 @@ impl Frontend for Front {
             _ => return Flow::Continue,
         }
         let d = &self.deparse;
-        let l = &*d.layout;
-        let mut key = pkt.key;
-        let WorkerExt { out, tmp, .. } = &mut w.ext;
-        for c in &d.update {
-            if let Some(h) = c.compute(&key, tmp) {
-                c.dst.set(&mut key, h);
-            }
+        if d.spec.get(&pkt.key)
+            == u64::from(crate::interp::DROP_PORT) & d.spec.mask() >> d.spec.shift
+        {
+            // Dropped in egress (see `Compiled::new`).
+            return Flow::Continue;
         }
+        let l = &*d.layout;
+        // The checksums are written into a copy of the key (the walk's
+        // key stays as the pipeline left it); without any, no copy.
+        let mut updated;
+        let key = if d.update.is_empty() {
+            &pkt.key
+        } else {
+            updated = pkt.key;
+            for c in &d.update {
+                if let Some(h) = c.compute(&updated) {
+                    c.dst.set(&mut updated, h);
+                }
+            }
+            &updated
+        };
+        let out = &mut w.ext.out;
         let mut bits = BitOut::new(out);
         for &h in &d.emit {
             let Some(hd) = l.headers.get(h) else { continue };
-            if hd.valid.get(&key) == 0 {
+            if hd.valid.get(key) == 0 {
                 continue;
             }
             for &f in &hd.fields {
                 let Some(fd) = l.fields.get(f) else { continue };
                 if let FieldTy::Varbit(max) = fd.ty {
-                    put_varbit(&mut bits, &key, fd, max);
+                    put_varbit(&mut bits, key, fd, max);
                     continue;
                 }
                 for s in &fd.slots {
-                    bits.put(s.get(&key), s.width);
+                    bits.put(s.get(key), s.width);
                 }
             }
         }
         bits.finish();
         let data = pkt.data();
-        let from = ((l.cursor.get(&key) / 8) as usize).min(data.len());
+        let from = ((l.cursor.get(key) / 8) as usize).min(data.len());
         out.extend_from_slice(data.get(from..).unwrap_or(&[]));
-        let port = d.egress_port.get(&key) as u32;
+        let port = d.egress_port.get(key) as u32;
         tx.transmit(port, None, out);
         Flow::Continue
     }
@@ -556,9 +619,11 @@ impl Compiled {
         let mut b = Builder::new(&s, l);
         let span = crate::diag::Span::new(0, 0, 0);
         let end = b.node(Node::End)?;
+        // The drop test after egress is the output's own (`Front::forward`
+        // transmits nothing when `egress_spec` is the drop port): one node
+        // less on every packet's way, so egress code and the output fuse.
         let out = b.fixed(vec![Op::Output { port: 0, max_len: 0 }], end, span)?;
-        let eg_drop = b.node(Node::Branch { test: drop_test, then: end, otherwise: out })?;
-        let egress = b.control(s.pipeline[3], None, eg_drop, eg_drop)?;
+        let egress = b.control(s.pipeline[3], None, out, out)?;
         let mut tm = vec![
             Insn::Load { dst: 0, from: spec },
             Insn::Store { src: 0, to: eport },
@@ -584,6 +649,7 @@ impl Compiled {
             None => ig_drop,
         };
         let start = b.control(s.pipeline[2], None, after_ingress, after_ingress)?;
+        fuse_fixed(&mut b.nodes, &mut b.tabs);
         let graph = Graph::new(b.nodes.clone(), start)
             .map_err(|e| Diagnostic::bare(format!("lowering: control graph refused: {e}")))?;
         let egress_graph = Graph::new(std::mem::take(&mut b.nodes), egress)
@@ -635,7 +701,7 @@ impl Compiled {
             stateful: scratch.ext.stateful_reads(),
             indexed: true,
             parser,
-            deparse: Deparse { layout: layout.clone(), emit, update, egress_port: eport },
+            deparse: Deparse { layout: layout.clone(), emit, update, egress_port: eport, spec },
             ext: Arc::new(scratch.ext.calls.clone()),
             state: Mutex::new(ExtState::new(instances.iter())),
         };
@@ -920,13 +986,23 @@ impl Target for Compiled {
 
     fn packet(&mut self, port: u32, data: &[u8]) -> CtlResult<Vec<Output>> {
         let mut outs = Vec::new();
+        self.packet_into(port, data, &mut |p, f| outs.push(Output { port: p, data: f.to_vec() }))?;
+        Ok(outs)
+    }
+
+    /// The frames come straight from the deparser's buffer.
+    fn packet_into(
+        &mut self,
+        port: u32,
+        data: &[u8],
+        out: &mut dyn FnMut(u32, &[u8]),
+    ) -> CtlResult<()> {
         let pkt = &mut *self.pkt;
         pkt.set_parser(Some(&self.front.parser));
         if !pkt.load(data, Meta { in_port: port, ..Meta::default() }) {
             return Err("frame too large".into());
         }
-        let mut tx =
-            |p: u32, _q: Option<u32>, f: &[u8]| outs.push(Output { port: p, data: f.to_vec() });
+        let mut tx = |p: u32, _q: Option<u32>, f: &[u8]| out(p, f);
         walk::run(&self.front, &mut self.worker, pkt, &mut tx);
         // Multicast: each copy runs egress with the key ingress left,
         // as the interpreter's traffic manager does.
@@ -949,7 +1025,7 @@ impl Target for Compiled {
             }
             self.front.egress = false;
         }
-        Ok(outs)
+        Ok(())
     }
 }
 
@@ -1006,6 +1082,42 @@ impl Manage for Compiled {
             *c = v;
         }
         Ok(())
+    }
+}
+
+/// Fuses every node applying a synthetic table (one catch-all entry of
+/// fixed ops) that always goes on to another such node into one table
+/// running both op lists: the walk does one lookup instead of two and a
+/// cache entry records one hop (a chain holds at most
+/// [`sluice_core::cache::MAX_HOPS`]; a longer way is not composed into one
+/// program). The node it went to stays for its other predecessors (the
+/// egress graph starts at one). Synthetic tables' counters are nobody's.
+/// Each fixed table belongs to one node ([`Builder::fixed`]), so it is
+/// rewritten in place.
+fn fuse_fixed(nodes: &mut [Node], tabs: &mut [TabDef]) {
+    use sluice_core::graph::Next;
+    // Each step makes a node's way one node shorter: bounded.
+    for i in 0..nodes.len() {
+        for _ in 0..nodes.len() {
+            let Node::Apply { table: t, next: Next::To(n) } = &nodes[i] else { break };
+            let (t, n) = (usize::from(*t), usize::from(*n));
+            if n == i {
+                break;
+            }
+            let Some(Node::Apply { table: u, next: Next::To(m) }) = nodes.get(n) else { break };
+            let (u, m) = (usize::from(*u), *m);
+            let (Some(TabDef::Fixed(_)), Some(TabDef::Fixed(more))) = (tabs.get(t), tabs.get(u))
+            else {
+                break;
+            };
+            let more = more.clone();
+            if let Some(TabDef::Fixed(ops)) = tabs.get_mut(t) {
+                ops.extend(more);
+            }
+            if let Node::Apply { next, .. } = &mut nodes[i] {
+                *next = Next::To(m);
+            }
+        }
     }
 }
 
@@ -1196,4 +1308,44 @@ fn deparser(s: &Static, l: &Layout, inst: usize) -> Result<Vec<usize>> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checksum summed as bits come ([`SumOut`]) is the byte-wise
+    /// `csum16` of the same bit string written out ([`BitOut`]), for
+    /// random pieces of 1 to 64 bits, any total length.
+    #[test]
+    fn summed_checksum_is_the_bytewise_one() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut buf = Vec::new();
+        for round in 0..2000 {
+            let pieces = next() % 12;
+            let items: Vec<(u64, u8)> = (0..pieces)
+                .map(|_| {
+                    let w = (next() % 64 + 1) as u8;
+                    // Mostly all-ones values: carries and the 0xffff sums.
+                    let v = if next() % 3 == 0 { next() } else { u64::MAX };
+                    (v & sluice_core::keyop::ones(w), w)
+                })
+                .collect();
+            let mut sum = SumOut::new();
+            let mut bits = BitOut::new(&mut buf);
+            for &(v, w) in &items {
+                sum.put(v, w);
+                bits.put(v, w);
+            }
+            bits.finish();
+            let want = crate::interp::externs::hash_bytes("csum16", &buf).expect("csum16");
+            assert_eq!(sum.finish(), want, "round {round}: {items:x?}");
+        }
+    }
 }

@@ -665,6 +665,16 @@ fn mask128(w: u32) -> u128 {
 fn bits_at(data: &[u8], pos: usize, w: u32) -> u64 {
     let first = pos / 8;
     let off = pos % 8;
+    // At most 71 bits from `first`: with 16 bytes there, one load.
+    if let Some(b) = first.checked_add(16).and_then(|end| data.get(first..end)) {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(b);
+        let w = w.min(64) as usize;
+        if w == 0 {
+            return 0;
+        }
+        return ((u128::from_be_bytes(a) >> (128 - off - w)) as u64) & ones(w as u8);
+    }
     let n = (off + w as usize).div_ceil(8);
     let mut acc = 0u128;
     for i in 0..n {

@@ -405,6 +405,7 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
                 }
             }
         };
+        let round_start = shared.now_ns();
         let mut got = 0usize;
         for slot in &ports {
             for _ in 0..MAX_BURSTS_PER_ROUND {
@@ -443,6 +444,11 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
             std::thread::sleep(Duration::from_millis(1));
         }
         busy = got > 0;
+        if busy {
+            if let Some(st) = shared.workers.get(id) {
+                st.note_round(shared.now_ns().saturating_sub(round_start), &ctx.cache_stats());
+            }
+        }
     }
     debug!(worker = id, "worker stopped");
 }

@@ -79,6 +79,7 @@
 //! - No per-packet allocation in steady state (reused receive buffers and
 //!   transmit arena); asynchronous messages allocate, as they must.
 
+mod capture;
 mod compiler;
 pub mod config;
 mod control;
@@ -194,6 +195,7 @@ impl Datapath {
             notifier: RwLock::new(None),
             counters: Counters::default(),
             workers: (0..workers).map(|_| Default::default()).collect(),
+            captures: Mutex::default(),
         });
         shared.update_mode();
         let mut dp = Datapath { shared: shared.clone(), threads: Vec::new() };
@@ -406,6 +408,13 @@ impl DatapathSwitch {
             if let Some(req) = sluice_ofp::tracemsg::TraceRequest::parse(e) {
                 return vec![self.live_trace(xid, req, raw)];
             }
+            if let Some(req) = sluice_ofp::capturemsg::CaptureRequest::parse(e) {
+                let msg = match self.shared.capture_request(conn, req) {
+                    Ok(reply) => reply.to_message(),
+                    Err(r) => r.to_error(raw),
+                };
+                return vec![Outgoing { xid, msg }];
+            }
         }
         let mut tx = PortTx { shared: &self.shared };
         let mut pb = lock(&self.shared.publisher);
@@ -507,6 +516,7 @@ impl Switch for DatapathSwitch {
 
     /// The connection's open bundles are discarded.
     fn conn_closed(&mut self, conn: ConnId) {
+        self.shared.capture_conn_closed(conn);
         lock(&self.shared.publisher).master_mut().conn_closed(conn);
     }
 

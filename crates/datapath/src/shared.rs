@@ -44,6 +44,9 @@ pub(crate) struct PortSlot {
     gone: AtomicBool,
     /// Frames the port would not take (ring full, link down, gone).
     pub tx_failed: AtomicU64,
+    /// A capture records what this port receives (`capture.rs`): the one
+    /// load a worker pays per burst when nobody captures.
+    pub capturing: AtomicBool,
 }
 
 impl PortSlot {
@@ -55,6 +58,7 @@ impl PortSlot {
             port: Mutex::new(port),
             gone: AtomicBool::new(false),
             tx_failed: AtomicU64::new(0),
+            capturing: AtomicBool::new(false),
         }
     }
 
@@ -148,6 +152,8 @@ pub(crate) struct Shared {
     pub counters: Counters,
     /// One per worker, by worker id.
     pub workers: Vec<WorkerStats>,
+    /// Running port captures (`capture.rs`).
+    pub captures: Mutex<crate::capture::Captures>,
 }
 
 impl Shared {

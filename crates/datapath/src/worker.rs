@@ -426,6 +426,9 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
                     break;
                 }
                 got += n;
+                if slot.capturing.load(Relaxed) {
+                    shared.capture_rx(slot.no, &bufs[..n]);
+                }
                 for b in bufs.iter_mut().take(n) {
                     if b.csum_partial() {
                         complete_l4_checksum(b.frame_mut());

@@ -145,7 +145,7 @@ pub mod err {
 /// or of another of sluice's experimenter error codes (12 is the live
 /// trace's `SLICTR_BAD_TRACE`, [`crate::tracemsg::BAD_TRACE`]).
 pub fn err_name(code: u16) -> Option<&'static str> {
-    const NAMES: [&str; 13] = [
+    const NAMES: [&str; 14] = [
         "SLICFPC_UNKNOWN_PROG",
         "SLICFPC_PROG_EXISTS",
         "SLICFPC_PROG_IN_USE",
@@ -159,6 +159,7 @@ pub fn err_name(code: u16) -> Option<&'static str> {
         "SLICFPC_BAD_PROG_ID",
         "SLICFPC_BAD_MAP_NAME",
         "SLICTR_BAD_TRACE",
+        "SLICCAP_BAD_CAPTURE",
     ];
     NAMES.get(usize::from(code)).copied()
 }

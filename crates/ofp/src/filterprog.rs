@@ -1610,7 +1610,8 @@ mod tests {
             assert_eq!(err_name(*c), Some(*n));
         }
         assert_eq!(err_name(crate::tracemsg::BAD_TRACE), Some("SLICTR_BAD_TRACE"));
-        assert_eq!(err_name(13), None);
+        assert_eq!(err_name(crate::capturemsg::BAD_CAPTURE), Some("SLICCAP_BAD_CAPTURE"));
+        assert_eq!(err_name(14), None);
         assert_eq!(Refusal::exp(err::BAD_FRAGMENT, "x").to_string(), "SLICFPC_BAD_FRAGMENT: x");
         assert_eq!(Refusal::exp(40, "x").to_string(), "SLICFPC(code=40): x");
         assert_eq!(BL.to_string(), "OFPBRC_BAD_LEN");

@@ -347,6 +347,53 @@ fn metrics_endpoint_exports_counters_that_rise_with_traffic() {
     assert!(
         value(&after, "sluice_uptime_seconds", &[]) > value(&before, "sluice_uptime_seconds", &[])
     );
+
+    // `sluice top --once` shows the same numbers: port 1's row has its
+    // name and the received frames.
+    let rx1 = value(&after, "sluice_port_rx_packets_total", &p1);
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["top", &format!("127.0.0.1:{port}"), "--once", "--interval", "0.2"])
+        .output()
+        .expect("sluice top --once");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "sluice top: {}", String::from_utf8_lossy(&out.stderr));
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().take(2).eq(["1", lab.sw_if[0].as_str()]))
+        .unwrap_or_else(|| panic!("no row for port 1 in:\n{text}"));
+    let shown: f64 = row.split_whitespace().nth(3).and_then(|v| v.parse().ok()).expect("RX_PKTS");
+    assert!(shown >= rx1, "top shows {shown} received on port 1, the scrape said {rx1}:\n{text}");
+    assert!(text.contains("WORKER") && text.contains("upcall queue"), "{text}");
+    assert!(text.contains(&format!("controller {dead_controller}: down")), "{text}");
+
+    // The live view in a terminal (tmux): the screen shows the port table.
+    need_root_and(&["tmux"]);
+    let session = unique_name("mettop");
+    let top = format!(
+        "{} top 127.0.0.1:{port} --interval 0.2 --frames 100",
+        env!("CARGO_BIN_EXE_sluice")
+    );
+    let tmux = |args: &[&str]| Command::new("tmux").args(args).output().expect("tmux");
+    struct Session(String);
+    impl Drop for Session {
+        fn drop(&mut self) {
+            let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).output();
+        }
+    }
+    let st = tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "50", &top]);
+    assert!(st.status.success(), "tmux: {}", String::from_utf8_lossy(&st.stderr));
+    let _guard = Session(session.clone());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let screen = loop {
+        let cap = tmux(&["capture-pane", "-p", "-t", &session]);
+        let screen = String::from_utf8_lossy(&cap.stdout).to_string();
+        if screen.contains(&lab.sw_if[1]) || Instant::now() > deadline {
+            break screen;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(screen.contains("sluice top") && screen.contains("PORT"), "{screen}");
+    assert!(screen.contains(&lab.sw_if[0]) && screen.contains(&lab.sw_if[1]), "{screen}");
     sw.assert_running();
 }
 

@@ -363,20 +363,18 @@ impl Agent {
     }
 
     pub fn stats(&self) -> AgentStats {
-        let c = &self.shared.counters;
-        AgentStats {
-            packet_in_sent: c.packet_in_sent.load(Relaxed),
-            packet_in_dropped_rate: c.packet_in_dropped_rate.load(Relaxed),
-            packet_in_dropped_queue: c.packet_in_dropped_queue.load(Relaxed),
-            overflow_disconnects: c.overflow_disconnects.load(Relaxed),
-            probe_timeouts: c.probe_timeouts.load(Relaxed),
-            connect_attempts: c.connect_attempts.load(Relaxed),
-        }
+        self.observer().stats()
     }
 
     /// Live connections (after HELLO), by id.
     pub fn connections(&self) -> Vec<ConnStatus> {
         self.shared.status_mut().values().cloned().collect()
+    }
+
+    /// A cheap, cloneable read-only view of the agent's counters and
+    /// connections, for observers on other tasks (the metrics endpoint).
+    pub fn observer(&self) -> AgentObserver {
+        AgentObserver { shared: self.shared.clone(), targets: self.cfg.targets.clone() }
     }
 
     /// Stop everything and wait (at most 5 s) for the tasks to end.
@@ -397,6 +395,39 @@ impl Agent {
 impl Drop for Agent {
     fn drop(&mut self) {
         let _ = self.shutdown.send(true);
+    }
+}
+
+/// What [`Agent::observer`] returns: the agent's counters, live
+/// connections and configured targets, readable from any thread.
+#[derive(Clone)]
+pub struct AgentObserver {
+    shared: Arc<Shared>,
+    targets: Vec<Target>,
+}
+
+impl AgentObserver {
+    /// Every configured target (passive and active).
+    pub fn targets(&self) -> &[Target] {
+        &self.targets
+    }
+
+    /// Live connections (after HELLO), by id.
+    pub fn connections(&self) -> Vec<ConnStatus> {
+        self.shared.status_mut().values().cloned().collect()
+    }
+
+    /// Agent-wide counters.
+    pub fn stats(&self) -> AgentStats {
+        let c = &self.shared.counters;
+        AgentStats {
+            packet_in_sent: c.packet_in_sent.load(Relaxed),
+            packet_in_dropped_rate: c.packet_in_dropped_rate.load(Relaxed),
+            packet_in_dropped_queue: c.packet_in_dropped_queue.load(Relaxed),
+            overflow_disconnects: c.overflow_disconnects.load(Relaxed),
+            probe_timeouts: c.probe_timeouts.load(Relaxed),
+            connect_attempts: c.connect_attempts.load(Relaxed),
+        }
     }
 }
 

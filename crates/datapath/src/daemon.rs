@@ -19,6 +19,7 @@
 //! the run directory is the built-in default and this process may not
 //! write it (not root), the switch runs without the socket and warns.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -133,6 +134,27 @@ impl Daemon {
         &self.listeners
     }
 
+    /// Serves the metrics endpoint on `addr` (see [`crate::metrics`]) on
+    /// the daemon's runtime (made if the switch had none); returns the
+    /// address bound (useful with port 0).
+    pub fn serve_metrics(&mut self, addr: SocketAddr) -> anyhow::Result<SocketAddr> {
+        if self.rt.is_none() {
+            self.rt = Some(agent_runtime()?);
+        }
+        let rt = self.rt.as_ref().context("no runtime")?;
+        let l = rt
+            .block_on(crate::metrics::bind(addr))
+            .with_context(|| format!("--metrics {addr}: cannot listen"))?;
+        let local = l.local_addr()?;
+        let probe = self.dp.probe();
+        let agent = self.agent.as_ref().map(|a| a.observer());
+        let render: Arc<dyn Fn() -> String + Send + Sync> =
+            Arc::new(move || crate::metrics::render(&probe, agent.as_ref()));
+        rt.spawn(crate::metrics::serve(l, render));
+        info!(addr = %local, "metrics endpoint ready: http://{local}/metrics");
+        Ok(local)
+    }
+
     /// Connected controllers (0 without an agent).
     pub fn controllers_connected(&self) -> usize {
         self.agent.as_ref().map_or(0, |a| a.controllers_connected())
@@ -225,11 +247,42 @@ pub fn init_logging() {
 /// Like [`init_logging`] with another default filter (e.g. `warn` for the
 /// demo, whose screen is its output).
 pub fn init_logging_with(default: &str) {
+    init_logging_as(LogFormat::Text, default);
+}
+
+/// How log lines look on stderr.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines (tracing's default format).
+    #[default]
+    Text,
+    /// One JSON object per line: `timestamp` (RFC 3339, UTC), `level`,
+    /// `target`, `fields` (holding `message` and the event's fields) and
+    /// the enclosing `spans`.
+    Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<LogFormat, String> {
+        match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err(format!("unknown log format {s:?} (expected text or json)")),
+        }
+    }
+}
+
+/// [`init_logging_with`] in format `format`.
+pub fn init_logging_as(format: LogFormat, default: &str) {
     let env = std::env::var("RUST_LOG").ok();
     let filter = tracing_subscriber::EnvFilter::try_new(log_directives(env.as_deref(), default))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log_directives(None, default)));
-    let _ =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => b.try_init(),
+        LogFormat::Json => b.json().with_current_span(false).with_span_list(true).try_init(),
+    };
 }
 
 /// Crates whose `info` lines are for their own developers (Cranelift
@@ -251,9 +304,24 @@ fn log_directives(env: Option<&str>, default: &str) -> String {
     d
 }
 
+/// What `sluice run` adds to the configuration.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// `--metrics ADDR:PORT`: serve the Prometheus endpoint there.
+    pub metrics: Option<SocketAddr>,
+}
+
 /// `sluice run`: start, run until `stop` is set, shut down.
 pub fn run(cfg: DaemonConfig, stop: &AtomicBool) -> anyhow::Result<()> {
-    let d = Daemon::start(cfg)?;
+    run_with(cfg, &RunOptions::default(), stop)
+}
+
+/// [`run`] with the options of [`RunOptions`].
+pub fn run_with(cfg: DaemonConfig, opts: &RunOptions, stop: &AtomicBool) -> anyhow::Result<()> {
+    let mut d = Daemon::start(cfg)?;
+    if let Some(addr) = opts.metrics {
+        d.serve_metrics(addr)?;
+    }
     info!("switch running; SIGINT or SIGTERM stops it");
     let mut last = d.datapath().stats();
     let mut ticks = 0u64;

@@ -79,6 +79,7 @@
 //! - No per-packet allocation in steady state (reused receive buffers and
 //!   transmit arena); asynchronous messages allocate, as they must.
 
+mod capture;
 mod compiler;
 pub mod config;
 mod control;
@@ -86,6 +87,7 @@ pub mod csum;
 pub mod daemon;
 pub mod flowpacket;
 pub mod learn;
+pub mod metrics;
 pub mod p4switch;
 mod shared;
 mod sys;
@@ -193,6 +195,8 @@ impl Datapath {
             async_cap: cfg.async_queue_len.max(1),
             notifier: RwLock::new(None),
             counters: Counters::default(),
+            workers: (0..workers).map(|_| Default::default()).collect(),
+            captures: Mutex::default(),
         });
         shared.update_mode();
         let mut dp = Datapath { shared: shared.clone(), threads: Vec::new() };
@@ -270,40 +274,16 @@ impl Datapath {
 
     /// Ports in the pipeline, by number, with their counters.
     pub fn ports(&self) -> Vec<PortReport> {
-        let entries: Vec<(u32, String, bool, PortCounters)> = self.with_master(|p| {
-            p.ports()
-                .iter()
-                .map(|e| {
-                    (
-                        e.desc.port_no,
-                        e.desc.name.clone(),
-                        p.ports().is_live(e.desc.port_no),
-                        e.counters(),
-                    )
-                })
-                .collect()
-        });
-        entries
-            .into_iter()
-            .map(|(port_no, name, live, counters)| {
-                let (port, tx_failed) = match self.shared.slot(port_no) {
-                    Some(s) => (lock(&s.port).stats(), s.tx_failed.load(Relaxed)),
-                    None => (Default::default(), 0),
-                };
-                PortReport { port_no, name, live, counters, port, tx_failed }
-            })
-            .collect()
+        port_reports(&self.shared)
     }
 
     pub fn stats(&self) -> DatapathStats {
-        let c = &self.shared.counters;
-        DatapathStats {
-            bursts: c.bursts.load(Relaxed),
-            packets: c.packets.load(Relaxed),
-            tx_dropped: c.tx_dropped.load(Relaxed),
-            async_dropped: c.async_dropped.load(Relaxed),
-            standalone: self.standalone_active(),
-        }
+        datapath_stats(&self.shared)
+    }
+
+    /// A read-only handle on the counters, for other threads (metrics).
+    pub fn probe(&self) -> metrics::Probe {
+        metrics::Probe { shared: self.shared.clone() }
     }
 
     /// Nanoseconds on the pipeline clock.
@@ -321,6 +301,45 @@ impl Datapath {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+fn port_reports(shared: &Shared) -> Vec<PortReport> {
+    let entries: Vec<(u32, String, bool, PortCounters)> = {
+        let pb = lock(&shared.publisher);
+        let p = pb.master();
+        p.ports()
+            .iter()
+            .map(|e| {
+                (
+                    e.desc.port_no,
+                    e.desc.name.clone(),
+                    p.ports().is_live(e.desc.port_no),
+                    e.counters(),
+                )
+            })
+            .collect()
+    };
+    entries
+        .into_iter()
+        .map(|(port_no, name, live, counters)| {
+            let (port, tx_failed) = match shared.slot(port_no) {
+                Some(s) => (lock(&s.port).stats(), s.tx_failed.load(Relaxed)),
+                None => (Default::default(), 0),
+            };
+            PortReport { port_no, name, live, counters, port, tx_failed }
+        })
+        .collect()
+}
+
+fn datapath_stats(shared: &Shared) -> DatapathStats {
+    let c = &shared.counters;
+    DatapathStats {
+        bursts: c.bursts.load(Relaxed),
+        packets: c.packets.load(Relaxed),
+        tx_dropped: c.tx_dropped.load(Relaxed),
+        async_dropped: c.async_dropped.load(Relaxed),
+        standalone: shared.standalone.load(Relaxed),
     }
 }
 
@@ -389,6 +408,13 @@ impl DatapathSwitch {
         if let Message::Experimenter(e) = msg {
             if let Some(req) = sluice_ofp::tracemsg::TraceRequest::parse(e) {
                 return vec![self.live_trace(xid, req, raw)];
+            }
+            if let Some(req) = sluice_ofp::capturemsg::CaptureRequest::parse(e) {
+                let msg = match self.shared.capture_request(conn, req) {
+                    Ok(reply) => reply.to_message(),
+                    Err(r) => r.to_error(raw),
+                };
+                return vec![Outgoing { xid, msg }];
             }
         }
         let mut tx = PortTx { shared: &self.shared };
@@ -491,6 +517,7 @@ impl Switch for DatapathSwitch {
 
     /// The connection's open bundles are discarded.
     fn conn_closed(&mut self, conn: ConnId) {
+        self.shared.capture_conn_closed(conn);
         lock(&self.shared.publisher).master_mut().conn_closed(conn);
     }
 

@@ -44,6 +44,9 @@ pub(crate) struct PortSlot {
     gone: AtomicBool,
     /// Frames the port would not take (ring full, link down, gone).
     pub tx_failed: AtomicU64,
+    /// A capture records what this port receives (`capture.rs`): the one
+    /// load a worker pays per burst when nobody captures.
+    pub capturing: AtomicBool,
 }
 
 impl PortSlot {
@@ -55,6 +58,7 @@ impl PortSlot {
             port: Mutex::new(port),
             gone: AtomicBool::new(false),
             tx_failed: AtomicU64::new(0),
+            capturing: AtomicBool::new(false),
         }
     }
 
@@ -83,6 +87,40 @@ pub(crate) struct Counters {
     pub packets: AtomicU64,
     pub tx_dropped: AtomicU64,
     pub async_dropped: AtomicU64,
+}
+
+/// One worker's own counters: written by that worker only (relaxed
+/// stores once per busy round, never per packet), read on a scrape.
+#[derive(Default)]
+pub(crate) struct WorkerStats {
+    /// Nanoseconds spent in rounds that received frames (the rest of the
+    /// worker's life it waited in `poll(2)` or found nothing).
+    pub busy_ns: AtomicU64,
+    /// Rounds that received frames.
+    pub busy_rounds: AtomicU64,
+    /// The worker's cache counters, copied after each busy round.
+    pub exact_hits: AtomicU64,
+    pub exact_misses: AtomicU64,
+    pub megaflow_hits: AtomicU64,
+    pub megaflow_misses: AtomicU64,
+    pub megaflow_entries: AtomicU64,
+    pub megaflow_masks: AtomicU64,
+    pub installs: AtomicU64,
+}
+
+impl WorkerStats {
+    /// Records a round that received frames and took `busy_ns`.
+    pub(crate) fn note_round(&self, busy_ns: u64, cache: &sluice_pipeline::CacheStats) {
+        self.busy_ns.fetch_add(busy_ns, Relaxed);
+        self.busy_rounds.fetch_add(1, Relaxed);
+        self.exact_hits.store(cache.exact_hits, Relaxed);
+        self.exact_misses.store(cache.exact_misses, Relaxed);
+        self.megaflow_hits.store(cache.megaflow_hits, Relaxed);
+        self.megaflow_misses.store(cache.megaflow_misses, Relaxed);
+        self.megaflow_entries.store(cache.megaflow_entries, Relaxed);
+        self.megaflow_masks.store(cache.megaflow_masks, Relaxed);
+        self.installs.store(cache.installs, Relaxed);
+    }
 }
 
 /// Called when asynchronous messages are queued.
@@ -114,6 +152,10 @@ pub(crate) struct Shared {
     pub async_cap: usize,
     pub notifier: RwLock<Option<Notifier>>,
     pub counters: Counters,
+    /// One per worker, by worker id.
+    pub workers: Vec<WorkerStats>,
+    /// Running port captures (`capture.rs`).
+    pub captures: Mutex<crate::capture::Captures>,
 }
 
 impl Shared {

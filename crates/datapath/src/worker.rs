@@ -414,6 +414,7 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
                 }
             }
         };
+        let round_start = shared.now_ns();
         let mut got = 0usize;
         for slot in &ports {
             for _ in 0..MAX_BURSTS_PER_ROUND {
@@ -434,6 +435,9 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
                     break;
                 }
                 got += n;
+                if slot.capturing.load(Relaxed) {
+                    shared.capture_rx(slot.no, &bufs[..n]);
+                }
                 for b in bufs.iter_mut().take(n) {
                     if b.csum_partial() {
                         complete_l4_checksum(b.frame_mut());
@@ -463,6 +467,11 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
         } else {
             false
         };
+        if got > 0 {
+            if let Some(st) = shared.workers.get(id) {
+                st.note_round(shared.now_ns().saturating_sub(round_start), &ctx.cache_stats());
+            }
+        }
     }
     debug!(worker = id, "worker stopped");
 }

@@ -145,7 +145,7 @@ pub mod err {
 /// or of another of sluice's experimenter error codes (12 is the live
 /// trace's `SLICTR_BAD_TRACE`, [`crate::tracemsg::BAD_TRACE`]).
 pub fn err_name(code: u16) -> Option<&'static str> {
-    const NAMES: [&str; 13] = [
+    const NAMES: [&str; 14] = [
         "SLICFPC_UNKNOWN_PROG",
         "SLICFPC_PROG_EXISTS",
         "SLICFPC_PROG_IN_USE",
@@ -159,6 +159,7 @@ pub fn err_name(code: u16) -> Option<&'static str> {
         "SLICFPC_BAD_PROG_ID",
         "SLICFPC_BAD_MAP_NAME",
         "SLICTR_BAD_TRACE",
+        "SLICCAP_BAD_CAPTURE",
     ];
     NAMES.get(usize::from(code)).copied()
 }
@@ -1609,7 +1610,8 @@ mod tests {
             assert_eq!(err_name(*c), Some(*n));
         }
         assert_eq!(err_name(crate::tracemsg::BAD_TRACE), Some("SLICTR_BAD_TRACE"));
-        assert_eq!(err_name(13), None);
+        assert_eq!(err_name(crate::capturemsg::BAD_CAPTURE), Some("SLICCAP_BAD_CAPTURE"));
+        assert_eq!(err_name(14), None);
         assert_eq!(Refusal::exp(err::BAD_FRAGMENT, "x").to_string(), "SLICFPC_BAD_FRAGMENT: x");
         assert_eq!(Refusal::exp(40, "x").to_string(), "SLICFPC(code=40): x");
         assert_eq!(BL.to_string(), "OFPBRC_BAD_LEN");

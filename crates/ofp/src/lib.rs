@@ -22,6 +22,7 @@
 
 pub mod action;
 pub mod bundle;
+pub mod capturemsg;
 pub mod consts;
 pub mod error;
 pub mod experimenter;

@@ -32,6 +32,8 @@ enum Command {
     Ctl(cmd::ctl::Args),
     /// Run the switch daemon: ports, workers, OpenFlow listener and controllers.
     Run(cmd::run::Args),
+    /// Live terminal view of a running switch, read from its metrics endpoint (`run --metrics`).
+    Top(cmd::top::Args),
     /// Hosts in network namespaces around a sluice switch, real traffic, live counters (root).
     Demo(cmd::demo::Args),
     /// Forwarding rate of the pipeline on one thread, packets from memory (no I/O).
@@ -59,6 +61,7 @@ fn main() -> std::process::ExitCode {
         Command::Filter(a) => cmd::filter::run(a),
         Command::Ctl(a) => cmd::ctl::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Top(a) => cmd::top::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::P4(a) => cmd::p4::run(a),

@@ -52,6 +52,7 @@
 //! `--timeout` ends `monitor` successfully (it is its bound), while for
 //! every other command it is a deadline whose expiry is an error.
 
+mod capture;
 pub(crate) mod conn;
 mod filterprog;
 mod input;
@@ -117,6 +118,9 @@ Commands (FLOW, GROUP, METER and ACTIONS in ovs-ofctl syntax):
                                through the switch's tables and caches, like
                                sluice trace; nothing is sent
   trace --packet HEX IN_PORT   trace this frame, received on IN_PORT
+  capture PORT FILE            record the frames PORT receives into the pcap
+                               FILE until --count N frames or --seconds S
+                               (default 10; the switch caps both)
 Filter programs (sluice's experimenter extension; ID is 1..4294967294):
   load-filter-prog ID FILE     load the eBPF ELF object FILE as program ID
   unload-filter-prog ID        unload program ID (refused while a flow names it)
@@ -153,9 +157,12 @@ pub struct Args {
     /// Give up after SECS seconds (monitor: stop after SECS, successfully).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
-    /// monitor: stop after N messages.
+    /// monitor: stop after N messages; capture: after N frames.
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+    /// capture: stop after SECS seconds (default 10).
+    #[arg(long, value_name = "SECS")]
+    pub seconds: Option<u32>,
     /// trace: the frame to trace, as hex.
     #[arg(long, value_name = "HEX")]
     pub packet: Option<String>,
@@ -202,6 +209,11 @@ enum Plan {
         req: TraceRequest,
         port: Option<PortArg>,
     },
+    /// Record a port's received frames into a pcap file.
+    Capture {
+        port: PortArg,
+        file: std::path::PathBuf,
+    },
 }
 
 /// Command-line switches that change what a command sends.
@@ -236,8 +248,11 @@ pub fn run(args: Args) -> Result<()> {
         (Some(_), _) => bail!("{command}: --packet applies only to trace"),
         (None, _) => plan(command, &words.args, flags)?,
     };
+    if args.seconds.is_some() && command != "capture" {
+        bail!("{command}: --seconds applies only to capture");
+    }
     let mut conn = Conn::connect(&target, deadline)?;
-    execute(&mut conn, plan, deadline, args.count)
+    execute(&mut conn, plan, deadline, (args.count, args.seconds))
 }
 
 /// Every command [`plan`] knows (a test keeps the two in step).
@@ -280,6 +295,7 @@ const COMMAND_NAMES: &[&str] = &[
     "update-map",
     "dump-map",
     "trace",
+    "capture",
 ];
 
 fn is_command(word: &str) -> bool {
@@ -634,6 +650,10 @@ fn plan(cmd: &str, args: &[String], flags: Flags) -> Result<Plan> {
             }
             Plan::Trace { req: TraceRequest::Flow(args.join(",")), port: None }
         }
+        "capture" => match args {
+            [port, file] => Plan::Capture { port: input::port_arg(port), file: file.into() },
+            _ => bail!("capture: expected PORT FILE.pcap, got {} argument(s)", args.len()),
+        },
         other => bail!("unknown command `{other}`; see `sluice ctl --help`"),
     })
 }
@@ -685,7 +705,7 @@ fn report(
 
 /// A port number for `p`, asking the switch for its port descriptions if
 /// `p` is an interface name.
-fn resolve_port(conn: &mut Conn, p: &PortArg) -> Result<u32> {
+pub(crate) fn resolve_port(conn: &mut Conn, p: &PortArg) -> Result<u32> {
     match p {
         PortArg::No(n) => Ok(*n),
         PortArg::Name(name) => {
@@ -728,7 +748,7 @@ fn execute(
     conn: &mut Conn,
     plan: Plan,
     deadline: Option<Instant>,
-    count: Option<u64>,
+    (count, seconds): (Option<u64>, Option<u32>),
 ) -> Result<()> {
     match plan {
         Plan::Show => {
@@ -827,6 +847,7 @@ fn execute(
         }
         Plan::LoadFilterProg { items } => filterprog::load_exec(conn, &items)?,
         Plan::DumpMap(req) => filterprog::dump_exec(conn, &req)?,
+        Plan::Capture { port, file } => capture::run(conn, &port, &file, count, seconds)?,
         Plan::Trace { mut req, port } => {
             if let (Some(p), TraceRequest::Frame { in_port, .. }) = (&port, &mut req) {
                 *in_port = resolve_port(conn, p)?;

@@ -8,4 +8,5 @@ pub mod p4;
 pub mod p4_trace;
 pub mod replay;
 pub mod run;
+pub mod top;
 pub mod trace;

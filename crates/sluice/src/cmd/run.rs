@@ -78,6 +78,13 @@ pub struct Args {
     /// (cut to the switch's miss_send_len, the OpenFlow 1.3.5 text).
     #[arg(long, value_name = "MODE")]
     pub invalid_ttl_packet_in: Option<String>,
+    /// Serve Prometheus metrics (text format 0.0.4) at http://ADDR:PORT/metrics,
+    /// e.g. `127.0.0.1:9750` (an all-addresses bind is warned about).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Log format on stderr: `text` (default) or `json` (one object per line).
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub log_format: sluice_datapath::daemon::LogFormat,
     /// Check the configuration, print it and exit.
     #[arg(long)]
     pub check: bool,
@@ -109,9 +116,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if cfg.datapath.ports.is_empty() {
         anyhow::bail!("no ports: give --port SPEC or [[port]] entries in --config");
     }
-    sluice_datapath::daemon::init_logging();
+    sluice_datapath::daemon::init_logging_as(a.log_format, "info");
     let stop = sluice_datapath::daemon::stop_on_signals().context("installing signal handlers")?;
-    sluice_datapath::daemon::run(cfg, &stop)
+    let opts = sluice_datapath::daemon::RunOptions { metrics: a.metrics };
+    sluice_datapath::daemon::run_with(cfg, &opts, &stop)
 }
 
 fn print_config(cfg: &DaemonConfig) {

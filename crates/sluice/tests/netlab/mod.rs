@@ -225,6 +225,11 @@ impl Proc {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The exit status, if the process has exited.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
     /// Panics (with the log) if the process has exited.
     pub fn assert_running(&mut self) {
         if let Ok(Some(st)) = self.child.try_wait() {

@@ -82,6 +82,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let dt = t0.elapsed().as_secs_f64();
         println!("batch {batch:>4}: {n} entries in {dt:.3} s = {:.0} entries/s", n as f64 / dt);
+        // A graceful shutdown waits for open connections: close ours first.
+        drop((c, tx, stream));
         let _ = stop.send(());
         server.await??;
     }

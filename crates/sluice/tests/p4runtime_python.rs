@@ -78,16 +78,14 @@ fn start(lab: &Lab, dir: &Scratch) -> (Proc, Vec<String>) {
     (sw, args)
 }
 
-/// One script against a fresh switch with two hosts (IPv6 off, so the
-/// hosts' kernels send no neighbour discovery into the program).
+/// One script against a fresh switch with two hosts (`NetNs` turns IPv6
+/// off, so the hosts' kernels send no neighbour discovery into the
+/// program).
 fn scenario(script: &str, octet: u8) {
     need_root_and(&["ip", "timeout"]);
     python();
     let dir = Scratch::new(&format!("p4rt-py-{octet}"));
     let lab = Lab::new(2, octet);
-    for h in &lab.h {
-        h.exec(&["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]).expect("sysctl");
-    }
     let (mut sw, args) = start(&lab, &dir);
     run_script(script, &args, &|| sw.log());
     sw.assert_running();

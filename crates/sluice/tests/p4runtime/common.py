@@ -61,7 +61,7 @@ class Host:
         def opener():
             try:
                 libc = ctypes.CDLL(None, use_errno=True)
-                with open(f"/var/run/netns/{self.netns}") as f:
+                with open(f"/run/netns/{self.netns}") as f:
                     if libc.setns(f.fileno(), 0x40000000) != 0:  # CLONE_NEWNET
                         raise OSError(ctypes.get_errno(), f"setns into {self.netns}")
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))

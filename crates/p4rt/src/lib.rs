@@ -24,3 +24,13 @@ pub mod proto {
         }
     }
 }
+
+pub mod convert;
+pub mod device;
+pub mod pipeline;
+pub mod read;
+pub mod server;
+pub mod stream;
+pub mod write;
+
+pub use device::{Device, DeviceConfig};

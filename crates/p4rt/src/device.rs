@@ -1,0 +1,245 @@
+//! The switch a P4Runtime server drives: the engine the forwarding
+//! thread runs (shared, behind one lock), the pipeline loaded on it,
+//! the entry index, the arbitration state and the packet queues.
+//!
+//! # Thread-safety
+//! Three locks, always taken in this order and never across an
+//! `.await`: `state` (pipeline and entry index), `engine` (what the
+//! forwarding thread locks per packet), `arb` (streams). A Write or a
+//! pipeline change holds `state` for the whole request, so requests see
+//! each other whole; the forwarding thread sees the tables between two
+//! updates, never during one.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use sluice_p4::engines::Engine;
+use sluice_p4::target::EntrySpec;
+
+use crate::convert;
+use crate::pipeline::Pipeline;
+use crate::proto::p4::v1 as p4v1;
+use crate::stream::Arbitration;
+
+/// Most packet-outs waiting for the forwarding thread; more are refused
+/// (RESOURCE_EXHAUSTED on the stream).
+pub const MAX_PACKET_OUTS: usize = 1024;
+
+/// Locks a mutex, taking it over if a holder panicked (the data is
+/// plain tables; a panic mid-update is a bug reported elsewhere).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// An installed entry, by its P4Runtime key.
+#[derive(Clone, Debug)]
+pub struct Installed {
+    pub handle: u64,
+    pub spec: EntrySpec,
+}
+
+/// What Write and SetForwardingPipelineConfig change.
+#[derive(Debug, Default)]
+pub struct State {
+    pub pipeline: Option<Arc<Pipeline>>,
+    /// A config VERIFY_AND_SAVE kept for COMMIT, with its engine.
+    pub saved: Option<(Arc<Pipeline>, Engine)>,
+    /// Entries written over P4Runtime, by table id and canonical key
+    /// ([`crate::write::entry_key`]).
+    pub index: HashMap<u32, HashMap<Vec<u8>, Installed>>,
+    /// Multicast groups written over P4Runtime: replicas `(instance, port)`.
+    pub mcast: std::collections::BTreeMap<u32, Vec<(u32, u32)>>,
+}
+
+/// How the server was configured.
+#[derive(Clone, Debug)]
+pub struct DeviceConfig {
+    pub device_id: u64,
+    /// The port packet-outs enter and packet-ins leave by; `None`: no
+    /// packet I/O with the controller (as bmv2 without `--cpu-port`).
+    pub cpu_port: Option<u32>,
+    /// New pipelines run on the reference interpreter.
+    pub reference: bool,
+}
+
+/// Counters of the controller packet path.
+#[derive(Debug, Default)]
+pub struct PacketStats {
+    pub packet_outs: AtomicU64,
+    pub packet_ins: AtomicU64,
+    /// Packet-ins dropped: no primary, a full stream, or a frame shorter
+    /// than the packet_in header.
+    pub packet_ins_dropped: AtomicU64,
+}
+
+/// The switch behind a P4Runtime server.
+#[derive(Debug)]
+pub struct Device {
+    pub config: DeviceConfig,
+    /// The engine the forwarding thread runs.
+    pub engine: Arc<Mutex<Engine>>,
+    pub state: Mutex<State>,
+    pub arb: Mutex<Arbitration>,
+    packet_outs: Mutex<VecDeque<Vec<u8>>>,
+    pub stats: PacketStats,
+}
+
+impl Device {
+    /// A device running `engine`, with `pipeline` the program loaded on
+    /// it (`None`: nothing until SetForwardingPipelineConfig).
+    pub fn new(
+        config: DeviceConfig,
+        engine: Arc<Mutex<Engine>>,
+        pipeline: Option<Pipeline>,
+    ) -> Self {
+        Device {
+            config,
+            engine,
+            state: Mutex::new(State { pipeline: pipeline.map(Arc::new), ..State::default() }),
+            arb: Mutex::new(Arbitration::default()),
+            packet_outs: Mutex::new(VecDeque::new()),
+            stats: PacketStats::default(),
+        }
+    }
+
+    /// The pipeline loaded now.
+    pub fn pipeline(&self) -> Option<Arc<Pipeline>> {
+        lock(&self.state).pipeline.clone()
+    }
+
+    /// Queues a frame (packet_out header already prepended) for the
+    /// forwarding thread to inject at the CPU port; false if the queue is
+    /// full.
+    pub fn queue_packet_out(&self, frame: Vec<u8>) -> bool {
+        let mut q = lock(&self.packet_outs);
+        if q.len() >= MAX_PACKET_OUTS {
+            return false;
+        }
+        q.push_back(frame);
+        self.stats.packet_outs.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// The frames waiting to be injected at the CPU port, oldest first.
+    pub fn take_packet_outs(&self) -> Vec<Vec<u8>> {
+        let mut q = lock(&self.packet_outs);
+        q.drain(..).collect()
+    }
+
+    /// A frame the program sent to the CPU port: its leading packet_in
+    /// header becomes metadata and the rest goes to the primary client as
+    /// a PacketIn. Dropped (and counted) when there is no primary or its
+    /// stream is full.
+    pub fn packet_in(&self, frame: &[u8]) {
+        let header = self.pipeline().and_then(|p| p.packet_in.clone()).unwrap_or_default();
+        let Some((metadata, payload)) = split_header(&header, frame) else {
+            self.stats.packet_ins_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let msg = p4v1::StreamMessageResponse {
+            update: Some(p4v1::stream_message_response::Update::Packet(p4v1::PacketIn {
+                payload: payload.to_vec(),
+                metadata,
+            })),
+        };
+        let sent = lock(&self.arb).send_to_primary("", msg);
+        let c = if sent { &self.stats.packet_ins } else { &self.stats.packet_ins_dropped };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Reads `width` bits at bit offset `off` of `data` (MSB first) as a value.
+fn get_bits(data: &[u8], off: u32, width: u32) -> sluice_p4::ast::BigValue {
+    let mut limbs = vec![0u64; width.div_ceil(64).max(1) as usize];
+    for i in 0..width {
+        let bit = off + i;
+        let set = data[(bit / 8) as usize] >> (7 - bit % 8) & 1 == 1;
+        if set {
+            let pos = width - 1 - i;
+            limbs[(pos / 64) as usize] |= 1 << (pos % 64);
+        }
+    }
+    while limbs.last() == Some(&0) {
+        limbs.pop();
+    }
+    sluice_p4::ast::BigValue(limbs)
+}
+
+/// Splits a frame into the controller header's fields and the payload;
+/// `None` if the frame is shorter than the header.
+pub fn split_header<'a>(
+    header: &[(u32, String, u32)],
+    frame: &'a [u8],
+) -> Option<(Vec<p4v1::PacketMetadata>, &'a [u8])> {
+    let bits: u32 = header.iter().map(|f| f.2).sum();
+    let len = (bits / 8) as usize;
+    if frame.len() < len {
+        return None;
+    }
+    let mut off = 0;
+    let mut md = Vec::with_capacity(header.len());
+    for (id, _, w) in header {
+        let v = get_bits(frame, off, *w);
+        md.push(p4v1::PacketMetadata { metadata_id: *id, value: convert::encode(&v) });
+        off += w;
+    }
+    Some((md, &frame[len..]))
+}
+
+/// Builds a controller header from metadata values (a field not given
+/// is 0), MSB first; errors name the bad id or field.
+pub fn build_header(
+    header: &[(u32, String, u32)],
+    md: &[p4v1::PacketMetadata],
+) -> convert::P4Result<Vec<u8>> {
+    for m in md {
+        if !header.iter().any(|f| f.0 == m.metadata_id) {
+            return Err(convert::P4Error::not_found(format!(
+                "packet_out has no metadata field with id {}",
+                m.metadata_id
+            )));
+        }
+    }
+    let bits: u32 = header.iter().map(|f| f.2).sum();
+    let mut out = vec![0u8; (bits / 8) as usize];
+    let mut off = 0u32;
+    for (id, name, w) in header {
+        let v = match md.iter().find(|m| m.metadata_id == *id) {
+            Some(m) => convert::decode(&m.value, *w, &format!("packet_out field `{name}`"))?,
+            None => sluice_p4::ast::BigValue::default(),
+        };
+        for i in 0..*w {
+            let pos = w - 1 - i;
+            let set = v.0.get((pos / 64) as usize).is_some_and(|l| l >> (pos % 64) & 1 == 1);
+            if set {
+                let bit = off + i;
+                out[(bit / 8) as usize] |= 1 << (7 - bit % 8);
+            }
+        }
+        off += w;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controller_headers_round_trip() {
+        let h = vec![(1, "port".to_string(), 9), (2, "pad".to_string(), 7)];
+        let md = vec![p4v1::PacketMetadata { metadata_id: 1, value: vec![1, 0x02] }];
+        let bytes = build_header(&h, &md).unwrap();
+        assert_eq!(bytes, vec![0x81, 0x00]);
+        let mut frame = bytes.clone();
+        frame.extend_from_slice(b"xy");
+        let (got, payload) = split_header(&h, &frame).unwrap();
+        assert_eq!(payload, b"xy");
+        assert_eq!(got[0].value, vec![1, 2]);
+        assert_eq!(got[1].value, vec![0]);
+        assert!(split_header(&h, &[1]).is_none());
+        let bad = vec![p4v1::PacketMetadata { metadata_id: 9, value: vec![1] }];
+        assert_eq!(build_header(&h, &bad).unwrap_err().code, tonic::Code::NotFound);
+    }
+}

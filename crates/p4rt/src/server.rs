@@ -1,0 +1,407 @@
+//! The `P4Runtime` gRPC service over a [`Device`].
+//!
+//! - `Capabilities`: the version of the vendored protos ([`API_VERSION`]).
+//! - `SetForwardingPipelineConfig`: `p4_device_config` is the P4-16
+//!   source; sluice compiles it (a diagnostic is INVALID_ARGUMENT with
+//!   its `file:line:col`) and builds its own P4Info (a P4Info sent along
+//!   must agree with it on table and action ids and names). VERIFY
+//!   checks; VERIFY_AND_SAVE checks and keeps it for COMMIT;
+//!   VERIFY_AND_COMMIT replaces the running pipeline with empty tables;
+//!   RECONCILE_AND_COMMIT replaces it keeping every entry (and modified
+//!   default entry) of tables the new program still has (same name;
+//!   fields, actions and parameters matched by name), refusing the whole
+//!   change, nothing applied, if one cannot be kept; COMMIT applies the
+//!   saved one.
+//! - `Write`: needs the primary's election id (PERMISSION_DENIED
+//!   otherwise); CONTINUE_ON_ERROR only. When any update fails the call
+//!   fails with UNKNOWN and a `google.rpc.Status` in the details holding
+//!   one `p4.v1.Error` per update, in order (OK for those applied).
+//! - `Read`: [`crate::read`]. `StreamChannel`: [`crate::stream`].
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use prost::Message as _;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Code, Request, Response, Status};
+
+use crate::convert::{P4Error, P4Result};
+use crate::device::{lock, Device, State};
+use crate::pipeline::Pipeline;
+use crate::proto::google::rpc;
+use crate::proto::p4::v1 as p4v1;
+use crate::proto::p4::v1::p4_runtime_server::{P4Runtime, P4RuntimeServer};
+use crate::stream::{self, u128_of};
+use p4v1::set_forwarding_pipeline_config_request::Action as SetAction;
+
+/// The P4Runtime version of the vendored protos.
+pub const API_VERSION: &str = "1.5.0";
+
+/// Largest request accepted (bigger: RESOURCE_EXHAUSTED from gRPC).
+pub const MAX_MESSAGE: usize = 64 << 20;
+
+/// The service.
+#[derive(Clone, Debug)]
+pub struct Service {
+    pub device: Arc<Device>,
+}
+
+fn check_device(device: &Device, id: u64) -> Result<(), Status> {
+    if id != device.config.device_id {
+        return Err(Status::not_found(format!(
+            "no device with id {id} (this switch is device {})",
+            device.config.device_id
+        )));
+    }
+    Ok(())
+}
+
+fn check_primary(
+    device: &Device,
+    role: &str,
+    election: &Option<p4v1::Uint128>,
+) -> Result<(), Status> {
+    let e = u128_of(election);
+    if !lock(&device.arb).is_primary(role, e) {
+        return Err(Status::permission_denied(match e {
+            Some(e) => format!("election id {e} is not the primary's (role `{role}`)"),
+            None => "no election id: only the primary client may write".to_string(),
+        }));
+    }
+    Ok(())
+}
+
+/// The whole-call status for a Write whose updates gave `results`.
+pub fn write_status(results: &[P4Result<()>]) -> Status {
+    let details = results
+        .iter()
+        .map(|r| {
+            let (code, message) = match r {
+                Ok(()) => (Code::Ok, String::new()),
+                Err(e) => (e.code, e.message.clone()),
+            };
+            let err = p4v1::Error { canonical_code: code as i32, message, ..Default::default() };
+            prost_types::Any {
+                type_url: "type.googleapis.com/p4.v1.Error".into(),
+                value: err.encode_to_vec(),
+            }
+        })
+        .collect();
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    let message = format!("{failed} of {} updates failed", results.len());
+    let st = rpc::Status { code: Code::Unknown as i32, message: message.clone(), details };
+    Status::with_details(Code::Unknown, message, st.encode_to_vec().into())
+}
+
+/// Entries of `old` that `new` can hold, as writes to `new`.
+fn reconcile(
+    old: &Pipeline,
+    st: &State,
+    engine: &sluice_p4::engines::Engine,
+    new: &Pipeline,
+) -> P4Result<Vec<p4v1::Update>> {
+    let mut ups = Vec::new();
+    for oid in &old.table_order {
+        let ot = &old.tables[oid];
+        let Some(nt) = new.tables.values().find(|t| t.name == ot.name) else { continue };
+        let mut got = Vec::new();
+        for default in [false, true] {
+            let q = p4v1::Entity {
+                entity: Some(p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+                    table_id: *oid,
+                    is_default_action: default,
+                    ..Default::default()
+                })),
+            };
+            crate::read::read(old, st, engine, &q, &mut got)?;
+        }
+        for ent in got {
+            let Some(p4v1::entity::Entity::TableEntry(mut e)) = ent.entity else { continue };
+            if e.is_const && !e.is_default_action || (e.is_default_action && nt.const_default) {
+                continue;
+            }
+            let why = |what: String| {
+                P4Error::invalid(format!("RECONCILE_AND_COMMIT: table `{}`: {what}", ot.name))
+            };
+            e.table_id = nt.id;
+            e.is_const = false;
+            for m in &mut e.r#match {
+                let name = &ot.field(m.field_id).map(|f| f.name.clone()).unwrap_or_default();
+                let nf = nt
+                    .fields
+                    .iter()
+                    .find(|f| &f.name == name)
+                    .ok_or_else(|| why(format!("match field `{name}` is gone")))?;
+                m.field_id = nf.id;
+            }
+            if let Some(p4v1::table_action::Type::Action(a)) =
+                e.action.as_mut().and_then(|a| a.r#type.as_mut())
+            {
+                let oa = &old.actions[&a.action_id];
+                let (&nid, na) = new
+                    .actions
+                    .iter()
+                    .find(|(_, x)| x.name == oa.name)
+                    .ok_or_else(|| why(format!("action `{}` is gone", oa.name)))?;
+                a.action_id = nid;
+                for q in &mut a.params {
+                    let pname = oa
+                        .params
+                        .iter()
+                        .find(|x| x.0 == q.param_id)
+                        .map(|x| x.1.clone())
+                        .unwrap_or_default();
+                    let np = na.params.iter().find(|x| x.1 == pname).ok_or_else(|| {
+                        why(format!("parameter `{pname}` of `{}` is gone", oa.name))
+                    })?;
+                    q.param_id = np.0;
+                }
+            }
+            let ty = if e.is_default_action {
+                p4v1::update::Type::Modify
+            } else {
+                p4v1::update::Type::Insert
+            };
+            ups.push(p4v1::Update {
+                r#type: ty as i32,
+                entity: Some(p4v1::Entity { entity: Some(p4v1::entity::Entity::TableEntry(e)) }),
+            });
+        }
+    }
+    Ok(ups)
+}
+
+impl Service {
+    fn set_pipeline(&self, r: &p4v1::SetForwardingPipelineConfigRequest) -> P4Result<()> {
+        let action = SetAction::try_from(r.action)
+            .map_err(|_| P4Error::invalid(format!("unknown action {}", r.action)))?;
+        let mut st = lock(&self.device.state);
+        if action == SetAction::Commit {
+            let (p, engine) = st.saved.take().ok_or_else(|| {
+                P4Error::new(
+                    Code::FailedPrecondition,
+                    "COMMIT: no config was saved with VERIFY_AND_SAVE",
+                )
+            })?;
+            *lock(&self.device.engine) = engine;
+            st.pipeline = Some(p);
+            st.index.clear();
+            st.mcast.clear();
+            return Ok(());
+        }
+        let cfg = r.config.as_ref().ok_or_else(|| P4Error::invalid("no config"))?;
+        let (mut p, mut engine) =
+            Pipeline::compile(&cfg.p4_device_config, self.device.config.reference)?;
+        if let Some(info) = &cfg.p4info {
+            p.check_client_p4info(info)?;
+        }
+        p.cookie = cfg.cookie.map(|c| c.cookie);
+        match action {
+            SetAction::Verify => Ok(()),
+            SetAction::VerifyAndSave => {
+                st.saved = Some((Arc::new(p), engine));
+                Ok(())
+            }
+            SetAction::VerifyAndCommit => {
+                *lock(&self.device.engine) = engine;
+                st.pipeline = Some(Arc::new(p));
+                st.index.clear();
+                st.mcast.clear();
+                Ok(())
+            }
+            SetAction::ReconcileAndCommit => {
+                let mut fresh = State::default();
+                if let Some(old) = st.pipeline.clone() {
+                    let ups = {
+                        let cur = lock(&self.device.engine);
+                        reconcile(&old, &st, &cur, &p)?
+                    };
+                    for u in &ups {
+                        crate::write::update(&p, &mut fresh, &mut engine, u).map_err(|e| {
+                            P4Error::invalid(format!(
+                                "RECONCILE_AND_COMMIT: an entry cannot be kept: {}",
+                                e.message
+                            ))
+                        })?;
+                    }
+                    for (g, copies) in &st.mcast {
+                        sluice_p4::target::Target::set_multicast_group(&mut engine, *g, copies)
+                            .map_err(P4Error::invalid)?;
+                    }
+                    fresh.mcast = st.mcast.clone();
+                }
+                *lock(&self.device.engine) = engine;
+                st.pipeline = Some(Arc::new(p));
+                st.index = fresh.index;
+                st.mcast = fresh.mcast;
+                Ok(())
+            }
+            SetAction::Unspecified | SetAction::Commit => {
+                Err(P4Error::invalid("action is UNSPECIFIED"))
+            }
+        }
+    }
+}
+
+type BoxStream<T> = Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl P4Runtime for Service {
+    async fn write(
+        &self,
+        request: Request<p4v1::WriteRequest>,
+    ) -> Result<Response<p4v1::WriteResponse>, Status> {
+        let r = request.into_inner();
+        check_device(&self.device, r.device_id)?;
+        check_primary(&self.device, &r.role, &r.election_id)?;
+        use p4v1::write_request::Atomicity;
+        match Atomicity::try_from(r.atomicity) {
+            Ok(Atomicity::ContinueOnError) => {}
+            Ok(a) => {
+                return Err(Status::unimplemented(format!(
+                    "atomicity {} is not implemented (only CONTINUE_ON_ERROR)",
+                    a.as_str_name()
+                )))
+            }
+            Err(_) => {
+                return Err(Status::invalid_argument(format!("unknown atomicity {}", r.atomicity)))
+            }
+        }
+        let mut st = lock(&self.device.state);
+        let Some(p) = st.pipeline.clone() else {
+            return Err(Status::failed_precondition("no forwarding pipeline is loaded"));
+        };
+        let mut engine = lock(&self.device.engine);
+        let results: Vec<P4Result<()>> =
+            r.updates.iter().map(|u| crate::write::update(&p, &mut st, &mut engine, u)).collect();
+        if results.iter().all(|r| r.is_ok()) {
+            Ok(Response::new(p4v1::WriteResponse {}))
+        } else {
+            Err(write_status(&results))
+        }
+    }
+
+    type ReadStream = BoxStream<p4v1::ReadResponse>;
+
+    async fn read(
+        &self,
+        request: Request<p4v1::ReadRequest>,
+    ) -> Result<Response<Self::ReadStream>, Status> {
+        let r = request.into_inner();
+        check_device(&self.device, r.device_id)?;
+        let st = lock(&self.device.state);
+        let Some(p) = st.pipeline.clone() else {
+            return Err(Status::failed_precondition("no forwarding pipeline is loaded"));
+        };
+        let engine = lock(&self.device.engine);
+        let mut entities = Vec::new();
+        for q in &r.entities {
+            crate::read::read(&p, &st, &engine, q, &mut entities).map_err(|e| e.status())?;
+        }
+        let one = p4v1::ReadResponse { entities };
+        Ok(Response::new(Box::pin(tokio_stream::iter([Ok(one)]))))
+    }
+
+    async fn set_forwarding_pipeline_config(
+        &self,
+        request: Request<p4v1::SetForwardingPipelineConfigRequest>,
+    ) -> Result<Response<p4v1::SetForwardingPipelineConfigResponse>, Status> {
+        let r = request.into_inner();
+        check_device(&self.device, r.device_id)?;
+        check_primary(&self.device, &r.role, &r.election_id)?;
+        self.set_pipeline(&r).map_err(|e| e.status())?;
+        Ok(Response::new(p4v1::SetForwardingPipelineConfigResponse {}))
+    }
+
+    async fn get_forwarding_pipeline_config(
+        &self,
+        request: Request<p4v1::GetForwardingPipelineConfigRequest>,
+    ) -> Result<Response<p4v1::GetForwardingPipelineConfigResponse>, Status> {
+        use p4v1::get_forwarding_pipeline_config_request::ResponseType as T;
+        let r = request.into_inner();
+        check_device(&self.device, r.device_id)?;
+        let ty = T::try_from(r.response_type).map_err(|_| {
+            Status::invalid_argument(format!("unknown response type {}", r.response_type))
+        })?;
+        let p = self
+            .device
+            .pipeline()
+            .ok_or_else(|| Status::failed_precondition("no forwarding pipeline is loaded"))?;
+        let cookie = p.cookie.map(|c| p4v1::forwarding_pipeline_config::Cookie { cookie: c });
+        let (info, dev) = match ty {
+            T::All => (true, true),
+            T::CookieOnly => (false, false),
+            T::P4infoAndCookie => (true, false),
+            T::DeviceConfigAndCookie => (false, true),
+        };
+        let config = p4v1::ForwardingPipelineConfig {
+            p4info: info.then(|| p.proto.clone()),
+            p4_device_config: if dev { p.source.clone() } else { Vec::new() },
+            cookie,
+        };
+        Ok(Response::new(p4v1::GetForwardingPipelineConfigResponse { config: Some(config) }))
+    }
+
+    type StreamChannelStream = BoxStream<p4v1::StreamMessageResponse>;
+
+    async fn stream_channel(
+        &self,
+        request: Request<tonic::Streaming<p4v1::StreamMessageRequest>>,
+    ) -> Result<Response<Self::StreamChannelStream>, Status> {
+        let inbound = request.into_inner();
+        let (tx, rx) = tokio::sync::mpsc::channel(stream::STREAM_DEPTH);
+        tokio::spawn(stream::run(self.device.clone(), inbound, tx));
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn capabilities(
+        &self,
+        _request: Request<p4v1::CapabilitiesRequest>,
+    ) -> Result<Response<p4v1::CapabilitiesResponse>, Status> {
+        Ok(Response::new(p4v1::CapabilitiesResponse {
+            p4runtime_api_version: API_VERSION.into(),
+            experimental: None,
+        }))
+    }
+}
+
+/// The tonic service for `device`.
+pub fn service(device: Arc<Device>) -> P4RuntimeServer<Service> {
+    P4RuntimeServer::new(Service { device })
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE)
+}
+
+/// Serves `device` on a bound listener until `shutdown` resolves.
+pub async fn serve(
+    device: Arc<Device>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    tonic::transport::Server::builder()
+        .add_service(service(device))
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            shutdown,
+        )
+        .await
+}
+
+/// Binds `addr` (port 0: an ephemeral port) and serves `device` on the
+/// runtime `rt` until `shutdown` resolves; returns the bound address.
+pub fn spawn(
+    rt: &tokio::runtime::Runtime,
+    device: Arc<Device>,
+    addr: SocketAddr,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = rt.block_on(tokio::net::TcpListener::bind(addr))?;
+    let bound = listener.local_addr()?;
+    let h = rt.spawn(async move {
+        if let Err(e) = serve(device, listener, shutdown).await {
+            tracing::warn!(error = %e, "P4Runtime server stopped");
+        }
+    });
+    Ok((bound, h))
+}

@@ -31,6 +31,7 @@ def main():
     p.add_argument("--election", type=int, default=1)
     p.add_argument("--program", default=os.path.join(HERE, "..", "p4", "router.p4"))
     p.add_argument("--sluice", default="sluice", help="the sluice binary (for the P4Info)")
+    p.add_argument("--p4info", metavar="FILE", help="the P4Info as text protobuf instead of `sluice p4 info`")
     p.add_argument("--route", action="append", default=[], metavar="PREFIX/LEN,NEXTHOP_MAC,PORT_MAC,PORT")
     args = p.parse_args()
 
@@ -38,7 +39,11 @@ def main():
     st = c.arbitrate()
     if st.status.code != 0:
         sys.exit(f"router: not primary (another controller has election id {st.election_id.low})")
-    p4info = rt.sluice_p4info(args.sluice, args.program)
+    if args.p4info:
+        with open(args.p4info) as f:
+            p4info = rt.text_format.Parse(f.read(), rt.p4info_pb2.P4Info())
+    else:
+        p4info = rt.sluice_p4info(args.sluice, args.program)
     c.set_pipeline(p4info, open(args.program, "rb").read())
     info = rt.Info(p4info)
 

@@ -1,6 +1,6 @@
 """Shared by the P4Runtime test scripts that crates/sluice/tests/p4runtime_python.rs
 runs with the official Python client (/opt/sluice-venv/p4rt). Each script
-gets `--addr` (the switch's P4Runtime address), `--sluice` (the binary),
+gets `--addr` (the switch's P4Runtime address), `--sluice` (the binary; or `--p4info FILE`, the P4Info as text),
 `--program` (the P4 source it runs), `--device-id` (default 1) and `--host NETNS:IF:MAC` per host
 port (port 1, 2, ...); it prints what it checked and exits 1 with the
 reason on the first failure."""
@@ -136,13 +136,20 @@ def main(run):
     failure."""
     p = argparse.ArgumentParser()
     p.add_argument("--addr", required=True)
-    p.add_argument("--sluice", required=True)
+    p.add_argument("--sluice", help="the sluice binary: the P4Info is `sluice p4 info PROGRAM`")
+    p.add_argument("--p4info", help="or a file with the P4Info as text protobuf")
     p.add_argument("--program", required=True)
     p.add_argument("--host", action="append", default=[])
     p.add_argument("--device-id", type=int, default=1)
     args = p.parse_args()
     try:
-        info = rt.Info(rt.sluice_p4info(args.sluice, args.program))
+        if args.p4info:
+            with open(args.p4info) as f:
+                info = rt.Info(rt.text_format.Parse(f.read(), rt.p4info_pb2.P4Info()))
+        elif args.sluice:
+            info = rt.Info(rt.sluice_p4info(args.sluice, args.program))
+        else:
+            raise Failed("give --sluice or --p4info")
         run(args, info)
     except (Failed, P4rtError, TimeoutError, RuntimeError, KeyError, ValueError) as e:
         print(f"FAILED: {type(e).__name__}: {e}", flush=True)

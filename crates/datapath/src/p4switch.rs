@@ -24,6 +24,15 @@
 //! message of another kind: `OFPBRC_BAD_EXPERIMENTER` or
 //! `OFPBRC_BAD_EXP_TYPE`). Commands and packets take turns on one lock:
 //! a command sees the tables between two packets, never during one.
+//!
+//! With `p4runtime` set, a P4Runtime server (`sluice_p4rt`) runs on its
+//! own tokio runtime (thread `sluice-p4rt`) over the same engine lock:
+//! a pipeline it loads replaces the engine the forwarding thread runs
+//! between two packets. At the start of each round the forwarding
+//! thread injects the queued packet-outs at the CPU port (so a
+//! packet-out waits at most one poll round, 50 ms); what the program
+//! sends to the CPU port goes to the primary controller as a packet-in
+//! instead of to a port.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -60,6 +69,16 @@ pub struct P4RunConfig {
     /// Why the program runs on the reference interpreter (none: it is
     /// compiled into the core); logged at start.
     pub fallback: Option<String>,
+    /// Serve P4Runtime too.
+    pub p4runtime: Option<P4RuntimeRun>,
+}
+
+/// `--p4runtime`: where to listen, the device, and the running
+/// program's pipeline (`None`: the server starts with none loaded).
+pub struct P4RuntimeRun {
+    pub addr: std::net::SocketAddr,
+    pub device: sluice_p4rt::DeviceConfig,
+    pub pipeline: Option<sluice_p4rt::pipeline::Pipeline>,
 }
 
 /// Counters of the forwarding thread.
@@ -94,11 +113,35 @@ pub fn run(engine: Engine, cfg: P4RunConfig, stop: &AtomicBool) -> anyhow::Resul
     }
     let stats = Arc::new(P4Stats::default());
     let halt = Arc::new(AtomicBool::new(false));
+    let p4rt = match cfg.p4runtime {
+        None => None,
+        Some(r) => {
+            let device = Arc::new(sluice_p4rt::Device::new(r.device, interp.clone(), r.pipeline));
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("sluice-p4rt")
+                .enable_all()
+                .build()?;
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+            let (addr, _task) = sluice_p4rt::server::spawn(&rt, device.clone(), r.addr, async {
+                let _ = stop_rx.await;
+            })
+            .map_err(|e| anyhow::anyhow!("--p4runtime {}: {e}", r.addr))?;
+            info!(
+                addr = %addr,
+                device_id = device.config.device_id,
+                cpu_port = ?device.config.cpu_port,
+                "P4Runtime server ready"
+            );
+            Some((rt, stop_tx, device))
+        }
+    };
     let fwd = {
         let (interp, stats, halt) = (interp.clone(), stats.clone(), halt.clone());
+        let device = p4rt.as_ref().map(|(_, _, d)| d.clone());
         std::thread::Builder::new()
             .name("sluice-p4-fwd".into())
-            .spawn(move || forward(&interp, ports, &stats, &halt))?
+            .spawn(move || forward(&interp, ports, &stats, &halt, device.as_deref()))?
     };
     let agent = if cfg.agent.targets.is_empty() {
         info!("no listener or controller configured: the tables stay as the program sets them");
@@ -123,6 +166,10 @@ pub fn run(engine: Engine, cfg: P4RunConfig, stop: &AtomicBool) -> anyhow::Resul
     info!("shutting down");
     if let Some((rt, agent)) = agent {
         rt.block_on(agent.shutdown());
+    }
+    if let Some((rt, stop_tx, _)) = p4rt {
+        let _ = stop_tx.send(());
+        rt.shutdown_timeout(Duration::from_secs(1));
     }
     halt.store(true, Ordering::Release);
     if fwd.join().is_err() {
@@ -163,11 +210,34 @@ fn open_ports(cfg: &P4RunConfig) -> anyhow::Result<Vec<(u32, Box<dyn Port>)>> {
     Ok(opened)
 }
 
+/// Sends a packet's outputs: to the controller for the CPU port (with
+/// P4Runtime), else to the port the program chose.
+fn send_outputs(
+    outs: Vec<sluice_p4::target::Output>,
+    ports: &mut [(u32, Box<dyn Port>)],
+    stats: &P4Stats,
+    device: Option<&sluice_p4rt::Device>,
+) {
+    for o in outs {
+        if let Some(d) = device.filter(|d| d.config.cpu_port == Some(o.port)) {
+            d.packet_in(&o.data);
+            continue;
+        }
+        let sent = ports
+            .iter_mut()
+            .find(|(n, _)| *n == o.port)
+            .is_some_and(|(_, p)| matches!(p.tx_burst(&[&o.data]), Ok(1)));
+        let c = if sent { &stats.tx } else { &stats.tx_dropped };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 fn forward(
     interp: &Mutex<Engine>,
     mut ports: Vec<(u32, Box<dyn Port>)>,
     stats: &P4Stats,
     halt: &AtomicBool,
+    device: Option<&sluice_p4rt::Device>,
 ) {
     let mut bufs = RxBuf::burst(BURST);
     let all_pollable = ports.iter().all(|(_, p)| p.raw_fd().is_some());
@@ -178,6 +248,21 @@ fn forward(
         if let Err(e) = sys::poll(&mut set, if all_pollable { 50 } else { 1 }) {
             warn!(error = %e, "poll failed");
             std::thread::sleep(Duration::from_millis(10));
+        }
+        // Packet-outs enter at the CPU port, as if received there.
+        if let Some(d) = device {
+            if let Some(cpu) = d.config.cpu_port {
+                for f in d.take_packet_outs() {
+                    let r = lock(interp).packet(cpu, &f);
+                    match r {
+                        Ok(outs) => send_outputs(outs, &mut ports, stats, device),
+                        Err(e) => {
+                            stats.errors.fetch_add(1, Ordering::Relaxed);
+                            tracing::debug!(error = %e, "the program refused a packet-out");
+                        }
+                    }
+                }
+            }
         }
         for i in 0..ports.len() {
             let in_port = ports[i].0;
@@ -203,14 +288,7 @@ fn forward(
                         continue;
                     }
                 };
-                for o in outs {
-                    let sent = ports
-                        .iter_mut()
-                        .find(|(n, _)| *n == o.port)
-                        .is_some_and(|(_, p)| matches!(p.tx_burst(&[&o.data]), Ok(1)));
-                    let c = if sent { &stats.tx } else { &stats.tx_dropped };
-                    c.fetch_add(1, Ordering::Relaxed);
-                }
+                send_outputs(outs, &mut ports, stats, device);
             }
         }
     }

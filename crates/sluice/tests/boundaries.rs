@@ -14,7 +14,7 @@
 //!    OpenFlow: a new crate is checked without being listed.
 //! 3. `sluice-agent` reaches no sluice crate but `sluice-ofp`: it speaks
 //!    OpenFlow to controllers and knows nothing of the engine.
-//! 4. Pure crates (everything but agent, ports, datapath and the binary)
+//! 4. Pure crates (everything but agent, ports, datapath, p4rt and the binary)
 //!    reach no I/O runtime: no tokio, no TLS, no ports, no agent.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,7 +24,9 @@ use std::process::Command;
 const OPENFLOW: &[&str] =
     &["sluice-ofp", "sluice-pipeline", "sluice-agent", "sluice-datapath", "sluice"];
 /// Crates allowed to do I/O.
-const IO_CRATES: &[&str] = &["sluice-agent", "sluice-ports", "sluice-datapath", "sluice"];
+/// (`sluice-p4rt` is the P4Runtime gRPC server: a control channel like the agent.)
+const IO_CRATES: &[&str] =
+    &["sluice-agent", "sluice-ports", "sluice-datapath", "sluice-p4rt", "sluice"];
 /// What a pure crate must not reach.
 const IO_DEPS: &[&str] = &[
     "tokio",

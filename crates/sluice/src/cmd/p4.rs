@@ -17,7 +17,9 @@
 //!   (`sluice_datapath::p4switch`), compiled into the core when the
 //!   lowering takes it, else (or with `--reference`) on the reference
 //!   interpreter, the log saying which and why; its tables managed with
-//!   `p4 ctl`.
+//!   `p4 ctl`. `--p4runtime IP[:PORT]` (port 9559 if left out) also serves
+//!   P4Runtime (`sluice_p4rt`) as device `--device-id` (0), with
+//!   `--cpu-port N` the port packet-outs enter and packet-ins leave by.
 //! - `sluice p4 ctl TARGET [COMMAND...]`: one simple_switch_CLI command
 //!   (`table_add ...`, `table_dump T`, `counter_read C I`, `digests`, ...)
 //!   sent to a running `p4 run`; without a command, one per line from
@@ -125,6 +127,27 @@ pub struct RunArgs {
     /// then megaflow), `megaflow` or `off`.
     #[arg(long, value_name = "MODE", default_value = "on", value_parser = ["on", "megaflow", "off"])]
     cache: String,
+    /// Serve P4Runtime (gRPC) on `IP:PORT`, or on `IP` at port 9559.
+    #[arg(long, value_name = "ADDR")]
+    p4runtime: Option<String>,
+    /// P4Runtime device id.
+    #[arg(long, value_name = "ID", default_value_t = 0, requires = "p4runtime")]
+    device_id: u64,
+    /// The port number packet-outs enter by and packet-ins leave by
+    /// (none by default, as bmv2: then packet I/O with the controller is refused).
+    #[arg(long, value_name = "N", requires = "p4runtime")]
+    cpu_port: Option<u32>,
+}
+
+/// `IP:PORT`, or `IP` meaning port 9559 (P4Runtime's IANA port).
+fn p4runtime_addr(s: &str) -> Result<std::net::SocketAddr> {
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    match s.trim_matches(|c| c == '[' || c == ']').parse::<std::net::IpAddr>() {
+        Ok(ip) => Ok(std::net::SocketAddr::new(ip, 9559)),
+        Err(_) => bail!("--p4runtime `{s}`: expected IP:PORT or IP (port 9559)"),
+    }
 }
 
 fn run_switch(a: RunArgs) -> Result<()> {
@@ -171,8 +194,44 @@ fn run_switch(a: RunArgs) -> Result<()> {
         )),
     };
     sluice_datapath::daemon::init_logging();
+    let p4runtime = match &a.p4runtime {
+        None => None,
+        Some(s) => {
+            let addr = p4runtime_addr(s)?;
+            if let Some(cpu) = a.cpu_port {
+                if ports.iter().any(|(n, _)| *n == cpu) {
+                    bail!("--cpu-port {cpu}: port {cpu} is also a --port; the CPU port is the controller's");
+                }
+            }
+            let source = std::fs::read(&a.program)
+                .with_context(|| format!("reading {}", a.program.display()))?;
+            let pipeline = match sluice_p4rt::pipeline::Pipeline::new(&loaded, source, &engine) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    tracing::warn!(
+                        "P4Runtime starts with no pipeline (load one with SetForwardingPipelineConfig): {}",
+                        e.message
+                    );
+                    None
+                }
+            };
+            let device = sluice_p4rt::DeviceConfig {
+                device_id: a.device_id,
+                cpu_port: a.cpu_port,
+                reference: a.reference,
+            };
+            Some(p4switch::P4RuntimeRun { addr, device, pipeline })
+        }
+    };
     let stop = sluice_datapath::daemon::stop_on_signals().context("installing signal handlers")?;
-    let cfg = p4switch::P4RunConfig { ports, netns: a.netns, agent, datapath_id: dpid, fallback };
+    let cfg = p4switch::P4RunConfig {
+        ports,
+        netns: a.netns,
+        agent,
+        datapath_id: dpid,
+        fallback,
+        p4runtime,
+    };
     p4switch::run(engine, cfg, &stop)
 }
 

@@ -37,7 +37,7 @@ import p4rt_client as rt
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--addr", default="127.0.0.1:9559")
-    p.add_argument("--device-id", type=int, default=1)
+    p.add_argument("--device-id", type=int, default=0, help="as `sluice p4 run --device-id` (default 0)")
     p.add_argument("--election", type=int, default=1)
     p.add_argument("--ports", default="1,2,3", help="the switch's ports, for the flood group")
     p.add_argument("--set-pipeline", metavar="PROG.p4")

@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--addr", default="127.0.0.1:9559")
-    p.add_argument("--device-id", type=int, default=1)
+    p.add_argument("--device-id", type=int, default=0, help="as `sluice p4 run --device-id` (default 0)")
     p.add_argument("--election", type=int, default=1)
     p.add_argument("--program", default=os.path.join(HERE, "..", "p4", "router.p4"))
     p.add_argument("--sluice", default="sluice", help="the sluice binary (for the P4Info)")

@@ -114,6 +114,8 @@ async fn python_router_example() {
         &srv.addr.to_string(),
         "--p4info",
         &info.display().to_string(),
+        "--device-id",
+        "1",
         "--route",
         "10.0.1.0/24,02:00:00:00:00:01,02:00:00:00:aa:01,1",
         "--route",
@@ -142,11 +144,19 @@ async fn python_router_example() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_l2_learning_from_packet_in() {
     let srv = common::start(Some("../../../../examples/p4runtime/l2switch_cpu.p4")).await;
-    let args: Vec<String> =
-        ["--addr", &srv.addr.to_string(), "--mode", "packet-in", "--duration", "6"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let args: Vec<String> = [
+        "--addr",
+        &srv.addr.to_string(),
+        "--device-id",
+        "1",
+        "--mode",
+        "packet-in",
+        "--duration",
+        "6",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let ctl = tokio::spawn(run(repo("examples/p4runtime/l2_learning.py"), args));
     // packet_in { ingress_port = 1 (9 bits), pad (7) }, then the frame.
     let mut frame = vec![0x00, 0x80];

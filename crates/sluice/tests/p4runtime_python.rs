@@ -62,7 +62,8 @@ fn run_script(script: &str, args: &[String], extra: &dyn Fn() -> String) {
 /// once it listens, and the script arguments that name it.
 fn start(lab: &Lab, dir: &Scratch) -> (Proc, Vec<String>) {
     let program = here().join("rt.p4");
-    let (sw, addr) = start_program(lab, dir, &program, &["--cpu-port", "255"]);
+    // The scripts' device id is 1 (`sluice p4 run`'s default is 0).
+    let (sw, addr) = start_program(lab, dir, &program, &["--cpu-port", "255", "--device-id", "1"]);
     let mut args = vec![
         "--addr".to_string(),
         addr,
@@ -108,37 +109,33 @@ fn client_reads_sluices_p4info() {
 }
 
 #[test]
-#[ignore = "needs `sluice p4 run --p4runtime` (branch wip/p4rt-server); run with --ignored once merged"]
 fn arbitration() {
     scenario("arbitration.py", 94);
 }
 
 #[test]
-#[ignore = "needs `sluice p4 run --p4runtime` (branch wip/p4rt-server); run with --ignored once merged"]
 fn pipeline_config() {
     scenario("pipeline.py", 95);
 }
 
 #[test]
-#[ignore = "needs `sluice p4 run --p4runtime` (branch wip/p4rt-server); run with --ignored once merged"]
 fn write_and_read_every_match_kind() {
     scenario("write_read.py", 96);
 }
 
 #[test]
-#[ignore = "needs `sluice p4 run --p4runtime` (branch wip/p4rt-server); run with --ignored once merged"]
+#[ignore = "the server answers NOT_FOUND for an unknown match field id; the spec's Match Format section says INVALID_ARGUMENT (every other case passes)"]
 fn errors_for_bad_entries() {
     scenario("errors.py", 97);
 }
 
 #[test]
-#[ignore = "needs `sluice p4 run --p4runtime` (branch wip/p4rt-server); run with --ignored once merged"]
 fn packet_in_and_out() {
     scenario("packet_io.py", 98);
 }
 
 #[test]
-#[ignore = "needs digests in `sluice p4 run --p4runtime` (branch wip/p4rt-server answers UNIMPLEMENTED so far)"]
+#[ignore = "needs digests in `sluice p4 run --p4runtime` (the server answers UNIMPLEMENTED so far)"]
 fn digests_with_and_without_acks() {
     scenario("digests.py", 99);
 }
@@ -215,13 +212,12 @@ fn l2_learning(program: &Path, mode: &str, octet: u8, extra: &[&str]) {
 }
 
 #[test]
-#[ignore = "needs digests in `sluice p4 run --p4runtime` (branch wip/p4rt-server answers UNIMPLEMENTED so far)"]
+#[ignore = "needs digests in `sluice p4 run --p4runtime` (the server answers UNIMPLEMENTED so far)"]
 fn l2_learning_example_converges_with_digests() {
     l2_learning(&examples("p4/l2switch.p4"), "digest", 100, &[]);
 }
 
 #[test]
-#[ignore = "needs `sluice p4 run --p4runtime --cpu-port` (branch wip/p4rt-server); run with --ignored once merged"]
 fn l2_learning_example_converges_with_packet_in() {
     l2_learning(&examples("p4runtime/l2switch_cpu.p4"), "packet-in", 102, &["--cpu-port", "255"]);
 }
@@ -229,7 +225,6 @@ fn l2_learning_example_converges_with_packet_in() {
 /// The router example driven entirely over P4Runtime: router.py installs
 /// router.p4 and its routes; ping works between three hosts.
 #[test]
-#[ignore = "needs `sluice p4 run --p4runtime` (branch wip/p4rt-server); run with --ignored once merged"]
 fn router_example_over_p4runtime() {
     need_root_and(&["ip", "ping", "timeout"]);
     let dir = Scratch::new("p4rt-py-router");

@@ -11,7 +11,7 @@ import p4rt_client as rt
 
 p = argparse.ArgumentParser()
 p.add_argument("--addr", required=True)
-p.add_argument("--device-id", type=int, default=1)
+p.add_argument("--device-id", type=int, default=0)
 p.add_argument("--table", required=True)
 p.add_argument("--want", type=int, required=True)
 p.add_argument("--limit", type=float, default=20)

@@ -212,24 +212,25 @@ fn open_ports(cfg: &P4RunConfig) -> anyhow::Result<Vec<(u32, Box<dyn Port>)>> {
 
 /// Sends a packet's outputs: to the controller for the CPU port (with
 /// P4Runtime), else to the port the program chose.
-fn send_outputs(
-    outs: Vec<sluice_p4::target::Output>,
+/// Sends one output of the program: to the controller as a packet-in if
+/// it goes to the P4Runtime CPU port, else on the port the program chose.
+fn send_one(
+    port: u32,
+    data: &[u8],
     ports: &mut [(u32, Box<dyn Port>)],
     stats: &P4Stats,
     device: Option<&sluice_p4rt::Device>,
 ) {
-    for o in outs {
-        if let Some(d) = device.filter(|d| d.config.cpu_port == Some(o.port)) {
-            d.packet_in(&o.data);
-            continue;
-        }
-        let sent = ports
-            .iter_mut()
-            .find(|(n, _)| *n == o.port)
-            .is_some_and(|(_, p)| matches!(p.tx_burst(&[&o.data]), Ok(1)));
-        let c = if sent { &stats.tx } else { &stats.tx_dropped };
-        c.fetch_add(1, Ordering::Relaxed);
+    if let Some(d) = device.filter(|d| d.config.cpu_port == Some(port)) {
+        d.packet_in(data);
+        return;
     }
+    let sent = ports
+        .iter_mut()
+        .find(|(n, _)| *n == port)
+        .is_some_and(|(_, p)| matches!(p.tx_burst(&[data]), Ok(1)));
+    let c = if sent { &stats.tx } else { &stats.tx_dropped };
+    c.fetch_add(1, Ordering::Relaxed);
 }
 
 fn forward(
@@ -253,13 +254,10 @@ fn forward(
         if let Some(d) = device {
             if let Some(cpu) = d.config.cpu_port {
                 for f in d.take_packet_outs() {
-                    let r = lock(interp).packet(cpu, &f);
-                    match r {
-                        Ok(outs) => send_outputs(outs, &mut ports, stats, device),
-                        Err(e) => {
-                            stats.errors.fetch_add(1, Ordering::Relaxed);
-                            tracing::debug!(error = %e, "the program refused a packet-out");
-                        }
+                    let mut send = |p: u32, d: &[u8]| send_one(p, d, &mut ports, stats, device);
+                    if let Err(e) = lock(interp).packet_into(cpu, &f, &mut send) {
+                        stats.errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::debug!(error = %e, "the program refused a packet-out");
                     }
                 }
             }
@@ -280,15 +278,13 @@ fn forward(
                 if b.csum_partial() {
                     crate::csum::complete_l4_checksum(b.frame_mut());
                 }
-                let outs = match lock(interp).packet(in_port, b.frame()) {
-                    Ok(o) => o,
-                    Err(e) => {
-                        stats.errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::debug!(port = in_port, error = %e, "the program refused a frame");
-                        continue;
-                    }
-                };
-                send_outputs(outs, &mut ports, stats, device);
+                // Outputs go out as the program hands them over: the
+                // compiled engine lends its own buffer, nothing is copied.
+                let mut send = |p: u32, d: &[u8]| send_one(p, d, &mut ports, stats, device);
+                if let Err(e) = lock(interp).packet_into(in_port, b.frame(), &mut send) {
+                    stats.errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(port = in_port, error = %e, "the program refused a frame");
+                }
             }
         }
     }

@@ -173,7 +173,7 @@ pub fn split_header<'a>(
     frame: &'a [u8],
 ) -> Option<(Vec<p4v1::PacketMetadata>, &'a [u8])> {
     let bits: u32 = header.iter().map(|f| f.2).sum();
-    let len = (bits / 8) as usize;
+    let len = bits.div_ceil(8) as usize;
     if frame.len() < len {
         return None;
     }
@@ -202,7 +202,7 @@ pub fn build_header(
         }
     }
     let bits: u32 = header.iter().map(|f| f.2).sum();
-    let mut out = vec![0u8; (bits / 8) as usize];
+    let mut out = vec![0u8; bits.div_ceil(8) as usize];
     let mut off = 0u32;
     for (id, name, w) in header {
         let v = match md.iter().find(|m| m.metadata_id == *id) {

@@ -51,7 +51,9 @@ pub fn entry_key(t: &TableMap, e: &p4v1::TableEntry) -> P4Result<KeyParts> {
     let mut given: Vec<Option<&p4v1::FieldMatch>> = vec![None; t.fields.len()];
     for m in &e.r#match {
         let i = t.fields.iter().position(|f| f.id == m.field_id).ok_or_else(|| {
-            P4Error::not_found(format!(
+            // The spec's "Match Format": a field_id that is not the
+            // table's is INVALID_ARGUMENT (like every match error there).
+            P4Error::invalid(format!(
                 "table `{}` has no match field with id {}",
                 t.name, m.field_id
             ))

@@ -421,7 +421,7 @@ async fn write_errors_carry_per_update_codes() {
         Code::NotFound,
         Code::NotFound,
         Code::NotFound,
-        Code::NotFound,
+        Code::InvalidArgument, // unknown field: the spec's "Match Format"
         Code::OutOfRange,
         Code::OutOfRange,
         Code::InvalidArgument,

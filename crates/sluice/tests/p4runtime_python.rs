@@ -124,7 +124,6 @@ fn write_and_read_every_match_kind() {
 }
 
 #[test]
-#[ignore = "the server answers NOT_FOUND for an unknown match field id; the spec's Match Format section says INVALID_ARGUMENT (every other case passes)"]
 fn errors_for_bad_entries() {
     scenario("errors.py", 97);
 }

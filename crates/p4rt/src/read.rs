@@ -270,20 +270,7 @@ pub fn read(
         Some(E::CounterEntry(c)) => read_counters(p, engine, c, out),
         Some(E::RegisterEntry(r)) => read_registers(p, engine, r, out),
         Some(E::PacketReplicationEngineEntry(pre)) => read_mcast(st, pre, out),
-        Some(E::DirectCounterEntry(_)) => {
-            Err(P4Error::unimplemented("direct counters are not implemented"))
-        }
-        Some(E::MeterEntry(_)) | Some(E::DirectMeterEntry(_)) => {
-            Err(P4Error::unimplemented("meters are not implemented"))
-        }
-        Some(E::DigestEntry(_)) => Err(P4Error::unimplemented("digests are not implemented")),
-        Some(E::ActionProfileMember(_)) | Some(E::ActionProfileGroup(_)) => {
-            Err(P4Error::unimplemented("action profiles are not implemented"))
-        }
-        Some(E::ValueSetEntry(_)) => Err(P4Error::unimplemented("value sets are not implemented")),
-        Some(E::ExternEntry(_)) => {
-            Err(P4Error::unimplemented("extern entries are not implemented"))
-        }
+        Some(other) => Err(convert::not_built(other)),
         None => Err(P4Error::invalid("read of an entity with nothing set")),
     }
 }

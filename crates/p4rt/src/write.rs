@@ -523,23 +523,7 @@ pub fn update(p: &Pipeline, st: &mut State, engine: &mut Engine, u: &p4v1::Updat
             }
             None => Err(P4Error::invalid("packet replication entry with no type")),
         },
-        Some(E::CounterEntry(_)) => {
-            Err(P4Error::unimplemented("writing counters is not implemented"))
-        }
-        Some(E::DirectCounterEntry(_)) => {
-            Err(P4Error::unimplemented("direct counters are not implemented"))
-        }
-        Some(E::MeterEntry(_)) | Some(E::DirectMeterEntry(_)) => {
-            Err(P4Error::unimplemented("meters are not implemented"))
-        }
-        Some(E::DigestEntry(_)) => Err(P4Error::unimplemented("digests are not implemented")),
-        Some(E::ActionProfileMember(_)) | Some(E::ActionProfileGroup(_)) => {
-            Err(P4Error::unimplemented("action profiles are not implemented"))
-        }
-        Some(E::ValueSetEntry(_)) => Err(P4Error::unimplemented("value sets are not implemented")),
-        Some(E::ExternEntry(_)) => {
-            Err(P4Error::unimplemented("extern entries are not implemented"))
-        }
+        Some(other) => Err(convert::not_built(other)),
         None => Err(P4Error::invalid("update with no entity")),
     }
 }

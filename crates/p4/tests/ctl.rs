@@ -154,4 +154,15 @@ fn a_key_is_added_once() {
     ok(&mut sw, "table_add by_type fwd 0x88b5&&&0xffff * => 3 11");
     refused(&mut sw, "table_add by_type drop 0x88b5&&&0xffff * => 10", &["already has an entry"]);
     assert_eq!(sw.dump("by_dst").unwrap().0.len(), 1);
+    // A deleted key is free again; the others stay taken.
+    let h = sw.dump("by_type").unwrap().0[0].handle;
+    ok(&mut sw, &format!("table_delete by_type {h}"));
+    ok(&mut sw, "table_add by_type drop 0x88b5&&&0xffff * => 10");
+    refused(&mut sw, "table_add by_type drop 0x88b5&&&0xffff * => 11", &["already has an entry"]);
+    let h = sw.dump("by_dst").unwrap().0[0].handle;
+    ok(&mut sw, &format!("table_delete by_dst {h}"));
+    ok(&mut sw, "table_add by_dst fwd 00:00:00:00:00:02 => 3");
+    // After a reset every key is free.
+    ok(&mut sw, "table_clear by_dst");
+    ok(&mut sw, "table_add by_dst fwd 00:00:00:00:00:02 => 4");
 }

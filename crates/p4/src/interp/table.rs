@@ -9,6 +9,7 @@
 //! first the highest.
 
 use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
 
 use super::{name_annotation, Builder, ExternState, Inst, Obj};
 use crate::ast::{self, BigValue, Decl, Direction, Expr, ExprKind, Keyset, Local, TableProp};
@@ -65,7 +66,7 @@ pub(crate) struct TableStatic {
     pub direct_counter: Option<usize>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Pat {
     Exact(Bits),
     Ternary(Bits, Bits),
@@ -94,6 +95,53 @@ pub(crate) struct TableDyn {
     pub default: (usize, Vec<Value>),
     /// The handle the next added entry gets.
     pub next_handle: u64,
+    /// How many entries hold each slot (`slot`): the control plane's
+    /// duplicate check without a scan of the table.
+    slots: HashMap<(Vec<Pat>, i128), u32>,
+    /// How many entries have each priority: the lowest in O(log n).
+    prios: BTreeMap<i128, u32>,
+}
+
+impl TableDyn {
+    fn new(default: (usize, Vec<Value>)) -> Self {
+        TableDyn {
+            entries: Vec::new(),
+            default,
+            next_handle: 0,
+            slots: HashMap::new(),
+            prios: BTreeMap::new(),
+        }
+    }
+
+    /// An entry's slot: its keys, and its priority in a table that
+    /// orders by priority (in exact and LPM tables a key is one entry
+    /// whatever the priority).
+    fn slot(by_prio: bool, keys: &[Pat], prio: i128) -> (Vec<Pat>, i128) {
+        (keys.to_vec(), if by_prio { prio } else { 0 })
+    }
+
+    fn push(&mut self, by_prio: bool, e: Entry) {
+        *self.slots.entry(Self::slot(by_prio, &e.keys, e.prio)).or_default() += 1;
+        *self.prios.entry(e.prio).or_default() += 1;
+        self.entries.push(e);
+    }
+
+    fn remove(&mut self, by_prio: bool, i: usize) {
+        let e = self.entries.remove(i);
+        let slot = Self::slot(by_prio, &e.keys, e.prio);
+        if let Some(c) = self.slots.get_mut(&slot) {
+            *c -= 1;
+            if *c == 0 {
+                self.slots.remove(&slot);
+            }
+        }
+        if let Some(c) = self.prios.get_mut(&e.prio) {
+            *c -= 1;
+            if *c == 0 {
+                self.prios.remove(&e.prio);
+            }
+        }
+    }
 }
 
 /// Builds a table of the control instance `block` (declaration `decl`).
@@ -245,7 +293,7 @@ pub(super) fn build(
             }
         },
     };
-    let mut dynm = TableDyn { entries: Vec::new(), default, next_handle: 0 };
+    let mut dynm = TableDyn::new(default);
     if let Some((entries, is_const)) = entries_prop {
         ts.entries_const = is_const;
         let n = entries.len() as i128;
@@ -274,15 +322,11 @@ pub(super) fn build(
             last_prio = e.priority.as_ref().map(|_| prio).or(last_prio);
             let explicit_prio = e.priority.is_some();
             let handle = i as u64;
-            dynm.entries.push(Entry {
-                keys,
-                action,
-                args,
-                prio,
-                explicit_prio,
-                seq: i as u64,
-                handle,
-            });
+            let by_prio = ts.lookup == Lookup::Priority;
+            dynm.push(
+                by_prio,
+                Entry { keys, action, args, prio, explicit_prio, seq: i as u64, handle },
+            );
             dynm.next_handle = handle + 1;
         }
     }
@@ -545,27 +589,22 @@ pub(crate) fn add_entry(
     let args = ctl_action_args(ts, action, &e.args)?;
     let prio = match e.priority {
         Some(p) => p as i128,
-        None => td.entries.iter().map(|x| x.prio).min().map_or(0, |m| m - 1),
+        None => td.prios.keys().next().map_or(0, |m| m - 1),
     };
     // A key is one entry: in exact and LPM tables whatever the priority
     // (the order of adding gives none its meaning), with priorities at
     // the same priority.
-    let same_slot = |x: &Entry| x.keys == keys && (ts.lookup != Lookup::Priority || x.prio == prio);
-    if td.entries.iter().any(same_slot) {
+    let by_prio = ts.lookup == Lookup::Priority;
+    if td.slots.contains_key(&TableDyn::slot(by_prio, &keys, prio)) {
         return Err(format!("table `{}` already has an entry with this key", ts.name));
     }
     let handle = td.next_handle;
     td.next_handle += 1;
     let explicit_prio = e.priority.is_some();
-    td.entries.push(Entry {
-        keys,
-        action,
-        args,
-        prio,
-        explicit_prio,
-        seq: seq + (1 << 32),
-        handle,
-    });
+    td.push(
+        by_prio,
+        Entry { keys, action, args, prio, explicit_prio, seq: seq + (1 << 32), handle },
+    );
     Ok(handle)
 }
 
@@ -579,7 +618,7 @@ pub(crate) fn delete_entry(ts: &TableStatic, td: &mut TableDyn, handle: u64) -> 
         .iter()
         .position(|e| e.handle == handle)
         .ok_or_else(|| format!("table `{}` has no entry with handle {handle}", ts.name))?;
-    td.entries.remove(i);
+    td.remove(ts.lookup == Lookup::Priority, i);
     Ok(())
 }
 

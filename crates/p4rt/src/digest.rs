@@ -23,8 +23,8 @@
 //!   `DigestListAck` for it arrives or it is `ack_timeout_ns` old; data in
 //!   the cache or the buffer is not buffered again. `ack_timeout_ns` 0
 //!   keeps no cache.
-//! - A list with no primary (or a full stream) is dropped, counted, and
-//!   not cached (nobody saw it).
+//! - A list with no primary is dropped, counted, and not cached (nobody
+//!   saw it). A full stream holds the task back ([`run`]).
 //!
 //! # Bounds
 //! At most [`MAX_WAITING`] digests wait between the forwarding thread and
@@ -107,7 +107,7 @@ impl Configured {
 pub struct DigestCounts {
     /// Lists sent to the primary.
     pub lists: u64,
-    /// Lists dropped: no primary, or its stream was full.
+    /// Lists dropped: no primary, or its stream stayed full ([`SEND_WAIT`]).
     pub lists_dropped: u64,
     /// Digests dropped before the task saw them ([`MAX_WAITING`]).
     pub digests_dropped: u64,
@@ -408,10 +408,19 @@ fn flush(
     }
 }
 
+/// How long the digest task waits for room on the primary's stream
+/// before it drops a list.
+pub const SEND_WAIT: Duration = Duration::from_secs(1);
+
 /// The digest task: runs [`Digests::process`] whenever the forwarding
-/// thread hands digests over or a deadline comes. It runs until aborted
-/// ([`crate::server::serve`] aborts it when the server stops).
+/// thread hands digests over or a deadline comes. Lists go to the
+/// primary's stream with back-pressure: a full stream holds the task
+/// (digests wait, up to [`MAX_WAITING`]) for at most [`SEND_WAIT`] per
+/// list, then the list is dropped and counted; such a list stays cached
+/// until its ack timeout, like any list sent and not acked. It runs until
+/// aborted ([`crate::server::serve`] aborts it when the server stops).
 pub async fn run(device: Arc<Device>) {
+    let mut out: Vec<(crate::stream::Tx, p4v1::DigestList)> = Vec::new();
     loop {
         let deadline = lock(&device.digests).next_deadline();
         let wait = deadline.map_or(IDLE, |d| d.saturating_duration_since(Instant::now()));
@@ -421,11 +430,22 @@ pub async fn run(device: Arc<Device>) {
             let _ = tokio::time::timeout(wait, device.digest_wake.notified()).await;
         }
         lock(&device.digests).process(Instant::now(), &mut |list| {
+            let Some(tx) = lock(&device.arb).primary_tx("") else { return false };
+            out.push((tx, list));
+            true
+        });
+        for (tx, list) in out.drain(..) {
             let msg = p4v1::StreamMessageResponse {
                 update: Some(p4v1::stream_message_response::Update::Digest(list)),
             };
-            lock(&device.arb).send_to_primary("", msg)
-        });
+            let sent =
+                matches!(tokio::time::timeout(SEND_WAIT, tx.send(Ok(msg))).await, Ok(Ok(())));
+            if !sent {
+                let mut ds = lock(&device.digests);
+                ds.counts.lists -= 1;
+                ds.counts.lists_dropped += 1;
+            }
+        }
     }
 }
 

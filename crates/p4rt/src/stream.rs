@@ -98,6 +98,11 @@ impl Arbitration {
             .is_some_and(|c| self.primary(&c.role).is_some_and(|p| p.stream == stream))
     }
 
+    /// The role's primary's stream, if there is a primary.
+    pub fn primary_tx(&self, role: &str) -> Option<Tx> {
+        self.primary(role).map(|p| p.tx.clone())
+    }
+
     /// Sends to the role's primary; false if none or its stream is full.
     pub fn send_to_primary(&self, role: &str, msg: p4v1::StreamMessageResponse) -> bool {
         self.primary(role).is_some_and(|p| p.tx.try_send(Ok(msg)).is_ok())

@@ -32,7 +32,10 @@
 //! thread injects the queued packet-outs at the CPU port (so a
 //! packet-out waits at most one poll round, 50 ms); what the program
 //! sends to the CPU port goes to the primary controller as a packet-in
-//! instead of to a port.
+//! instead of to a port. At the end of each round it hands the digests
+//! the program queued to the server (`Device::hand_over_digests`), whose
+//! digest task sends them as `DigestList`s; `sluice p4 ctl digests` then
+//! sees none (the server took them).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -286,6 +289,12 @@ fn forward(
                     tracing::debug!(port = in_port, error = %e, "the program refused a frame");
                 }
             }
+        }
+        // Digests go to the P4Runtime server's digest task once per
+        // round: a short queue push and a wake-up, never a wait.
+        if let Some(d) = device {
+            let ds = lock(interp).take_digests();
+            d.hand_over_digests(ds);
         }
     }
 }

@@ -53,7 +53,7 @@ pub fn not_built(e: &crate::proto::p4::v1::entity::Entity) -> P4Error {
         E::PacketReplicationEngineEntry(_) => "clone sessions",
         E::DirectCounterEntry(_) => "direct counters",
         E::MeterEntry(_) | E::DirectMeterEntry(_) => "meters",
-        E::DigestEntry(_) => "digests",
+        E::DigestEntry(_) => "digest entries here",
         E::ActionProfileMember(_) | E::ActionProfileGroup(_) => "action profiles",
         E::ValueSetEntry(_) => "value sets",
         E::ExternEntry(_) => "extern entries",

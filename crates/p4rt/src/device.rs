@@ -3,9 +3,10 @@
 //! the entry index, the arbitration state and the packet queues.
 //!
 //! # Thread-safety
-//! Three locks, always taken in this order and never across an
+//! Four locks, always taken in this order and never across an
 //! `.await`: `state` (pipeline and entry index), `engine` (what the
-//! forwarding thread locks per packet), `arb` (streams). A Write or a
+//! forwarding thread locks per packet), `digests` (digest configuration,
+//! buffers and cache: [`crate::digest`]), `arb` (streams). A Write or a
 //! pipeline change holds `state` for the whole request, so requests see
 //! each other whole; the forwarding thread sees the tables between two
 //! updates, never during one.
@@ -18,9 +19,12 @@ use sluice_p4::engines::Engine;
 use sluice_p4::target::EntrySpec;
 
 use crate::convert;
+use crate::digest::Digests;
 use crate::pipeline::Pipeline;
 use crate::proto::p4::v1 as p4v1;
 use crate::stream::Arbitration;
+use sluice_p4::interp::Digest;
+use std::time::Instant;
 
 /// Most packet-outs waiting for the forwarding thread; more are refused
 /// (RESOURCE_EXHAUSTED on the stream).
@@ -83,6 +87,9 @@ pub struct Device {
     pub arb: Mutex<Arbitration>,
     packet_outs: Mutex<VecDeque<Vec<u8>>>,
     pub stats: PacketStats,
+    pub digests: Mutex<Digests>,
+    /// Wakes the digest task ([`crate::digest::run`]).
+    pub digest_wake: tokio::sync::Notify,
 }
 
 impl Device {
@@ -93,6 +100,8 @@ impl Device {
         engine: Arc<Mutex<Engine>>,
         pipeline: Option<Pipeline>,
     ) -> Self {
+        let mut digests = Digests::default();
+        digests.reset(pipeline.as_ref());
         Device {
             config,
             engine,
@@ -100,7 +109,32 @@ impl Device {
             arb: Mutex::new(Arbitration::default()),
             packet_outs: Mutex::new(VecDeque::new()),
             stats: PacketStats::default(),
+            digests: Mutex::new(digests),
+            digest_wake: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Digests the engine queued, handed over by the forwarding thread:
+    /// queued for the digest task, which is woken; never blocks on the
+    /// network.
+    pub fn hand_over_digests(&self, ds: Vec<Digest>) {
+        if ds.is_empty() {
+            return;
+        }
+        lock(&self.digests).arrive(Instant::now(), ds);
+        self.digest_wake.notify_one();
+    }
+
+    /// Takes the engine's queued digests and hands them over (for callers
+    /// that do not hold the engine lock already).
+    pub fn collect_digests(&self) {
+        let ds = lock(&self.engine).take_digests();
+        self.hand_over_digests(ds);
+    }
+
+    /// The digest path's counts so far.
+    pub fn digest_counts(&self) -> crate::digest::DigestCounts {
+        lock(&self.digests).counts
     }
 
     /// The pipeline loaded now.

@@ -27,6 +27,7 @@ pub mod proto {
 
 pub mod convert;
 pub mod device;
+pub mod digest;
 pub mod pipeline;
 pub mod read;
 pub mod server;

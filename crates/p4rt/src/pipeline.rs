@@ -100,7 +100,7 @@ pub struct Pipeline {
 
 /// Whether two control-plane names denote the same object: equal, or
 /// one a dot-separated suffix of the other.
-fn same_name(a: &str, b: &str) -> bool {
+pub(crate) fn same_name(a: &str, b: &str) -> bool {
     let (a, b) = (a.trim_start_matches('.'), b.trim_start_matches('.'));
     a == b || a.ends_with(&format!(".{b}")) || b.ends_with(&format!(".{a}"))
 }

@@ -17,6 +17,8 @@
 //!   fails with UNKNOWN and a `google.rpc.Status` in the details holding
 //!   one `p4.v1.Error` per update, in order (OK for those applied).
 //! - `Read`: [`crate::read`]. `StreamChannel`: [`crate::stream`].
+//! - `DigestEntry` writes and reads, and the task that sends
+//!   `DigestList`s (started by [`serve`]): [`crate::digest`].
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -185,6 +187,7 @@ impl Service {
                 )
             })?;
             *lock(&self.device.engine) = engine;
+            lock(&self.device.digests).reset(Some(&p));
             st.pipeline = Some(p);
             st.index.clear();
             st.mcast.clear();
@@ -205,6 +208,7 @@ impl Service {
             }
             SetAction::VerifyAndCommit => {
                 *lock(&self.device.engine) = engine;
+                lock(&self.device.digests).reset(Some(&p));
                 st.pipeline = Some(Arc::new(p));
                 st.index.clear();
                 st.mcast.clear();
@@ -232,6 +236,7 @@ impl Service {
                     fresh.mcast = st.mcast.clone();
                 }
                 *lock(&self.device.engine) = engine;
+                lock(&self.device.digests).reset(Some(&p));
                 st.pipeline = Some(Arc::new(p));
                 st.index = fresh.index;
                 st.mcast = fresh.mcast;
@@ -273,8 +278,19 @@ impl P4Runtime for Service {
             return Err(Status::failed_precondition("no forwarding pipeline is loaded"));
         };
         let mut engine = lock(&self.device.engine);
-        let results: Vec<P4Result<()>> =
-            r.updates.iter().map(|u| crate::write::update(&p, &mut st, &mut engine, u)).collect();
+        let results: Vec<P4Result<()>> = r
+            .updates
+            .iter()
+            .map(|u| match u.entity.as_ref().and_then(|e| e.entity.as_ref()) {
+                Some(p4v1::entity::Entity::DigestEntry(d)) => {
+                    let ty = p4v1::update::Type::try_from(u.r#type).map_err(|_| {
+                        P4Error::invalid(format!("unknown update type {}", u.r#type))
+                    })?;
+                    lock(&self.device.digests).write(ty, d)
+                }
+                _ => crate::write::update(&p, &mut st, &mut engine, u),
+            })
+            .collect();
         if results.iter().all(|r| r.is_ok()) {
             Ok(Response::new(p4v1::WriteResponse {}))
         } else {
@@ -297,7 +313,13 @@ impl P4Runtime for Service {
         let engine = lock(&self.device.engine);
         let mut entities = Vec::new();
         for q in &r.entities {
-            crate::read::read(&p, &st, &engine, q, &mut entities).map_err(|e| e.status())?;
+            match &q.entity {
+                Some(p4v1::entity::Entity::DigestEntry(d)) => {
+                    lock(&self.device.digests).read(d, &mut entities)
+                }
+                _ => crate::read::read(&p, &st, &engine, q, &mut entities),
+            }
+            .map_err(|e| e.status())?;
         }
         let one = p4v1::ReadResponse { entities };
         Ok(Response::new(Box::pin(tokio_stream::iter([Ok(one)]))))
@@ -379,13 +401,16 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
-    tonic::transport::Server::builder()
+    let digests = tokio::spawn(crate::digest::run(device.clone()));
+    let r = tonic::transport::Server::builder()
         .add_service(service(device))
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::TcpListenerStream::new(listener),
             shutdown,
         )
-        .await
+        .await;
+    digests.abort();
+    r
 }
 
 /// Binds `addr` (port 0: an ephemeral port) and serves `device` on the

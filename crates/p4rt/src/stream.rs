@@ -23,8 +23,14 @@
 //! port (bmv2's convention). Errors (no CPU port, not primary, a bad
 //! metadata id or width, a full queue) come back as a `StreamError` with
 //! the packet. Frames the program sends to the CPU port go to the
-//! primary as PacketIn ([`crate::device::Device::packet_in`]). Digest
-//! acks and other stream messages are answered UNIMPLEMENTED.
+//! primary as PacketIn ([`crate::device::Device::packet_in`]).
+//!
+//! # Digests
+//! `DigestList`s go to the primary ([`crate::digest`]). A
+//! `DigestListAck` from the primary clears its list from the digest
+//! cache; from another client it is PERMISSION_DENIED, and for a digest
+//! id the P4Info lacks INVALID_ARGUMENT (a `StreamError` with the ack).
+//! Other stream messages are answered UNIMPLEMENTED.
 
 use std::sync::Arc;
 
@@ -90,6 +96,11 @@ impl Arbitration {
             .iter()
             .find(|c| c.stream == stream)
             .is_some_and(|c| self.primary(&c.role).is_some_and(|p| p.stream == stream))
+    }
+
+    /// The role's primary's stream, if there is a primary.
+    pub fn primary_tx(&self, role: &str) -> Option<Tx> {
+        self.primary(role).map(|p| p.tx.clone())
     }
 
     /// Sends to the role's primary; false if none or its stream is full.
@@ -204,6 +215,20 @@ fn stream_error(
     }
 }
 
+fn ack_error(code: Code, message: String, a: p4v1::DigestListAck) -> p4v1::StreamMessageResponse {
+    let details = p4v1::stream_error::Details::DigestListAck(p4v1::DigestListAckError {
+        digest_list_ack: Some(a),
+    });
+    p4v1::StreamMessageResponse {
+        update: Some(Resp::Error(p4v1::StreamError {
+            canonical_code: code as i32,
+            message,
+            details: Some(details),
+            ..Default::default()
+        })),
+    }
+}
+
 /// Runs one client's stream until it ends.
 pub async fn run(
     device: Arc<Device>,
@@ -251,12 +276,15 @@ pub async fn run(
                     let _ = tx.try_send(Ok(stream_error(code, why, Some(p))));
                 }
             }
-            Some(Req::DigestAck(_)) => {
-                let _ = tx.try_send(Ok(stream_error(
-                    Code::Unimplemented,
-                    "digests are not implemented by sluice's P4Runtime server".into(),
-                    None,
-                )));
+            Some(Req::DigestAck(a)) => {
+                let r = if lock(&device.arb).stream_is_primary(stream) {
+                    lock(&device.digests).ack(&a).map_err(|e| (e.code, e.message))
+                } else {
+                    Err((Code::PermissionDenied, "only the primary client may ack digests".into()))
+                };
+                if let Err((code, why)) = r {
+                    let _ = tx.try_send(Ok(ack_error(code, why, a)));
+                }
             }
             Some(Req::Other(_)) | None => {
                 let _ = tx.try_send(Ok(stream_error(

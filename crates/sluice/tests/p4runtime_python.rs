@@ -134,7 +134,6 @@ fn packet_in_and_out() {
 }
 
 #[test]
-#[ignore = "needs digests in `sluice p4 run --p4runtime` (the server answers UNIMPLEMENTED so far)"]
 fn digests_with_and_without_acks() {
     scenario("digests.py", 99);
 }
@@ -211,7 +210,6 @@ fn l2_learning(program: &Path, mode: &str, octet: u8, extra: &[&str]) {
 }
 
 #[test]
-#[ignore = "needs digests in `sluice p4 run --p4runtime` (the server answers UNIMPLEMENTED so far)"]
 fn l2_learning_example_converges_with_digests() {
     l2_learning(&examples("p4/l2switch.p4"), "digest", 100, &[]);
 }

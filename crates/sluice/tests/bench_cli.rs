@@ -123,6 +123,44 @@ fn filter_program_cases_forward_where_the_model_says_on_every_datapath() {
     }
 }
 
+/// `--threads 2`: two workers forward through one pipeline at once and
+/// every thread's outputs are checked against the model (a misforwarded
+/// packet fails the run), for the families with shared state: rule and
+/// table counters (`l3`, `twotable`) and a filter program's map
+/// (`fwprog`).
+#[test]
+fn two_threads_forward_every_packet_where_the_model_says() {
+    let out = sluice(&[
+        "bench",
+        "--threads",
+        "2",
+        "--packets",
+        "20000",
+        "--cases",
+        "l3,twotable/on,fwprog/on",
+        "--rules",
+        "10,1000",
+        "--max-seconds",
+        "2",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("threads=2"), "{stdout}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('#')).collect();
+    // l3 at two sizes in three modes, twotable/on, fwprog/on at two sizes.
+    assert_eq!(rows.len(), 9, "{stdout}");
+    for r in rows {
+        let case = r.split_whitespace().next().unwrap_or_default();
+        for t in 0..2 {
+            assert!(
+                stdout.contains(&format!("# {case}: thread {t}: ")),
+                "no line for thread {t} of {case}:\n{stdout}"
+            );
+        }
+    }
+}
+
 #[test]
 fn bad_options_name_the_token() {
     let cases = [
@@ -134,6 +172,7 @@ fn bad_options_name_the_token() {
         (&["bench", "--rules", "10,ten"][..], "`ten`"),
         (&["bench", "--rules", "0"][..], "`0`"),
         (&["bench", "--frobnicate"][..], "--frobnicate"),
+        (&["bench", "--threads", "0"][..], "0"),
     ];
     for (args, token) in cases {
         let out = sluice(args);

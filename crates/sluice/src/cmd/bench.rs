@@ -1,5 +1,5 @@
-//! `sluice bench`: packets from memory through the full pipeline, one
-//! thread, no I/O; one line per case on stdout.
+//! `sluice bench`: packets from memory through the full pipeline, no
+//! I/O, on one thread or `--threads N`; one line per case on stdout.
 //!
 //! What? The forwarding rate of one worker's pipeline (`Pipeline::process`,
 //! parse → caches → tables → actions → transmit) on synthetic workloads,
@@ -86,6 +86,14 @@
 //! taking a second or more is reported in a `#` line (it is not timed
 //! otherwise).
 //!
+//! Threads (`--threads N`, issue 17's scale-up): N threads forward
+//! through one pipeline at once, each with a worker of its own (caches,
+//! counter shard), as the daemon's workers do; each warms its caches, then
+//! all start together, each at its own offset in the packet order, and
+//! every thread's outputs are checked. The rate is the sum over threads
+//! (their packets over the slowest thread's wall time); a `#` line gives
+//! each thread's own rate.
+//!
 //! Bounds: `--packets` at most 50M (the packet order is kept in memory,
 //! 8 bytes per packet); the warm-up and the timed run each stop early at
 //! `--max-seconds` of work (reported in a `#` line) so a linear-scan
@@ -98,7 +106,7 @@ use sluice_ofp::message::flow_mod_command as fc;
 use sluice_ofp::ofctl::{parse_flow, Usage};
 use sluice_ofp::port::Port;
 use sluice_packet::checksum::{fold, sum};
-use sluice_pipeline::{CacheMode, Config, Datapath, JitOptions, Pipeline, Tx};
+use sluice_pipeline::{CacheMode, Config, Datapath, JitOptions, Pipeline, Tx, Worker};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
@@ -136,6 +144,12 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 32,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub burst: u16,
+    /// Threads forwarding at once through one pipeline, each with its own
+    /// worker (caches, counter shard) as the daemon's workers; the rate is
+    /// their sum. The P4 cases always run on one thread.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: u16,
 }
 
 /// `--datapath`.
@@ -887,9 +901,40 @@ struct Pass {
     cut_short: bool,
 }
 
+/// What a pass forwards through: the pipeline's own worker (one
+/// thread), or a shared pipeline with one of its workers (`--threads`).
+enum Through<'a> {
+    Owner(&'a mut Pipeline),
+    Shared(&'a Pipeline, &'a mut Worker),
+}
+
+impl Through<'_> {
+    fn process(&mut self, frame: &[u8], tx: &mut CheckTx) {
+        match self {
+            Through::Owner(p) => p.process(IN_PORT, frame, tx),
+            Through::Shared(p, w) => p.process_with(w, IN_PORT, frame, tx),
+        }
+    }
+
+    fn process_burst(&mut self, frames: &[&[u8]], tx: &mut CheckTx) {
+        match self {
+            Through::Owner(p) => p.process_burst(IN_PORT, frames, tx),
+            Through::Shared(p, w) => p.process_burst_with(w, IN_PORT, frames, tx),
+        }
+    }
+
+    /// Asynchronous messages (packet-ins) queued since the last call.
+    fn take_async(&mut self) -> u64 {
+        match self {
+            Through::Owner(p) => p.take_async().len() as u64,
+            Through::Shared(_, w) => w.upcalls.drain(..).count() as u64,
+        }
+    }
+}
+
 /// Run `seq` through `p`, timing only the `process` loops.
 fn drive(
-    p: &mut Pipeline,
+    mut p: Through<'_>,
     frames: &[[u8; FRAME_LEN]],
     seq: &[(u32, u32)],
     tx: &mut CheckTx,
@@ -905,7 +950,7 @@ fn drive(
             for &(f, port) in chunk {
                 tx.start(std::iter::once(port));
                 // In bounds: `check_indices` ran before.
-                p.process(IN_PORT, &frames[f as usize], tx);
+                p.process(&frames[f as usize], tx);
             }
         } else {
             for b in chunk.chunks(burst) {
@@ -913,13 +958,13 @@ fn drive(
                 refs.clear();
                 // In bounds: `check_indices` ran before.
                 refs.extend(b.iter().map(|&(f, _)| &frames[f as usize][..]));
-                p.process_burst(IN_PORT, &refs, tx);
+                p.process_burst(&refs, tx);
             }
         }
         pass.elapsed += t0.elapsed();
         pass.packets += chunk.len() as u64;
         pass.expected += chunk.iter().filter(|s| s.1 != 0).count() as u64;
-        pass.async_msgs += p.take_async().len() as u64;
+        pass.async_msgs += p.take_async();
         pb.inc(chunk.len() as u64);
         if pass.elapsed >= limit {
             pass.cut_short = pass.packets < seq.len() as u64;
@@ -945,12 +990,17 @@ fn verify(case: &str, what: &str, pass: &Pass, tx: &CheckTx) -> Result<()> {
     Ok(())
 }
 
-fn build_pipeline(w: &Workload, datapath: Datapath, cache: CacheMode) -> Result<Pipeline> {
+fn build_pipeline(
+    w: &Workload,
+    datapath: Datapath,
+    cache: CacheMode,
+    threads: usize,
+) -> Result<Pipeline> {
     // The switch's setting: table code is built on the compiler thread
     // (`build_pipeline` waits for it before the timed run).
     let jit = JitOptions { background: true, ..JitOptions::default() };
     let compiler = Some(sluice_datapath::compiler());
-    let cfg = Config { datapath, cache, jit, compiler, ..Config::default() };
+    let cfg = Config { datapath, cache, jit, compiler, workers: threads, ..Config::default() };
     let shards = cfg.shards();
     let mut p = Pipeline::new(cfg);
     for (id, prog) in &w.progs {
@@ -1128,17 +1178,17 @@ fn run_case(
     pb.set_message(format!("{name} (installing {} flows)", w.flows.len()));
     pb.tick();
     let t_install = Instant::now();
-    let mut p = build_pipeline(w, datapath, cache)?;
+    let mut p = build_pipeline(w, datapath, cache, 1)?;
     let install = t_install.elapsed();
     pb.set_message(name.to_string());
     let (warm_seq, timed_seq) = w.seq.split_at(w.warm.min(w.seq.len()));
     let mut tx = CheckTx::default();
-    let warm = drive(&mut p, &w.frames, warm_seq, &mut tx, limit, burst, &pb);
+    let warm = drive(Through::Owner(&mut p), &w.frames, warm_seq, &mut tx, limit, burst, &pb);
     let warm_res = verify(name, "warm-up", &warm, &tx);
     let mut tx = CheckTx::default();
     let timed = if warm_res.is_ok() {
         pb.set_position(warm_seq.len() as u64);
-        drive(&mut p, &w.frames, timed_seq, &mut tx, limit, burst, &pb)
+        drive(Through::Owner(&mut p), &w.frames, timed_seq, &mut tx, limit, burst, &pb)
     } else {
         Pass::default()
     };
@@ -1173,6 +1223,106 @@ fn run_case(
     }
     cut_short_notes(&mut notes, name, limit, (&warm, warm_seq.len()), (&timed, timed_seq.len()));
     Ok((Measured { packets: timed.packets, elapsed: timed.elapsed }, notes))
+}
+
+/// [`run_case`] on `threads` threads forwarding through one pipeline,
+/// each with a worker of its own (caches, counter shard), as the daemon's
+/// workers do: each thread warms its caches on the warm-up part, then all
+/// start together (a barrier) on the timed part, each from its own offset
+/// so they do not walk the same packets in step. Every output is checked
+/// as with one thread. The rate is all threads' timed packets over the
+/// longest thread's wall time from the common start.
+fn run_case_threads(
+    name: &str,
+    w: &Workload,
+    datapath: Datapath,
+    cache: CacheMode,
+    limit: Duration,
+    burst: usize,
+    threads: usize,
+) -> Result<(Measured, Vec<String>)> {
+    let pb = ProgressBar::hidden();
+    let mut p = build_pipeline(w, datapath, cache, threads)?;
+    let mut workers: Vec<Worker> = (0..threads).map(|_| p.worker()).collect();
+    let p = &p;
+    let (warm_seq, timed_seq) = w.seq.split_at(w.warm.min(w.seq.len()));
+    let start = std::sync::Barrier::new(threads);
+    let results: Vec<Result<(Pass, Duration, sluice_pipeline::CacheStats)>> =
+        std::thread::scope(|s| {
+            let handles: Vec<_> = workers
+                .iter_mut()
+                .enumerate()
+                .map(|(i, wk)| {
+                    let (pb, start) = (&pb, &start);
+                    s.spawn(move || {
+                        let mut tx = CheckTx::default();
+                        let warm = drive(
+                            Through::Shared(p, wk),
+                            &w.frames,
+                            warm_seq,
+                            &mut tx,
+                            limit,
+                            burst,
+                            pb,
+                        );
+                        let warm_res = verify(name, &format!("thread {i}'s warm-up"), &warm, &tx);
+                        let k = timed_seq.len() * i / threads;
+                        let seq: Vec<(u32, u32)> =
+                            timed_seq[k..].iter().chain(&timed_seq[..k]).copied().collect();
+                        // Every thread reaches the barrier, even after a
+                        // failed warm-up, so none waits forever.
+                        start.wait();
+                        warm_res?;
+                        let t0 = Instant::now();
+                        let mut tx = CheckTx::default();
+                        let timed = drive(
+                            Through::Shared(p, wk),
+                            &w.frames,
+                            &seq,
+                            &mut tx,
+                            limit,
+                            burst,
+                            pb,
+                        );
+                        let wall = t0.elapsed();
+                        verify(name, &format!("thread {i}'s timed run"), &timed, &tx)?;
+                        std::hint::black_box(tx.bytes);
+                        Ok((timed, wall, wk.cache_stats()))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| bail!("{name}: a bench thread panicked")))
+                .collect()
+        });
+    let mut packets = 0;
+    let mut wall = Duration::ZERO;
+    let mut notes = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        let (pass, t, c) = r?;
+        packets += pass.packets;
+        wall = wall.max(t);
+        let secs = t.as_secs_f64().max(1e-9);
+        let mut line = format!(
+            "{name}: thread {i}: {} packets, {:.3} Mpps on its own",
+            pass.packets,
+            pass.packets as f64 / secs / 1e6
+        );
+        if cache != CacheMode::Off {
+            let all = pass.packets.max(1) as f64;
+            line += &format!(
+                ", exact hits {:.1}%, megaflow hits {:.1}% (warm-up included)",
+                100.0 * c.exact_hits as f64 / all,
+                100.0 * c.megaflow_hits as f64 / all
+            );
+        }
+        if pass.cut_short {
+            line += &format!(", stopped at --max-seconds {:.0}", limit.as_secs_f64());
+        }
+        notes.push(line);
+    }
+    Ok((Measured { packets, elapsed: wall }, notes))
 }
 
 /// The `#` lines for a warm-up or timed run stopped at `--max-seconds`
@@ -1291,9 +1441,10 @@ pub fn run(a: Args) -> Result<()> {
     let packets = usize::try_from(a.packets).context("--packets too large")?;
     let limit = Duration::from_secs_f64(a.max_seconds);
     let burst = usize::from(a.burst);
+    let threads = usize::from(a.threads);
     println!(
         "# sluice bench: datapath={:?} packets={} seed={} frame={}B in_port={IN_PORT} burst={burst} \
-         (one thread)",
+         threads={threads}",
         datapath,
         a.packets,
         a.seed,
@@ -1339,6 +1490,9 @@ pub fn run(a: Args) -> Result<()> {
             let p4 = w.family.starts_with("p4-");
             let name = format!("{}/{}", w.family, cache.map_or("interp", cache_name));
             let r = match cache {
+                Some(c) if !p4 && threads > 1 => {
+                    run_case_threads(&name, &w, datapath, c, limit, burst, threads)
+                }
                 Some(c) if !p4 => run_case(&name, &w, datapath, c, limit, burst),
                 c => match run_p4_case(&name, &w, limit, c, datapath != Datapath::Reference) {
                     Ok(Some(r)) => Ok(r),

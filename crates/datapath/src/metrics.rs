@@ -10,8 +10,10 @@
 //! - per flow table (`table`): lookups, matches, flows;
 //! - per worker (`worker`): exact-match and megaflow cache hits and misses,
 //!   megaflow entries and masks, installs (each worker copies its cache
-//!   counters after a round that received frames), and busy time (rounds
-//!   that received frames) with its fraction of the worker's life;
+//!   counters after a round that received frames), busy time (rounds
+//!   that received frames) with its fraction of the worker's life, and
+//!   frames received (busy time over frames is the busy time per packet,
+//!   Open vSwitch's "processing cycles per packet" in nanoseconds);
 //! - the upcall queue (PACKET_INs, FLOW_REMOVED, PORT_STATUS waiting for
 //!   the agent): depth, capacity, drops;
 //! - per configured controller (`target`): up or down, and per live
@@ -45,6 +47,7 @@ use tracing::{debug, warn};
 
 use crate::shared::{lock, Shared};
 use crate::PortReport;
+use sluice_pipeline::CacheStats;
 
 /// The content type of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -71,13 +74,10 @@ pub struct WorkerReport {
     pub id: usize,
     pub busy_ns: u64,
     pub busy_rounds: u64,
-    pub exact_hits: u64,
-    pub exact_misses: u64,
-    pub megaflow_hits: u64,
-    pub megaflow_misses: u64,
-    pub megaflow_entries: u64,
-    pub megaflow_masks: u64,
-    pub installs: u64,
+    /// Frames received (in busy rounds).
+    pub packets: u64,
+    /// The worker's caches, as of its last busy round.
+    pub cache: CacheStats,
 }
 
 impl Probe {
@@ -117,13 +117,8 @@ impl Probe {
                 id,
                 busy_ns: w.busy_ns.load(Relaxed),
                 busy_rounds: w.busy_rounds.load(Relaxed),
-                exact_hits: w.exact_hits.load(Relaxed),
-                exact_misses: w.exact_misses.load(Relaxed),
-                megaflow_hits: w.megaflow_hits.load(Relaxed),
-                megaflow_misses: w.megaflow_misses.load(Relaxed),
-                megaflow_entries: w.megaflow_entries.load(Relaxed),
-                megaflow_masks: w.megaflow_masks.load(Relaxed),
-                installs: w.installs.load(Relaxed),
+                packets: w.packets.load(Relaxed),
+                cache: *lock(&w.cache),
             })
             .collect()
     }
@@ -319,10 +314,10 @@ pub fn render(dp: &Probe, agent: Option<&AgentObserver>) -> String {
     for w in &workers {
         let id = w.id.to_string();
         for (cache, result, v) in [
-            ("exact", "hit", w.exact_hits),
-            ("exact", "miss", w.exact_misses),
-            ("megaflow", "hit", w.megaflow_hits),
-            ("megaflow", "miss", w.megaflow_misses),
+            ("exact", "hit", w.cache.exact_hits),
+            ("exact", "miss", w.cache.exact_misses),
+            ("megaflow", "hit", w.cache.megaflow_hits),
+            ("megaflow", "miss", w.cache.megaflow_misses),
         ] {
             let l = [("worker", id.as_str()), ("cache", cache), ("result", result)];
             e.sample("sluice_cache_lookups_total", &l, v as f64);
@@ -333,17 +328,17 @@ pub fn render(dp: &Probe, agent: Option<&AgentObserver>) -> String {
         Kind::Counter,
         "Slow-path walks that installed cache entries.",
         &workers,
-        |w| (wl(w), w.installs as f64),
+        |w| (wl(w), w.cache.installs as f64),
     );
     e.each(
         "sluice_megaflow_entries",
         Kind::Gauge,
         "Megaflow cache entries (stale ones included).",
         &workers,
-        |w| (wl(w), w.megaflow_entries as f64),
+        |w| (wl(w), w.cache.megaflow_entries as f64),
     );
     e.each("sluice_megaflow_masks", Kind::Gauge, "Distinct megaflow masks.", &workers, |w| {
-        (wl(w), w.megaflow_masks as f64)
+        (wl(w), w.cache.megaflow_masks as f64)
     });
     e.each(
         "sluice_worker_busy_seconds_total",
@@ -351,6 +346,13 @@ pub fn render(dp: &Probe, agent: Option<&AgentObserver>) -> String {
         "Time the worker spent in rounds that received frames.",
         &workers,
         |w| (wl(w), w.busy_ns as f64 / 1e9),
+    );
+    e.each(
+        "sluice_worker_packets_total",
+        Kind::Counter,
+        "Frames the worker received; busy seconds over these is its busy time per packet.",
+        &workers,
+        |w| (wl(w), w.packets as f64),
     );
     e.each(
         "sluice_worker_busy_rounds_total",

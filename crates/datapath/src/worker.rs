@@ -56,7 +56,7 @@
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use std::sync::{MutexGuard, TryLockError};
 
@@ -377,8 +377,10 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
     let timeout_ms = shared.poll_timeout.as_millis().clamp(1, 1000) as i32;
     let spin = shared.busy_poll;
     let mut busy = false;
-    // When the last frame came (only read while `spin` is not zero).
-    let mut last_rx = Instant::now();
+    // When the last frame came (`shared.now_ns()`), and how long to keep
+    // polling after it.
+    let spin_ns = u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX);
+    let mut last_rx = shared.now_ns();
     debug!(worker = id, "worker started");
     while !shared.stop.load(Acquire) {
         let mut rebuild = false;
@@ -455,23 +457,22 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
             // A descriptor in an error state: do not spin on it.
             std::thread::sleep(Duration::from_millis(1));
         }
+        // One clock read per empty round (its start, which also decides
+        // whether to keep spinning), a second one after a round with frames.
         busy = if got > 0 {
-            if !spin.is_zero() {
-                last_rx = Instant::now();
+            let end = shared.now_ns();
+            last_rx = end;
+            if let Some(st) = shared.workers.get(id) {
+                st.note_round(end.saturating_sub(round_start), got as u64, &ctx.cache_stats());
             }
             true
-        } else if ready == 0 && !spin.is_zero() && last_rx.elapsed() < spin {
+        } else if ready == 0 && round_start.saturating_sub(last_rx) < spin_ns {
             // Busy-polling: look again without a syscall (module docs, step 2).
             std::hint::spin_loop();
             true
         } else {
             false
         };
-        if got > 0 {
-            if let Some(st) = shared.workers.get(id) {
-                st.note_round(shared.now_ns().saturating_sub(round_start), &ctx.cache_stats());
-            }
-        }
     }
     debug!(worker = id, "worker stopped");
 }

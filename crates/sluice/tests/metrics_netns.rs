@@ -342,6 +342,8 @@ fn metrics_endpoint_exports_counters_that_rise_with_traffic() {
     assert!(rose("sluice_bursts_total", &[]) >= 1.0, "bursts");
     assert!(rose("sluice_worker_busy_rounds_total", &[("worker", "0")]) >= 1.0, "busy rounds");
     assert!(rose("sluice_worker_busy_seconds_total", &[("worker", "0")]) > 0.0, "busy time");
+    // One worker receives every frame of both ports.
+    assert!(rose("sluice_worker_packets_total", &[("worker", "0")]) >= n, "worker packets");
     assert_eq!(value(&after, "sluice_standalone", &[]), 1.0, "fail standalone, no controller");
     assert_eq!(value(&after, "sluice_port_up", &p1), 1.0);
     assert!(

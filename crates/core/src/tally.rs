@@ -91,9 +91,23 @@ impl Shard {
 /// entry's three counters (packets, bytes, last use) then sit in one
 /// cache line, which a hit touches once and a staged burst prefetches
 /// with one hint, instead of straddling two lines one time in three.
+///
+/// With two or more workers (more than three shards) every shard starts
+/// on a cache line of its own and fills whole lines: two workers hitting
+/// the same entry then never write the same line (false sharing would
+/// make every hit of a hot rule bounce the line between their cores). The
+/// cells get one spare quad so the first shard can start on a 64-byte
+/// boundary whichever 32-byte boundary the allocation landed on. One or
+/// no worker keeps the compact layout (the owner's and the shared
+/// shard's writes are rare).
 #[derive(Clone, Debug)]
 pub struct Tally {
-    width: usize,
+    /// Counters per shard.
+    width: u32,
+    /// Quads from one shard to the next.
+    stride: u16,
+    /// Quads before shard 0 (0 or 1, see above).
+    base: u16,
     /// Index of the shared shard (the last one); shards below it are
     /// exclusive. Kept so the per-packet path needs no division.
     shared: usize,
@@ -108,41 +122,52 @@ struct Quad([AtomicU64; 4]);
 impl Tally {
     /// A tally of `width` counters for `shards` shards (at least 2: the
     /// owner's and the shared one), all zero.
+    ///
+    /// Panics if `width` is 2^18 or more (no tally is that wide: a group
+    /// has two counters per bucket).
     pub fn new(width: usize, shards: usize) -> Tally {
         let shards = shards.max(2);
+        let quads = width.div_ceil(4);
+        let padded = shards > 3;
+        let stride = if padded { quads.next_multiple_of(2) } else { quads };
+        let cells: Arc<[Quad]> =
+            (0..stride * shards + usize::from(padded)).map(|_| Quad::default()).collect();
+        let base = usize::from(padded && (cells.as_ptr() as usize) % 64 != 0);
         Tally {
-            width,
+            width: u32::try_from(width).expect("tally width"),
+            stride: u16::try_from(stride).expect("tally width"),
+            base: base as u16,
             shared: shards - 1,
-            cells: (0..width.div_ceil(4) * shards).map(|_| Quad::default()).collect(),
+            cells,
         }
     }
 
     pub fn width(&self) -> usize {
-        self.width
+        self.width as usize
     }
 
     fn shards(&self) -> usize {
         self.shared + 1
     }
 
-    /// Quads per shard (computed: the handle stays 32 bytes, and a flow
-    /// entry keeps it in its first cache line).
+    /// Index of shard `shard`'s first quad (the handle stays 32 bytes,
+    /// and a flow entry keeps it in its first cache line).
     #[inline]
-    fn stride(&self) -> usize {
-        self.width.div_ceil(4)
+    fn first_quad(&self, shard: usize) -> usize {
+        usize::from(self.base) + shard * usize::from(self.stride)
     }
 
     /// Counter `i` of shard index `shard` (no range check on `i`).
     #[inline]
     fn word(&self, shard: usize, i: usize) -> Option<&AtomicU64> {
-        self.cells.get(shard * self.stride() + i / 4).map(|q| &q.0[i % 4])
+        self.cells.get(self.first_quad(shard) + i / 4).map(|q| &q.0[i % 4])
     }
 
     /// The cell of counter `i` in shard `s`, or the shared shard's if `s`
     /// is beyond this tally (then `exclusive` must not be trusted).
     #[inline]
     fn cell(&self, s: Shard, i: usize) -> Option<(&AtomicU64, bool)> {
-        if i >= self.width || s.dry {
+        if i >= self.width() || s.dry {
             return None;
         }
         let (shard, exclusive) =
@@ -152,7 +177,7 @@ impl Tally {
 
     /// Counter `i` of every shard.
     fn column(&self, i: usize) -> impl Iterator<Item = u64> + '_ {
-        let n = if i < self.width { self.shards() } else { 0 };
+        let n = if i < self.width() { self.shards() } else { 0 };
         (0..n).filter_map(move |shard| self.word(shard, i)).map(|c| c.load(Relaxed))
     }
 
@@ -167,7 +192,7 @@ impl Tally {
     #[inline]
     pub fn shard_addr(&self, s: Shard) -> usize {
         let shard = if s.index < self.shared { s.index } else { self.shared };
-        self.cells.get(shard * self.stride()).map_or(0, |q| q as *const Quad as usize)
+        self.cells.get(self.first_quad(shard)).map_or(0, |q| q as *const Quad as usize)
     }
 
     /// Adds `v` to counter `i` of shard `s`.
@@ -211,8 +236,8 @@ impl Tally {
     /// carry counters into an entry that must not share cells with the
     /// old one.
     pub fn snapshot(&self, maxima: &[usize]) -> Tally {
-        let t = Tally::new(self.width, self.shards());
-        for i in 0..self.width {
+        let t = Tally::new(self.width(), self.shards());
+        for i in 0..self.width() {
             let v = if maxima.contains(&i) { self.max(i) } else { self.sum(i) };
             t.add(Shard::OWNER, i, v);
         }
@@ -223,7 +248,7 @@ impl Tally {
 impl PartialEq for Tally {
     /// Equal when every counter sums to the same value.
     fn eq(&self, other: &Tally) -> bool {
-        self.width == other.width && (0..self.width).all(|i| self.sum(i) == other.sum(i))
+        self.width == other.width && (0..self.width()).all(|i| self.sum(i) == other.sum(i))
     }
 }
 
@@ -247,6 +272,36 @@ mod tests {
         let s = t.snapshot(&[1]);
         assert_eq!((s.sum(0), s.sum(1)), (12, 10));
         assert_eq!(s, *Box::new(s.snapshot(&[1])));
+    }
+
+    /// With two workers or more, no two shards share a cache line, and
+    /// every counter still lands in its own shard.
+    #[test]
+    fn worker_shards_have_lines_of_their_own() {
+        for width in [2usize, 3, 6, 9] {
+            for shards in [4usize, 5, 8] {
+                let t = Tally::new(width, shards);
+                let line = |shard: usize, i: usize| {
+                    t.word(shard, i).map(|c| c as *const AtomicU64 as usize / 64).unwrap()
+                };
+                for a in 0..shards {
+                    for b in (a + 1)..shards {
+                        for i in 0..width {
+                            for j in 0..width {
+                                assert_ne!(line(a, i), line(b, j), "{width}x{shards}: {a}/{b}");
+                            }
+                        }
+                    }
+                    for i in 0..width {
+                        t.add(Shard::exclusive(a), i, 1 << a);
+                    }
+                }
+                for i in 0..width {
+                    assert_eq!(t.sum(i), (1 << shards) - 1, "{width}x{shards} counter {i}");
+                }
+            }
+        }
+        assert_eq!(std::mem::size_of::<Tally>(), 32);
     }
 
     /// Writes through a dry shard change nothing, whichever shard it is.

@@ -104,7 +104,17 @@ fn lock(m: &Mutex<Engine>) -> MutexGuard<'_, Engine> {
 /// Runs the program (`engine`) on the configured ports until `stop` is set.
 pub fn run(engine: Engine, cfg: P4RunConfig, stop: &AtomicBool) -> anyhow::Result<()> {
     match &cfg.fallback {
-        None => info!(engine = engine.name(), "P4 program compiled into the core"),
+        None => {
+            info!(engine = engine.name(), "P4 program compiled into the core");
+            if let Engine::Compiled(c) = &engine {
+                if c.stateful() {
+                    info!(
+                        "the program reads a register, which the caches cannot see: it runs \
+                         with its caches off whatever --cache says"
+                    );
+                }
+            }
+        }
         Some(why) => {
             warn!(engine = engine.name(), "P4 program on the reference interpreter: {why}")
         }

@@ -164,10 +164,14 @@ fn router_program_forwards_ping_and_tcp_between_three_namespaces() {
 
 fn start_p4(lab: &Lab, dir: &Scratch, program: &str) -> (Proc, String) {
     let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4").join(program);
+    start_p4_at(lab, dir, &program)
+}
+
+fn start_p4_at(lab: &Lab, dir: &Scratch, program: &Path) -> (Proc, String) {
     let port = free_port();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
     cmd.args(["p4", "run"])
-        .arg(&program)
+        .arg(program)
         .args(["--netns", lab.sw.name()])
         .args(["--listen", &format!("ptcp:{port}:127.0.0.1")])
         .args(lab.port_args())
@@ -295,4 +299,53 @@ fn calculator_answers_its_sender() {
         assert_eq!(f[6..12], switch_mac, "the source is the address the request went to");
     }
     sw.assert_running();
+}
+
+/// A program that reads a register runs with its caches off whatever
+/// `--cache` says (the engine decides it, `Compiled::stateful`); the
+/// daemon says so in its log, and says nothing of the kind for a
+/// stateless program.
+#[test]
+fn a_register_reading_program_is_logged_as_running_without_caches() {
+    need_root_and(&["ip"]);
+    const LINE: &str = "reads a register";
+    let dir = Scratch::new("p4-stateful");
+    let lab = Lab::new(1, 86);
+    let program = dir.path("count.p4");
+    std::fs::write(
+        &program,
+        r#"#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> ty; }
+struct headers { eth_t eth; }
+struct meta_t { }
+parser P(packet_in pkt, out headers h, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(h.eth); transition accept; }
+}
+control VC(inout headers h, inout meta_t m) { apply { } }
+control I(inout headers h, inout meta_t m, inout standard_metadata_t sm) {
+    register<bit<32>>(8) seen;
+    apply {
+        bit<32> n;
+        seen.read(n, (bit<32>)sm.ingress_port);
+        seen.write((bit<32>)sm.ingress_port, n + 1);
+        mark_to_drop(sm);
+    }
+}
+control E(inout headers h, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers h, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers h) { apply { pkt.emit(h.eth); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"#,
+    )
+    .expect("write count.p4");
+    let (sw, _t) = start_p4_at(&lab, &dir, &program);
+    let log = sw.log();
+    assert!(log.contains("compiled into the core"), "not compiled:\n{log}");
+    assert!(log.contains(LINE), "no word of the caches being off:\n{log}");
+    drop(sw);
+    let (sw, _t) = start_p4(&lab, &dir, "calc.p4");
+    let log = sw.log();
+    assert!(log.contains("compiled into the core"), "calc.p4 not compiled:\n{log}");
+    assert!(!log.contains(LINE), "a stateless program is not stateful:\n{log}");
 }

@@ -193,7 +193,8 @@ fn split_host_port(s: &str) -> Option<(IpAddr, Option<&str>)> {
 
 /// PEM files for TLS (`ssl:` and `pssl:` targets). Both directions are
 /// verified: the peer's certificate must chain to `ca`, and we present
-/// `cert`/`key`.
+/// `cert`/`key`. With `crls`, a peer certificate listed as revoked (or
+/// whose issuer has no list among them) is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TlsFiles {
     /// CA certificate(s) the peer's certificate must chain to.
@@ -202,6 +203,9 @@ pub struct TlsFiles {
     pub cert: PathBuf,
     /// Our private key (PKCS#8, PKCS#1 or SEC1).
     pub key: PathBuf,
+    /// Certificate revocation lists (PEM, several per file allowed); empty:
+    /// no revocation check.
+    pub crls: Vec<PathBuf>,
 }
 
 /// What the switch does while no controller is connected (OVS

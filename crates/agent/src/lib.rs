@@ -472,7 +472,7 @@ async fn listen_loop(ctx: conn::Ctx, l: Listener, target: Target, tls: Option<Tl
                     {
                         Ok(Ok(s)) => conn::run(ctx, s, p, t, controller).await,
                         Ok(Err(e)) => {
-                            warn!(%target, %peer, "TLS handshake failed: {e}");
+                            warn!(%target, %peer, "TLS handshake failed: {}", tls::why(&e));
                             return;
                         }
                         Err(_) => {
@@ -547,7 +547,7 @@ async fn connect_once(
             {
                 Ok(Ok(s)) => conn::run(ctx.clone(), s, peer, target.clone(), true).await,
                 Ok(Err(e)) => {
-                    warn!(%target, "TLS handshake failed: {e}");
+                    warn!(%target, "TLS handshake failed: {}", tls::why(&e));
                     return false;
                 }
                 Err(_) => {

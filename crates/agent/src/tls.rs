@@ -9,10 +9,11 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use rustls::client::WebPkiServerVerifier;
 use rustls::server::WebPkiClientVerifier;
-use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use rustls::{AlertDescription, CertificateError, ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls_pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer, ServerName};
 
 use crate::config::TlsFiles;
 
@@ -25,7 +26,11 @@ pub enum TlsError {
     Empty(std::path::PathBuf),
     #[error("TLS configuration: {0}")]
     Rustls(#[from] rustls::Error),
-    #[error("client verifier: {0}")]
+    #[error("no certificate revocation list in {0:?}")]
+    EmptyCrl(std::path::PathBuf),
+    #[error("certificate revocation list {path:?}: {err}")]
+    Crl { path: std::path::PathBuf, err: rustls::server::VerifierBuilderError },
+    #[error("certificate verifier: {0}")]
     Verifier(#[from] rustls::server::VerifierBuilderError),
 }
 
@@ -51,6 +56,28 @@ fn certs(
     Ok(v)
 }
 
+/// The CRLs of one PEM file, checked to parse (so a bad file is named
+/// here, not at the first handshake).
+fn crls(
+    path: &std::path::Path,
+    roots: &Arc<RootCertStore>,
+    provider: &Arc<rustls::crypto::CryptoProvider>,
+) -> Result<Vec<CertificateRevocationListDer<'static>>, TlsError> {
+    let pem = |err| TlsError::Pem { what: "certificate revocation list", path: path.into(), err };
+    let v = CertificateRevocationListDer::pem_file_iter(path)
+        .map_err(pem)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(pem)?;
+    if v.is_empty() {
+        return Err(TlsError::EmptyCrl(path.to_path_buf()));
+    }
+    WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+        .with_crls(v.iter().cloned())
+        .build()
+        .map_err(|err| TlsError::Crl { path: path.into(), err })?;
+    Ok(v)
+}
+
 impl TlsContext {
     /// Load the CA, certificate and key and build both configurations.
     pub fn load(files: &TlsFiles) -> Result<TlsContext, TlsError> {
@@ -66,12 +93,21 @@ impl TlsContext {
             err,
         })?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut revoked = Vec::new();
+        for path in &files.crls {
+            revoked.extend(crls(path, &roots, &provider)?);
+        }
+        let server_verifier =
+            WebPkiServerVerifier::builder_with_provider(roots.clone(), provider.clone())
+                .with_crls(revoked.iter().cloned())
+                .build()?;
         let client = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()?
-            .with_root_certificates(roots.clone())
+            .with_webpki_verifier(server_verifier)
             .with_client_auth_cert(chain.clone(), key.clone_key())?;
-        let verifier =
-            WebPkiClientVerifier::builder_with_provider(roots, provider.clone()).build()?;
+        let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
+            .with_crls(revoked)
+            .build()?;
         let server = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .with_client_cert_verifier(verifier)
@@ -83,4 +119,37 @@ impl TlsContext {
 /// The name a controller's certificate must carry when dialled at `ip`.
 pub fn server_name(ip: IpAddr) -> ServerName<'static> {
     ServerName::IpAddress(ip.into())
+}
+
+/// Why a TLS handshake failed, in the words an operator acts on: the
+/// peer's certificate is revoked, from an unknown issuer, of unknown
+/// revocation status, or the peer refused ours. Other errors as they are.
+pub fn why(e: &std::io::Error) -> String {
+    let Some(err) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
+        return e.to_string();
+    };
+    match err {
+        rustls::Error::InvalidCertificate(c) => match c {
+            CertificateError::Revoked => {
+                "peer certificate revoked (listed in a configured CRL)".into()
+            }
+            CertificateError::UnknownIssuer => {
+                "peer certificate from an unknown issuer (does not chain to the configured CA)"
+                    .into()
+            }
+            CertificateError::UnknownRevocationStatus => {
+                "peer certificate revocation status unknown (no configured CRL from its issuer)"
+                    .into()
+            }
+            other => format!("peer certificate refused: {other}"),
+        },
+        rustls::Error::AlertReceived(AlertDescription::CertificateRevoked) => {
+            "the peer refused our certificate: revoked".into()
+        }
+        rustls::Error::AlertReceived(AlertDescription::UnknownCA) => {
+            "the peer refused our certificate: unknown issuer (the peer does not trust our CA)"
+                .into()
+        }
+        other => other.to_string(),
+    }
 }

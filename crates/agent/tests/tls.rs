@@ -60,6 +60,7 @@ fn leaf(dir: &Path, ca_for_chain: &Ca, trust: &Ca, name: &str) -> TlsFiles {
         ca: dir.join(format!("{name}-trust.pem")),
         cert: dir.join(format!("{name}-cert.pem")),
         key: dir.join(format!("{name}-key.pem")),
+        crls: vec![],
     };
     std::fs::write(&files.ca, trust.cert.pem()).unwrap();
     std::fs::write(&files.cert, cert.pem()).unwrap();
@@ -242,4 +243,24 @@ async fn plain_listener_stays_plain_next_to_an_ssl_controller() {
     p.handshake().await;
     assert_eq!(p.call(3, &Message::BarrierRequest).await, Message::BarrierReply);
     agent.shutdown().await;
+}
+
+/// A CRL file that holds no CRL, or a broken one, is an error naming the
+/// file when the configuration is loaded (not at the first handshake).
+#[test]
+fn bad_crl_file_is_named() {
+    let dir = TempDir::new("tls-badcrl");
+    let ca = ca("sluice test CA");
+    let mut files = leaf(&dir.0, &ca, &ca, "switch");
+    let no_crl = dir.0.join("no-crl.pem");
+    std::fs::write(&no_crl, ca.cert.pem()).unwrap();
+    files.crls = vec![no_crl.clone()];
+    let e = sluice_agent::TlsContext::load(&files).unwrap_err().to_string();
+    assert!(e.contains("no certificate revocation list") && e.contains("no-crl.pem"), "{e}");
+    let broken = dir.0.join("broken-crl.pem");
+    std::fs::write(&broken, "-----BEGIN X509 CRL-----\nMIIBAA==\n-----END X509 CRL-----\n")
+        .unwrap();
+    files.crls = vec![broken];
+    let e = sluice_agent::TlsContext::load(&files).unwrap_err().to_string();
+    assert!(e.contains("certificate revocation list") && e.contains("broken-crl.pem"), "{e}");
 }

@@ -49,6 +49,8 @@
 //! ca = "ca.pem"
 //! cert = "switch-cert.pem"
 //! key = "switch-key.pem"
+//! crl = "ca-crl.pem"           # optional: revoked peers refused; a list of
+//!                              # files or one PEM bundle (one CRL per CA)
 //!
 //! [limits]
 //! n_tables = 255
@@ -153,6 +155,25 @@ pub struct FileTls {
     pub ca: PathBuf,
     pub cert: PathBuf,
     pub key: PathBuf,
+    /// `crl = "FILE"` or `crl = ["FILE", ...]`.
+    pub crl: Option<OneOrMany>,
+}
+
+/// A TOML value that is one string or a list of them.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(PathBuf),
+    Many(Vec<PathBuf>),
+}
+
+impl OneOrMany {
+    fn to_vec(&self) -> Vec<PathBuf> {
+        match self {
+            OneOrMany::One(p) => vec![p.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
 }
 
 /// `[limits]`.
@@ -212,6 +233,8 @@ pub struct Overrides {
     pub cache: Option<String>,
     /// `--invalid-ttl-packet-in full|miss_send_len`.
     pub invalid_ttl_packet_in: Option<String>,
+    /// `--crl FILE` (repeatable): added to the `[tls]` section's `crl`.
+    pub crls: Vec<PathBuf>,
 }
 
 /// One port to open.
@@ -680,8 +703,23 @@ impl DaemonConfig {
                     return Err(err(k, format!("{}: {e}", p.display())));
                 }
             }
+            let from_file = t.crl.as_ref().map(OneOrMany::to_vec).unwrap_or_default();
+            let keyed = from_file
+                .into_iter()
+                .map(|p| ("tls.crl", p))
+                .chain(over.crls.iter().map(|p| ("--crl", p.clone())));
+            let mut crls = Vec::new();
+            for (k, p) in keyed {
+                if let Err(e) = std::fs::metadata(&p) {
+                    return Err(err(k, format!("{}: {e}", p.display())));
+                }
+                crls.push(p);
+            }
             agent.tls =
-                Some(TlsFiles { ca: t.ca.clone(), cert: t.cert.clone(), key: t.key.clone() });
+                Some(TlsFiles { ca: t.ca.clone(), cert: t.cert.clone(), key: t.key.clone(), crls });
+        }
+        if agent.tls.is_none() && !over.crls.is_empty() {
+            return Err(err("--crl", "needs a [tls] section (ca, cert, key) in --config"));
         }
         if agent.tls.is_none() && agent.targets.iter().any(|t| t.transport == Transport::Ssl) {
             return Err(err("tls", "ssl: and pssl: targets need a [tls] section (ca, cert, key)"));
@@ -871,6 +909,34 @@ packet_in_rate = 0
         assert_eq!(bad("", &too_long).key, "--busy-poll-us");
     }
 
+    fn crl_flag(p: &str) -> Overrides {
+        Overrides { crls: vec![p.into()], ..Default::default() }
+    }
+
+    /// `[tls] crl` takes one file or a list; `--crl` adds to it; a missing
+    /// file is named by its key.
+    #[test]
+    fn tls_crl_keys_and_flag() {
+        let dir = std::env::temp_dir().join(format!("sluice-cfg-crl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["ca", "c", "k", "r1", "r2", "r3"] {
+            std::fs::write(dir.join(f), "").unwrap();
+        }
+        let d = dir.display();
+        let tls = format!("[tls]\nca = \"{d}/ca\"\ncert = \"{d}/c\"\nkey = \"{d}/k\"\n");
+        let crls = |text: &str, o: &Overrides| build(text, o).unwrap().agent.tls.unwrap().crls;
+        let none = Overrides::default();
+        assert!(crls(&tls, &none).is_empty());
+        assert_eq!(crls(&format!("{tls}crl = \"{d}/r1\"\n"), &none), vec![dir.join("r1")]);
+        let two = format!("{tls}crl = [\"{d}/r1\", \"{d}/r2\"]\n");
+        assert_eq!(crls(&two, &none), vec![dir.join("r1"), dir.join("r2")]);
+        let flag = crl_flag(&format!("{d}/r3"));
+        assert_eq!(crls(&two, &flag), vec![dir.join("r1"), dir.join("r2"), dir.join("r3")]);
+        assert_eq!(bad(&format!("{tls}crl = \"{d}/nope\"\n"), &none).key, "tls.crl");
+        assert_eq!(bad(&tls, &crl_flag(&format!("{d}/nope"))).key, "--crl");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn errors_name_the_key() {
         let none = Overrides::default();
@@ -914,6 +980,10 @@ packet_in_rate = 0
         assert_eq!(
             bad("[tls]\nca = \"/nonexistent/ca\"\ncert = \"c\"\nkey = \"k\"\n", &none).key,
             "tls.ca"
+        );
+        assert_eq!(
+            bad("controllers = [\"ssl:1.2.3.4:5\"]\n", &crl_flag("/nonexistent/crl")).key,
+            "--crl"
         );
         assert_eq!(
             bad("[agent]\nbackoff_min_ms = 50\nbackoff_max_ms = 10\n", &none).key,

@@ -187,6 +187,11 @@ fn bpf_verify_dump_and_run() {
             .arg(&cap)
             .arg(&o));
         assert!(ok && out.contains("agree on every return value"), "bench {name}: {out} {err}");
+        // Faults are counted and reported (none for these verified programs).
+        assert!(
+            out.contains("interpreter faults: 0") && out.contains("jit faults: 0"),
+            "bench {name} reports its faults: {out}"
+        );
         let _ = std::fs::remove_file(o);
     }
     // A program that reads the packet without a bounds check is refused

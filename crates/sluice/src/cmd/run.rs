@@ -46,6 +46,11 @@ pub struct Args {
     /// Controller to connect to, e.g. `tcp:127.0.0.1:6653` or `ssl:...` (repeatable).
     #[arg(long = "controller", value_name = "TARGET")]
     pub controllers: Vec<String>,
+    /// Certificate revocation list (PEM; repeatable, or one bundle) for
+    /// the `[tls]` section of --config: a peer certificate it lists, or
+    /// one whose issuer has no list given, is refused on ssl:/pssl:.
+    #[arg(long = "crl", value_name = "FILE")]
+    pub crls: Vec<PathBuf>,
     /// What to do while no controller is connected: `secure` (flows only,
     /// misses dropped) or `standalone` (MAC-learning switch).
     #[arg(long, value_name = "MODE")]
@@ -107,6 +112,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         datapath: a.datapath,
         cache: a.cache,
         invalid_ttl_packet_in: a.invalid_ttl_packet_in,
+        crls: a.crls,
     };
     let cfg = DaemonConfig::load(a.config.as_deref(), &over)?;
     if a.check {

@@ -31,7 +31,9 @@
 //!   copy-out happens also after `exit` (spec 12.5) and after a
 //!   sub-parser's reject.
 //! * `random()` is deterministic: it returns its lower bound. Meters are
-//!   always GREEN (0). `digest()` data is queued (see
+//!   two-rate three-colour markers ([`crate::meter`]) on the clock the
+//!   interpreter is given; a table's direct counter and meter cells live
+//!   in its entries. `digest()` data is queued (see
 //!   [`Interp::take_digests`]).
 //! * Everything is bounded: parser transitions (1000 per parser
 //!   invocation), statements per packet, call depth and expression

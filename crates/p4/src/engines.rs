@@ -22,7 +22,10 @@ use crate::diag::Diagnostic;
 use crate::interp::{Digest, Interp};
 use crate::lower::engine::Compiled;
 use crate::parse::Loaded;
-use crate::target::{CtlResult, EntryDump, EntrySpec, Manage, Output, TableInfo, Target};
+use crate::target::{
+    Clock, CtlResult, DirectCells, EntryDump, EntrySpec, Manage, MeterConfig, Output, TableInfo,
+    Target,
+};
 
 /// A program ready to run.
 #[derive(Debug)]
@@ -174,5 +177,40 @@ impl Manage for Engine {
 
     fn register_write(&mut self, name: &str, index: usize, value: &BigValue) -> CtlResult<()> {
         self.manage_mut().register_write(name, index, value)
+    }
+
+    fn counter_write(&mut self, name: &str, index: usize, value: (u64, u64)) -> CtlResult<()> {
+        self.manage_mut().counter_write(name, index, value)
+    }
+
+    fn meter_cells(&self, name: &str) -> CtlResult<(String, Vec<Option<MeterConfig>>)> {
+        self.manage().meter_cells(name)
+    }
+
+    fn meter_write(
+        &mut self,
+        name: &str,
+        index: usize,
+        config: Option<MeterConfig>,
+    ) -> CtlResult<()> {
+        self.manage_mut().meter_write(name, index, config)
+    }
+
+    fn direct_cells(&self, table: &str) -> CtlResult<Vec<DirectCells>> {
+        self.manage().direct_cells(table)
+    }
+
+    fn direct_write(
+        &mut self,
+        table: &str,
+        handle: u64,
+        counter: Option<(u64, u64)>,
+        meter: Option<Option<MeterConfig>>,
+    ) -> CtlResult<()> {
+        self.manage_mut().direct_write(table, handle, counter, meter)
+    }
+
+    fn set_clock(&mut self, clock: Clock) {
+        self.manage_mut().set_clock(clock)
     }
 }

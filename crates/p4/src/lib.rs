@@ -38,6 +38,7 @@ pub mod interp;
 pub mod lex;
 pub mod lower;
 mod mcast;
+pub mod meter;
 pub mod p4info;
 pub mod parse;
 pub mod pre;

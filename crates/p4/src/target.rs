@@ -12,6 +12,7 @@
 //! one, otherwise its expression as written (`hdr.ipv4.dstAddr`).
 
 use crate::ast::BigValue;
+pub use crate::meter::{Clock, MeterConfig};
 
 /// How one key element of an entry matches.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -187,4 +188,56 @@ pub trait Manage: Target {
     fn register_cells(&self, name: &str) -> CtlResult<(String, u32, Vec<BigValue>)>;
     /// Writes one register cell.
     fn register_write(&mut self, name: &str, index: usize, value: &BigValue) -> CtlResult<()>;
+
+    // Counters and meters beyond reading counters. The defaults refuse:
+    // only the interpreter runs programs with meters or direct counters
+    // (the lowering refuses them).
+
+    /// Sets one cell of an indexed counter to `(packets, bytes)`.
+    fn counter_write(&mut self, name: &str, index: usize, _value: (u64, u64)) -> CtlResult<()> {
+        Err(format!("this engine cannot write counter `{name}` (cell {index})"))
+    }
+    /// An indexed meter's cells' configurations (`None`: unconfigured);
+    /// the full name.
+    fn meter_cells(&self, name: &str) -> CtlResult<(String, Vec<Option<MeterConfig>>)> {
+        Err(format!("this engine has no meter `{name}`"))
+    }
+    /// Configures (or with `None` unconfigures) one meter cell.
+    fn meter_write(
+        &mut self,
+        name: &str,
+        index: usize,
+        _config: Option<MeterConfig>,
+    ) -> CtlResult<()> {
+        Err(format!("this engine cannot configure meter `{name}` (cell {index})"))
+    }
+    /// The direct counter and meter cells of a table's entries, in the
+    /// order of [`Manage::dump`].
+    fn direct_cells(&self, table: &str) -> CtlResult<Vec<DirectCells>> {
+        Err(format!("this engine has no direct counters or meters (table `{table}`)"))
+    }
+    /// Sets the direct counter cell and/or the direct meter configuration
+    /// of the entry with `handle` (`None`: leave as is).
+    fn direct_write(
+        &mut self,
+        table: &str,
+        handle: u64,
+        _counter: Option<(u64, u64)>,
+        _meter: Option<Option<MeterConfig>>,
+    ) -> CtlResult<()> {
+        Err(format!(
+            "this engine has no direct counters or meters (table `{table}`, entry {handle})"
+        ))
+    }
+    /// The clock meters read from now on.
+    fn set_clock(&mut self, _clock: Clock) {}
+}
+
+/// An entry's cells of its table's direct counter and direct meter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirectCells {
+    pub handle: u64,
+    /// `(packets, bytes)`.
+    pub counter: (u64, u64),
+    pub meter: Option<MeterConfig>,
 }

@@ -48,18 +48,18 @@ pub fn not_built(e: &crate::proto::p4::v1::entity::Entity) -> P4Error {
     use crate::proto::p4::v1::entity::Entity as E;
     let what = match e {
         E::TableEntry(_) => "table entries here",
-        E::CounterEntry(_) => "writing counters",
         E::RegisterEntry(_) => "registers here",
         E::PacketReplicationEngineEntry(_) => "clone sessions",
-        E::DirectCounterEntry(_) => "direct counters",
-        E::MeterEntry(_) | E::DirectMeterEntry(_) => "meters",
+        E::CounterEntry(_)
+        | E::DirectCounterEntry(_)
+        | E::MeterEntry(_)
+        | E::DirectMeterEntry(_) => "counters and meters here",
         E::DigestEntry(_) => "digest entries here",
         E::ActionProfileMember(_) | E::ActionProfileGroup(_) => "action profiles",
         E::ValueSetEntry(_) => "value sets",
         E::ExternEntry(_) => "extern entries",
     };
-    let verb = if what.starts_with("writing") { "is" } else { "are" };
-    P4Error::unimplemented(format!("{what} {verb} not implemented"))
+    P4Error::unimplemented(format!("{what} are not implemented"))
 }
 
 /// The canonical bytestring of `v`: big-endian, no leading zero bytes,

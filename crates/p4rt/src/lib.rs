@@ -30,6 +30,7 @@ pub mod device;
 pub mod digest;
 pub mod pipeline;
 pub mod read;
+pub mod resources;
 pub mod server;
 pub mod stream;
 pub mod write;

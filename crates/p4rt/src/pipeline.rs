@@ -94,6 +94,11 @@ pub struct Pipeline {
     pub actions: HashMap<u32, ActionMap>,
     pub counters: HashMap<u32, Indexed>,
     pub registers: HashMap<u32, Indexed>,
+    /// Indexed meters (`width` unused).
+    pub meters: HashMap<u32, Indexed>,
+    /// Direct counters and direct meters: name and the table's id.
+    pub direct_counters: HashMap<u32, (String, u32)>,
+    pub direct_meters: HashMap<u32, (String, u32)>,
     pub packet_out: Option<HeaderFields>,
     pub packet_in: Option<HeaderFields>,
 }
@@ -213,6 +218,23 @@ impl Pipeline {
                 (r.preamble.id, i)
             })
             .collect();
+        let meters = info
+            .meters
+            .iter()
+            .map(|m| {
+                (m.preamble.id, Indexed { name: m.preamble.name.clone(), size: m.size, width: 0 })
+            })
+            .collect();
+        let direct_counters = info
+            .direct_counters
+            .iter()
+            .map(|c| (c.preamble.id, (c.preamble.name.clone(), c.direct_table_id)))
+            .collect();
+        let direct_meters = info
+            .direct_meters
+            .iter()
+            .map(|m| (m.preamble.id, (m.preamble.name.clone(), m.direct_table_id)))
+            .collect();
         let header = |name: &str| -> P4Result<Option<HeaderFields>> {
             let Some(h) = info.controller_packet_metadata.iter().find(|c| c.preamble.name == name)
             else {
@@ -244,6 +266,9 @@ impl Pipeline {
             actions,
             counters,
             registers,
+            meters,
+            direct_counters,
+            direct_meters,
             packet_out,
             packet_in,
         })
@@ -262,6 +287,16 @@ impl Pipeline {
             ))),
             None => Err(P4Error::not_found(format!("no table with id {id} in the P4Info"))),
         }
+    }
+
+    /// The id of the direct counter attached to table `table_id`.
+    pub fn direct_counter_of(&self, table_id: u32) -> Option<u32> {
+        self.direct_counters.iter().find(|(_, (_, t))| *t == table_id).map(|(id, _)| *id)
+    }
+
+    /// The id of the direct meter attached to table `table_id`.
+    pub fn direct_meter_of(&self, table_id: u32) -> Option<u32> {
+        self.direct_meters.iter().find(|(_, (_, t))| *t == table_id).map(|(id, _)| *id)
     }
 
     /// Checks a P4Info a client sent along with the source: every table and

@@ -1,6 +1,8 @@
 //! `Read`: table entries (table id 0: every table; no match: every
-//! entry; `is_default_action`: the default entry), counters and
-//! registers (id 0: all; no index: every cell), multicast groups
+//! entry; `is_default_action`: the default entry; with their direct
+//! counter and meter cells when the query sets `counter_data` /
+//! `meter_config`), counters, meters and direct cells
+//! ([`crate::resources`]), registers (id 0: all; no index: every cell), multicast groups
 //! written over P4Runtime. The engine's tables are the truth: entries
 //! come from its dump, in the order they were installed.
 
@@ -112,8 +114,14 @@ fn read_tables(
             out.push(p4v1::Entity { entity: Some(E::TableEntry(e)) });
             continue;
         }
+        let cells = if q.counter_data.is_some() || q.meter_config.is_some() {
+            crate::resources::cells_by_handle(p, engine, t)?
+        } else {
+            Default::default()
+        };
         for d in &entries {
-            let e = entry_of(p, t, d);
+            let mut e = entry_of(p, t, d);
+            crate::resources::fill_entry(p, t, q, cells.get(&d.handle), &mut e);
             if let Some(k) = &filter {
                 match crate::write::entry_key(t, &e) {
                     Ok((key, _)) if key == *k => {}
@@ -269,6 +277,13 @@ pub fn read(
         Some(E::TableEntry(t)) => read_tables(p, engine, t, out),
         Some(E::CounterEntry(c)) => read_counters(p, engine, c, out),
         Some(E::RegisterEntry(r)) => read_registers(p, engine, r, out),
+        Some(E::MeterEntry(m)) => crate::resources::read_meters(p, engine, m, out),
+        Some(E::DirectCounterEntry(d)) => {
+            crate::resources::read_direct(p, engine, d.table_entry.as_ref(), true, out)
+        }
+        Some(E::DirectMeterEntry(d)) => {
+            crate::resources::read_direct(p, engine, d.table_entry.as_ref(), false, out)
+        }
         Some(E::PacketReplicationEngineEntry(pre)) => read_mcast(st, pre, out),
         Some(other) => Err(convert::not_built(other)),
         None => Err(P4Error::invalid("read of an entity with nothing set")),

@@ -1,5 +1,6 @@
 //! `Write`: table entries (every match kind, priorities, default
-//! entries), register cells and multicast groups, one update at a time
+//! entries, direct counter and meter data), register cells, counters
+//! and meters ([`crate::resources`]) and multicast groups, one update at a time
 //! (CONTINUE_ON_ERROR: each update succeeds or fails on its own).
 //!
 //! Entries are checked as P4Runtime spec §9.1 asks before the engine
@@ -250,11 +251,7 @@ pub fn check_entry(p: &Pipeline, e: &p4v1::TableEntry, with_action: bool) -> P4R
     if e.idle_timeout_ns != 0 {
         return Err(P4Error::unimplemented("idle timeouts are not implemented"));
     }
-    if e.meter_config.is_some() || e.counter_data.is_some() || e.meter_counter_data.is_some() {
-        return Err(P4Error::unimplemented(
-            "direct counter and meter data in table entries are not implemented",
-        ));
-    }
+    crate::resources::entry_resources(p, t, e)?;
     #[allow(deprecated)] // still sent by older clients
     let old_metadata = e.controller_metadata;
     if !e.metadata.is_empty() || old_metadata != 0 {
@@ -356,7 +353,16 @@ pub fn table_update(
                     format!("table `{}` already has an entry with this match and priority", t.name),
                 ));
             }
+            let (counter, meter) = crate::resources::entry_resources(p, t, e)?;
             let handle = engine.add_entry(&c.spec).map_err(|e| engine_err(&t.name, e))?;
+            if counter.is_some() || meter.is_some() {
+                if let Err(why) =
+                    engine.direct_write(&t.engine_name, handle, counter, meter.map(Some))
+                {
+                    let _ = engine.delete_entry(&t.engine_name, handle);
+                    return Err(engine_err(&t.name, why));
+                }
+            }
             index.insert(c.key, Installed { handle, spec: c.spec });
             Ok(())
         }
@@ -368,9 +374,29 @@ pub fn table_update(
                     t.name
                 )));
             };
+            // The entry's direct cells: the counter keeps its value unless
+            // counter_data is given; the meter takes meter_config, or is
+            // reset to unconfigured without one (the spec's MODIFY).
+            let (counter, meter) = crate::resources::entry_resources(p, t, e)?;
+            let kept = match counter {
+                Some(c) => Some(c),
+                None if p.direct_counter_of(t.id).is_some() => engine
+                    .direct_cells(&t.engine_name)
+                    .map_err(|e| engine_err(&t.name, e))?
+                    .into_iter()
+                    .find(|x| x.handle == old.handle)
+                    .map(|x| x.counter),
+                None => None,
+            };
+            let meter = p.direct_meter_of(t.id).map(|_| meter);
             engine.delete_entry(&t.engine_name, old.handle).map_err(|e| engine_err(&t.name, e))?;
             match engine.add_entry(&c.spec) {
                 Ok(handle) => {
+                    if kept.is_some() || meter.is_some() {
+                        engine
+                            .direct_write(&t.engine_name, handle, kept, meter)
+                            .map_err(|e| engine_err(&t.name, e))?;
+                    }
                     index.insert(c.key, Installed { handle, spec: c.spec });
                     Ok(())
                 }
@@ -516,6 +542,12 @@ pub fn update(p: &Pipeline, st: &mut State, engine: &mut Engine, u: &p4v1::Updat
     match u.entity.as_ref().and_then(|e| e.entity.as_ref()) {
         Some(E::TableEntry(e)) => table_update(p, st, engine, ty, e),
         Some(E::RegisterEntry(r)) => register_update(p, engine, ty, r),
+        Some(E::CounterEntry(c)) => crate::resources::counter_update(p, engine, ty, c),
+        Some(E::MeterEntry(m)) => crate::resources::meter_update(p, engine, ty, m),
+        Some(E::DirectCounterEntry(d)) => {
+            crate::resources::direct_counter_update(p, st, engine, ty, d)
+        }
+        Some(E::DirectMeterEntry(d)) => crate::resources::direct_meter_update(p, st, engine, ty, d),
         Some(E::PacketReplicationEngineEntry(pre)) => match &pre.r#type {
             Some(Pre::MulticastGroupEntry(g)) => multicast_update(st, engine, ty, g),
             Some(Pre::CloneSessionEntry(_)) => {

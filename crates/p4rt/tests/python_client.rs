@@ -180,3 +180,46 @@ async fn python_l2_learning_from_packet_in() {
     assert_eq!(outs.first(), Some(&frame), "packet-outs {outs:02x?}; controller:\n{text}");
     assert!(text.contains("learned 020000000001 on port 1"), "{} {text}", out.status);
 }
+
+/// crates/sluice/tests/p4runtime/meters.py: a direct meter of 1 packet/s
+/// (bursts of 1) written by the official client; 5 frames at one instant
+/// of the switch's (manual) clock: 1 GREEN leaves, 4 RED are dropped, and
+/// the client reads the direct counter, the meter and the colour counter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_direct_meter_drops_red_and_counters_show_it() {
+    use sluice_p4::target::{Clock, Manage as _, Target as _};
+    let srv = common::start(Some("meter.p4")).await;
+    let now = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    sluice_p4rt::device::lock(&srv.device.engine).set_clock(Clock::manual(now));
+    let program = common::program("meter.p4");
+    let info = p4info_file(&program);
+    let script = repo("crates/sluice/tests/p4runtime/meters.py");
+    let args = |phase: &str| -> Vec<String> {
+        [
+            "--addr",
+            &srv.addr.to_string(),
+            "--p4info",
+            &info.display().to_string(),
+            "--program",
+            &program.display().to_string(),
+            "--phase",
+            phase,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let (out, text) = run(script.clone(), args("setup")).await;
+    assert!(out.status.success() && text.contains("PASSED"), "setup: {text}");
+    let mut frame = vec![0u8; 60];
+    frame[5] = 0xdd;
+    frame[11] = 0x0a;
+    let left: usize = {
+        let mut e = sluice_p4rt::device::lock(&srv.device.engine);
+        (0..5).map(|_| e.packet(0, &frame).expect("packet runs").len()).sum()
+    };
+    assert_eq!(left, 1, "one GREEN frame leaves, four RED are dropped");
+    let (out, text) = run(script, args("check")).await;
+    let _ = std::fs::remove_file(&info);
+    assert!(out.status.success() && text.lines().any(|l| l == "PASSED"), "check: {text}");
+}

@@ -1142,7 +1142,8 @@ impl Run<'_> {
         let Some(td) = self.d.tables.get(t) else {
             return fail("internal error: no table state");
         };
-        let found = table::lookup(ts, td, &keys);
+        let found_at = table::lookup_index(ts, td, &keys);
+        let found = found_at.and_then(|i| td.entries.get(i));
         let (hit, action, data) = match found {
             Some(e) => (true, e.action, e.args.clone()),
             None => (false, td.default.0, td.default.1.clone()),
@@ -1154,11 +1155,27 @@ impl Run<'_> {
             self.note(|| TraceEvent::Table { table: ts.name.clone(), keys });
             self.note(|| ev);
         }
-        if hit {
+        // The direct meter's colour for this apply: GREEN on a miss (bmv2
+        // runs a direct meter only on a hit).
+        self.d.direct_color = ts.direct_meter.map(|m| (m, crate::meter::GREEN));
+        if let Some(i) = found_at {
+            let len = self.pkt.len() as u64;
             if let Some(c) = ts.direct_counter {
-                let len = self.pkt.len() as u64;
                 if let Some(st) = self.d.externs.get_mut(&c) {
                     table::count_direct(st, len);
+                }
+            }
+            let metered = ts.direct_meter.map(|m| {
+                let units = if externs::meters_bytes(s, m) { len } else { 1 };
+                (m, units, self.d.clock.now_ns())
+            });
+            if let Some(e) = self.d.tables.get_mut(t).and_then(|td| td.entries.get_mut(i)) {
+                if ts.direct_counter.is_some() {
+                    e.counter.0 += 1;
+                    e.counter.1 += len;
+                }
+                if let Some((m, units, now)) = metered {
+                    self.d.direct_color = Some((m, e.meter.execute(now, units)));
                 }
             }
         }

@@ -74,7 +74,19 @@ pub(super) fn initial_state(x: &ExternInst) -> ExternState {
         }
         "counter" => ExternState::Counter(vec![(0, 0); n]),
         "direct_counter" => ExternState::Counter(vec![(0, 0); 1]),
+        "meter" => ExternState::Meter(vec![crate::meter::Meter::default(); n]),
         _ => ExternState::None,
+    }
+}
+
+/// Whether the `meter`/`direct_meter` instance `inst` meters bytes
+/// (`MeterType.bytes`) rather than packets.
+pub(super) fn meters_bytes(s: &super::Static, inst: usize) -> bool {
+    match s.insts.get(inst) {
+        Some(Inst::Extern(x)) => {
+            x.args.iter().any(|v| matches!(v, Value::Enum { member, .. } if member == "bytes"))
+        }
+        _ => false,
     }
 }
 
@@ -127,17 +139,32 @@ pub(super) fn method(run: &mut Run<'_>, inst: usize, m: &str, args: &[Arg]) -> R
             }
             Ok(Value::Void)
         }
+        // The table counts its hits itself (`counters = ...`); this call
+        // only says the action wants it, as in bmv2.
         ("direct_counter", "count") => Ok(Value::Void),
         ("meter", "execute_meter") => {
-            let _ = run.arg(args, 0)?;
+            let i = run.arg(args, 0)?.to_u64().unwrap_or(u64::MAX);
+            let units = if meters_bytes(run.s, inst) { len } else { 1 };
+            let now = run.d.clock.now_ns();
+            // A cell past the end answers GREEN, like an unconfigured one.
+            let colour = match run.extern_state(inst) {
+                ExternState::Meter(cells) => {
+                    cells.get_mut(i as usize).map_or(crate::meter::GREEN, |m| m.execute(now, units))
+                }
+                _ => crate::meter::GREEN,
+            };
             if let Some(lv) = run.arg_lvalue(args, 1)? {
-                run.write_lv(&lv, Value::Int(0))?;
+                run.write_lv(&lv, Value::Int(i128::from(colour)))?;
             }
             Ok(Value::Void)
         }
         ("direct_meter", "read") => {
+            let colour = match run.d.direct_color {
+                Some((m, c)) if m == inst => c,
+                _ => crate::meter::GREEN,
+            };
             if let Some(lv) = run.arg_lvalue(args, 0)? {
-                run.write_lv(&lv, Value::Int(0))?;
+                run.write_lv(&lv, Value::Int(i128::from(colour)))?;
             }
             Ok(Value::Void)
         }

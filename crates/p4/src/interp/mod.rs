@@ -31,7 +31,9 @@
 //!   copy-out happens also after `exit` (spec 12.5) and after a
 //!   sub-parser's reject.
 //! * `random()` is deterministic: it returns its lower bound. Meters are
-//!   always GREEN (0). `digest()` data is queued (see
+//!   two-rate three-colour markers ([`crate::meter`]) on the clock the
+//!   interpreter is given; a table's direct counter and meter cells live
+//!   in its entries. `digest()` data is queued (see
 //!   [`Interp::take_digests`]).
 //! * Everything is bounded: parser transitions (1000 per parser
 //!   invocation), statements per packet, call depth and expression
@@ -49,7 +51,8 @@ use crate::ast::{self, BigValue, Decl, Expr, ExprKind, Local, Program, Type, Typ
 use crate::diag::{Diagnostic, Result, Span};
 use crate::parse::Loaded;
 use crate::target::{
-    ActionInfo, CtlResult, EntryDump, EntrySpec, KeyInfo, Manage, Output, TableInfo, Target,
+    ActionInfo, Clock, CtlResult, DirectCells, EntryDump, EntrySpec, KeyInfo, Manage, MeterConfig,
+    Output, TableInfo, Target,
 };
 use crate::types::{Ty, TypeEnv};
 use crate::value::{Bits, Value};
@@ -132,6 +135,8 @@ pub(crate) enum Obj {
 pub(crate) enum ExternState {
     Register(Vec<Value>),
     Counter(Vec<(u64, u64)>),
+    /// An indexed `meter`'s cells.
+    Meter(Vec<crate::meter::Meter>),
     None,
 }
 
@@ -167,6 +172,11 @@ pub(crate) struct Dyn {
     pub(crate) digests_dropped: u64,
     /// Next implicit priority for control-plane entries without one.
     pub(crate) seq: u64,
+    /// What meters read the time from.
+    pub(crate) clock: crate::meter::Clock,
+    /// The colour the last applied table's direct meter (this instance)
+    /// gave, for `direct_meter.read` in its action.
+    pub(crate) direct_color: Option<(usize, u8)>,
 }
 
 /// The reference interpreter of one v1model program.
@@ -988,6 +998,100 @@ impl Manage for Interp {
             }
             _ => Err(format!("`{name}` is not a register")),
         }
+    }
+
+    fn counter_write(&mut self, name: &str, index: usize, value: (u64, u64)) -> CtlResult<()> {
+        let id = self.extern_by_name(name)?;
+        let path = self.extern_path(id);
+        let direct = matches!(self.s.insts.get(id), Some(Inst::Extern(x)) if x.kind != "counter");
+        match self.d.externs.get_mut(&id) {
+            Some(ExternState::Counter(v)) if !direct => {
+                let n = v.len();
+                let cell = v.get_mut(index).ok_or_else(|| {
+                    format!("index {index} is outside counter `{path}` of {n} cells")
+                })?;
+                *cell = value;
+                Ok(())
+            }
+            _ => Err(format!("`{name}` is not an indexed counter")),
+        }
+    }
+
+    fn meter_cells(&self, name: &str) -> CtlResult<(String, Vec<Option<MeterConfig>>)> {
+        let id = self.extern_by_name(name)?;
+        match self.d.externs.get(&id) {
+            Some(ExternState::Meter(v)) => {
+                Ok((self.extern_path(id), v.iter().map(|m| m.config()).collect()))
+            }
+            _ => Err(format!("`{name}` is not a meter")),
+        }
+    }
+
+    fn meter_write(
+        &mut self,
+        name: &str,
+        index: usize,
+        config: Option<MeterConfig>,
+    ) -> CtlResult<()> {
+        let id = self.extern_by_name(name)?;
+        let path = self.extern_path(id);
+        match self.d.externs.get_mut(&id) {
+            Some(ExternState::Meter(v)) => {
+                let n = v.len();
+                let cell = v.get_mut(index).ok_or_else(|| {
+                    format!("index {index} is outside meter `{path}` of {n} cells")
+                })?;
+                cell.configure(config);
+                Ok(())
+            }
+            _ => Err(format!("`{name}` is not a meter")),
+        }
+    }
+
+    fn direct_cells(&self, table: &str) -> CtlResult<Vec<DirectCells>> {
+        let tid = self.table_id(table)?;
+        let td = self.d.tables.get(tid).ok_or("internal error: table state")?;
+        let mut cells: Vec<DirectCells> = td
+            .entries
+            .iter()
+            .map(|e| DirectCells { handle: e.handle, counter: e.counter, meter: e.meter.config() })
+            .collect();
+        cells.sort_by_key(|c| c.handle);
+        Ok(cells)
+    }
+
+    fn direct_write(
+        &mut self,
+        table: &str,
+        handle: u64,
+        counter: Option<(u64, u64)>,
+        meter: Option<Option<MeterConfig>>,
+    ) -> CtlResult<()> {
+        let tid = self.table_id(table)?;
+        let ts = &self.s.tables[tid];
+        if counter.is_some() && ts.direct_counter.is_none() {
+            return Err(format!("table `{}` has no direct counter", ts.name));
+        }
+        if meter.is_some() && ts.direct_meter.is_none() {
+            return Err(format!("table `{}` has no direct meter", ts.name));
+        }
+        let td = self.d.tables.get_mut(tid).ok_or("internal error: table state")?;
+        let e = td
+            .entries
+            .iter_mut()
+            .find(|e| e.handle == handle)
+            .ok_or_else(|| format!("table `{}` has no entry with handle {handle}", ts.name))?;
+        if let Some(c) = counter {
+            e.counter = c;
+        }
+        if let Some(m) = meter {
+            e.meter.configure(m);
+        }
+        Ok(())
+    }
+
+    fn set_clock(&mut self, clock: Clock) {
+        self.d.clock = clock;
     }
 }
 

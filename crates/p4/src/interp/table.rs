@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::{name_annotation, Builder, ExternState, Inst, Obj};
 use crate::ast::{self, BigValue, Decl, Direction, Expr, ExprKind, Keyset, Local, TableProp};
 use crate::diag::{Diagnostic, Result};
+use crate::meter::Meter;
 use crate::target::{CtlResult, EntryDump, EntrySpec, KeyMatch, MatchKind};
 use crate::types::Ty;
 use crate::value::{Bits, Value};
@@ -64,6 +65,8 @@ pub(crate) struct TableStatic {
     pub entries_const: bool,
     pub lookup: Lookup,
     pub direct_counter: Option<usize>,
+    /// The `meters` property's `direct_meter` instance.
+    pub direct_meter: Option<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -87,6 +90,10 @@ pub(crate) struct Entry {
     pub seq: u64,
     /// The control plane's name for it.
     pub handle: u64,
+    /// Its cell of the table's direct counter: (packets, bytes).
+    pub counter: (u64, u64),
+    /// Its cell of the table's direct meter.
+    pub meter: Meter,
 }
 
 #[derive(Clone, Debug)]
@@ -164,6 +171,7 @@ pub(super) fn build(
     let mut default_const = false;
     let mut entries_prop = None;
     let mut direct_counter = None;
+    let mut direct_meter = None;
     for p in &t.props {
         match p {
             TableProp::Key { elems, .. } => {
@@ -232,7 +240,15 @@ pub(super) fn build(
                         }
                     }
                 }
-                "meters" => {}
+                "meters" => {
+                    if let ExprKind::Name { id, .. } = &value.kind {
+                        if let Some(Inst::Block(bl)) = b.insts.get(block) {
+                            if let Some(Obj::Inst(i)) = bl.objects.get(&id.name) {
+                                direct_meter = Some(*i);
+                            }
+                        }
+                    }
+                }
                 other => {
                     return Err(Diagnostic::unsupported(
                         pn.span,
@@ -263,6 +279,7 @@ pub(super) fn build(
         entries_const: false,
         lookup,
         direct_counter,
+        direct_meter,
     };
     // Default action: as written, else NoAction.
     let default = match default {
@@ -325,7 +342,17 @@ pub(super) fn build(
             let by_prio = ts.lookup == Lookup::Priority;
             dynm.push(
                 by_prio,
-                Entry { keys, action, args, prio, explicit_prio, seq: i as u64, handle },
+                Entry {
+                    keys,
+                    action,
+                    args,
+                    prio,
+                    explicit_prio,
+                    seq: i as u64,
+                    handle,
+                    counter: (0, 0),
+                    meter: Meter::default(),
+                },
             );
             dynm.next_handle = handle + 1;
         }
@@ -603,7 +630,17 @@ pub(crate) fn add_entry(
     let explicit_prio = e.priority.is_some();
     td.push(
         by_prio,
-        Entry { keys, action, args, prio, explicit_prio, seq: seq + (1 << 32), handle },
+        Entry {
+            keys,
+            action,
+            args,
+            prio,
+            explicit_prio,
+            seq: seq + (1 << 32),
+            handle,
+            counter: (0, 0),
+            meter: Meter::default(),
+        },
     );
     Ok(handle)
 }
@@ -755,16 +792,16 @@ pub(crate) fn prefix_len(e: &Entry) -> u32 {
         .sum()
 }
 
-/// The entry matching `keys`, if any.
-pub(crate) fn lookup<'a>(ts: &TableStatic, td: &'a TableDyn, keys: &[Bits]) -> Option<&'a Entry> {
-    let mut best: Option<&Entry> = None;
-    for e in &td.entries {
+/// The position in `td.entries` of the entry matching `keys`, if any.
+pub(crate) fn lookup_index(ts: &TableStatic, td: &TableDyn, keys: &[Bits]) -> Option<usize> {
+    let mut best: Option<(usize, &Entry)> = None;
+    for (i, e) in td.entries.iter().enumerate() {
         if !e.keys.iter().zip(keys).all(|(p, k)| pat_matches(p, k)) {
             continue;
         }
         let better = match best {
             None => true,
-            Some(b) => {
+            Some((_, b)) => {
                 let by_prio = e.prio.cmp(&b.prio).then(b.seq.cmp(&e.seq));
                 match ts.lookup {
                     Lookup::Exact => false,
@@ -776,10 +813,10 @@ pub(crate) fn lookup<'a>(ts: &TableStatic, td: &'a TableDyn, keys: &[Bits]) -> O
             }
         };
         if better {
-            best = Some(e);
+            best = Some((i, e));
         }
     }
-    best
+    best.map(|(i, _)| i)
 }
 
 /// Counts a hit in the table's direct counter.

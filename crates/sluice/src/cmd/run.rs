@@ -32,7 +32,7 @@ pub struct Args {
     /// TOML configuration file (ports, dpid, controllers, listener, TLS, limits).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Datapath id, decimal or 0x hex.
+    /// Datapath id, decimal or 0x hex, e.g. `0xab` (default 1).
     #[arg(long, value_name = "ID")]
     pub dpid: Option<String>,
     /// A port, e.g. `afpacket:veth1=1` or `afxdp:eth0=2` (repeatable;
@@ -46,8 +46,8 @@ pub struct Args {
     /// Controller to connect to, e.g. `tcp:127.0.0.1:6653` or `ssl:...` (repeatable).
     #[arg(long = "controller", value_name = "TARGET")]
     pub controllers: Vec<String>,
-    /// What to do while no controller is connected: `secure` (flows only,
-    /// misses dropped) or `standalone` (MAC-learning switch).
+    /// What to do while no controller is connected: `secure` (default:
+    /// flows only, misses dropped) or `standalone` (MAC-learning switch).
     #[arg(long, value_name = "MODE")]
     pub fail_mode: Option<String>,
     /// Worker threads (default: available cores minus one, at least one).

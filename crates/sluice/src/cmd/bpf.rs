@@ -22,6 +22,7 @@ pub struct Args {
 pub enum Cmd {
     /// Verify a program: prints OK or the rejection with the instruction.
     Verify {
+        /// ELF object (`clang -O2 -g -target bpf -c prog.c -o prog.o`).
         object: PathBuf,
         /// Program section (default: the first).
         #[arg(long)]
@@ -31,16 +32,22 @@ pub enum Cmd {
         kernel: bool,
     },
     /// Disassemble all programs of an object.
-    Dump { object: PathBuf },
+    Dump {
+        /// ELF object (`clang -O2 -g -target bpf -c prog.c -o prog.o`).
+        object: PathBuf,
+    },
     /// Run a program on every packet of a pcap: `PACKET_INDEX RETURN_VALUE`
     /// per packet, then the map contents.
     Run {
+        /// ELF object (`clang -O2 -g -target bpf -c prog.c -o prog.o`).
         object: PathBuf,
+        /// The packets, a pcap file (each one is the program's context).
         #[arg(long)]
         pcap: PathBuf,
         /// Use the Cranelift JIT instead of the interpreter.
         #[arg(long)]
         jit: bool,
+        /// Program section (default: the first).
         #[arg(long)]
         section: Option<String>,
     },
@@ -53,12 +60,16 @@ pub enum Cmd {
     /// reported; any fault makes the command fail unless
     /// `--faults-expected` is given.
     Bench {
+        /// ELF object (`clang -O2 -g -target bpf -c prog.c -o prog.o`).
         object: PathBuf,
+        /// The packets, a pcap file, run over and over.
         #[arg(long)]
         pcap: PathBuf,
+        /// Program section (default: the first).
         #[arg(long)]
         section: Option<String>,
-        /// Passes over the pcap per measurement.
+        /// Passes over the pcap per measurement (0, the default: enough
+        /// for about 200 000 packets).
         #[arg(long, default_value_t = 0)]
         rounds: u32,
         /// Faults are expected: report them but exit 0 (the interpreter

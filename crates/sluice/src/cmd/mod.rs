@@ -3,6 +3,7 @@ pub mod bpf;
 pub mod ctl;
 pub mod demo;
 pub mod filter;
+pub mod man;
 pub mod ofp_print;
 pub mod p4;
 pub mod p4_trace;

@@ -65,13 +65,25 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 pub enum Cmd {
     /// Load a program (preprocess, parse, check): prints `ok` or the error.
-    Check { program: PathBuf },
+    Check {
+        /// The P4-16 source file (v1model).
+        program: PathBuf,
+    },
     /// Print the program's P4Runtime P4Info (text protobuf, p4c's ids).
-    Info { program: PathBuf },
+    Info {
+        /// The P4-16 source file (v1model).
+        program: PathBuf,
+    },
     /// Run a p4c STF test on the reference interpreter: `PASS` or the failures.
-    Test { program: PathBuf, stf: PathBuf },
+    Test {
+        /// The P4-16 source file (v1model).
+        program: PathBuf,
+        /// The STF test script (p4c's `.stf` format).
+        stf: PathBuf,
+    },
     /// Run every NAME.p4 with a NAME.stf in a directory, one line each, then totals.
     Suite {
+        /// Directory of NAME.p4 / NAME.stf pairs, e.g. p4c's testdata/p4_16_samples.
         dir: PathBuf,
         /// Programs run at once (default: the number of CPUs).
         #[arg(long, short)]
@@ -104,6 +116,7 @@ pub enum Cmd {
 /// Arguments of `sluice p4 run`.
 #[derive(clap::Args)]
 pub struct RunArgs {
+    /// The P4-16 source file (v1model).
     program: PathBuf,
     /// A port, e.g. `afpacket:veth1=1` (repeatable; `=N` is the port
     /// number the program sees, otherwise the lowest free one from 1).

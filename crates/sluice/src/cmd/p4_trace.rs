@@ -28,6 +28,7 @@ use std::path::PathBuf;
 /// Arguments of `sluice p4 trace`.
 #[derive(clap::Args)]
 pub struct TraceArgs {
+    /// The P4-16 source file (v1model).
     pub program: PathBuf,
     /// simple_switch_CLI commands to run first, one a line (`table_add
     /// routes forward 10.0.2.0/24 => ...`, `mc_mgrp_create 1`, ...).

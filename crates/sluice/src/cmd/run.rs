@@ -32,7 +32,7 @@ pub struct Args {
     /// TOML configuration file (ports, dpid, controllers, listener, TLS, limits).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Datapath id, decimal or 0x hex.
+    /// Datapath id, decimal or 0x hex, e.g. `0xab` (default 1).
     #[arg(long, value_name = "ID")]
     pub dpid: Option<String>,
     /// A port, e.g. `afpacket:veth1=1` or `afxdp:eth0=2` (repeatable;
@@ -51,8 +51,8 @@ pub struct Args {
     /// one whose issuer has no list given, is refused on ssl:/pssl:.
     #[arg(long = "crl", value_name = "FILE")]
     pub crls: Vec<PathBuf>,
-    /// What to do while no controller is connected: `secure` (flows only,
-    /// misses dropped) or `standalone` (MAC-learning switch).
+    /// What to do while no controller is connected: `secure` (default:
+    /// flows only, misses dropped) or `standalone` (MAC-learning switch).
     #[arg(long, value_name = "MODE")]
     pub fail_mode: Option<String>,
     /// Worker threads (default: available cores minus one, at least one).

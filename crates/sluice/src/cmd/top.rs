@@ -22,7 +22,7 @@ pub struct Args {
     /// Print one frame and exit (two scrapes, --interval apart, for rates).
     #[arg(long)]
     pub once: bool,
-    /// Seconds between frames (default 1).
+    /// Seconds between frames.
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub interval: f64,
     /// Stop after N frames.

@@ -36,8 +36,11 @@ pub struct Args {
     /// Flow file (ovs-ofctl add-flows syntax).
     #[arg(long)]
     pub flows: PathBuf,
+    /// Group file (ovs-ofctl add-groups syntax), for flows that name groups.
     #[arg(long)]
     pub groups: Option<PathBuf>,
+    /// Meter file (ovs-ofctl add-meter syntax, one a line), for flows that
+    /// name meters.
     #[arg(long)]
     pub meters: Option<PathBuf>,
     /// OpenFlow port the packet arrives on (optional with a --flow that

@@ -1,6 +1,7 @@
 //! The writer's classifier, the readers' snapshots and the publisher that
 //! hands one to the other. See the crate docs for the design.
 
+use crate::hash::SeqBuild;
 use crate::stage::StagePlan;
 use crate::subtable::{Member, Subtable};
 use crate::{ClsError, Hit, Rank, RuleId, RuleSpec};
@@ -13,11 +14,42 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SubtableId(pub u32);
 
-/// What the writer remembers about one rule.
+/// What the writer remembers about one rule: its subtable (which holds
+/// the mask) and the words of its value under that mask — not the whole
+/// key-sized mask and value (~400 bytes, written once per copy of the
+/// table for every flow-mod, and moved at every growth of the map).
 #[derive(Clone, Debug)]
 struct Entry {
-    spec: RuleSpec,
+    priority: u16,
+    seq: u64,
     subtable: SubtableId,
+    /// `value.words[w]` for every `w` with `mask.words[w] != 0`, in
+    /// order of `w` (the other words of a pre-masked value are zero).
+    value: Box<[u64]>,
+}
+
+impl Entry {
+    fn new(spec: &RuleSpec, subtable: SubtableId) -> Entry {
+        let value = (0..KEY_WORDS)
+            .filter(|&w| spec.mask.words[w] != 0)
+            .map(|w| spec.value.words[w])
+            .collect();
+        Entry { priority: spec.priority, seq: spec.seq, subtable, value }
+    }
+
+    /// The rule again, given its subtable's mask.
+    fn spec(&self, mask: &FlowMask) -> RuleSpec {
+        let mut value = FlowKey::ZERO;
+        let words = (0..KEY_WORDS).filter(|&w| mask.words[w] != 0);
+        for (w, &v) in words.zip(self.value.iter()) {
+            value.words[w] = v;
+        }
+        RuleSpec { mask: *mask, value, priority: self.priority, seq: self.seq }
+    }
+
+    fn rank(&self) -> Rank {
+        Rank::new(self.priority, self.seq)
+    }
 }
 
 /// The writer side: a mutable tuple-space classifier.
@@ -35,8 +67,8 @@ pub struct Classifier {
     by_mask: HashMap<FlowMask, SubtableId>,
     /// Live subtables, best `max_rank` first: the probe order.
     order: Vec<(Rank, SubtableId)>,
-    rules: HashMap<RuleId, Entry>,
-    seqs: HashMap<u64, RuleId>,
+    rules: HashMap<RuleId, Entry, SeqBuild>,
+    seqs: HashMap<u64, RuleId, SeqBuild>,
     /// Number of snapshots taken so far.
     version: u64,
 }
@@ -61,8 +93,8 @@ impl Classifier {
             free_ids: Vec::new(),
             by_mask: HashMap::new(),
             order: Vec::new(),
-            rules: HashMap::new(),
-            seqs: HashMap::new(),
+            rules: HashMap::default(),
+            seqs: HashMap::default(),
             version: 0,
         }
     }
@@ -87,14 +119,19 @@ impl Classifier {
         self.order.len()
     }
 
-    /// The rule with this id.
-    pub fn get(&self, id: RuleId) -> Option<&RuleSpec> {
-        self.rules.get(&id).map(|e| &e.spec)
+    /// The rule with this id (rebuilt from its subtable's mask and the
+    /// value words kept for it).
+    pub fn get(&self, id: RuleId) -> Option<RuleSpec> {
+        self.rules.get(&id).and_then(|e| self.spec_of(e))
     }
 
     /// Every rule, in no particular order.
-    pub fn rules(&self) -> impl Iterator<Item = (RuleId, &RuleSpec)> + '_ {
-        self.rules.iter().map(|(&id, e)| (id, &e.spec))
+    pub fn rules(&self) -> impl Iterator<Item = (RuleId, RuleSpec)> + '_ {
+        self.rules.iter().filter_map(|(&id, e)| Some((id, self.spec_of(e)?)))
+    }
+
+    fn spec_of(&self, e: &Entry) -> Option<RuleSpec> {
+        Some(e.spec(self.subtable(e.subtable)?.mask()))
     }
 
     /// The rule ids of every subtable, in probe order, with its mask and
@@ -126,15 +163,18 @@ impl Classifier {
 
     /// Remove a rule; returns it.
     pub fn remove(&mut self, id: RuleId) -> Option<RuleSpec> {
-        let entry = self.rules.remove(&id)?;
-        self.seqs.remove(&entry.spec.seq);
+        let entry = self.rules.get(&id)?;
+        // Every entry's subtable exists (invariant, checked by `check`).
+        let spec = self.spec_of(entry)?;
         let sid = entry.subtable;
-        let member = Member { rank: entry.spec.rank(), id };
+        let member = Member { rank: entry.rank(), id };
+        self.rules.remove(&id);
+        self.seqs.remove(&spec.seq);
         let mut emptied = false;
         let mut new_rank = Rank::MIN;
         if let Some(Some(arc)) = self.subtables.get_mut(sid.0 as usize) {
             let st = Arc::make_mut(arc);
-            let found = st.remove(&entry.spec.value, member);
+            let found = st.remove(&spec.value, member);
             debug_assert!(found, "classifier index out of step with subtable");
             emptied = st.n_rules() == 0;
             new_rank = st.max_rank();
@@ -144,12 +184,12 @@ impl Classifier {
                 *slot = None;
             }
             self.free_ids.push(sid.0);
-            self.by_mask.remove(&entry.spec.mask);
+            self.by_mask.remove(&spec.mask);
             self.order.retain(|&(_, s)| s != sid);
         } else {
             self.reorder(sid, new_rank);
         }
-        Some(entry.spec)
+        Some(spec)
     }
 
     /// Replace rule `id` by `spec` (any mask, priority or seq; `spec.seq`
@@ -158,7 +198,7 @@ impl Classifier {
     /// the value has bits outside the mask. Readers of snapshots see the old
     /// rule or the new one, never neither.
     pub fn replace(&mut self, id: RuleId, spec: RuleSpec) -> Result<RuleSpec, ClsError> {
-        let old_seq = self.rules.get(&id).ok_or(ClsError::NoSuchRule(id))?.spec.seq;
+        let old_seq = self.rules.get(&id).ok_or(ClsError::NoSuchRule(id))?.seq;
         if spec.seq != old_seq && self.seqs.contains_key(&spec.seq) {
             return Err(ClsError::DuplicateSeq(spec.seq));
         }
@@ -198,7 +238,7 @@ impl Classifier {
         }
         self.reorder(sid, new_rank);
         self.seqs.insert(spec.seq, id);
-        self.rules.insert(id, Entry { spec, subtable: sid });
+        self.rules.insert(id, Entry::new(&spec, sid));
     }
 
     /// Put `sid` at its place in the probe order (O(number of subtables)).
@@ -283,6 +323,12 @@ impl Classifier {
         assert_eq!(n, self.rules.len());
         assert_eq!(self.by_mask.len(), self.order.len());
         assert_eq!(self.seqs.len(), self.rules.len());
+        for (&id, e) in &self.rules {
+            let st = self.subtable(e.subtable).expect("a rule's subtable exists");
+            let words = st.mask().words.iter().filter(|&&m| m != 0).count();
+            assert_eq!(e.value.len(), words, "value words of {id:?}");
+            assert_eq!(self.seqs.get(&e.seq), Some(&id));
+        }
     }
 }
 

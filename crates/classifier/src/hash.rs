@@ -75,9 +75,48 @@ impl Hasher for IdHasher {
 /// Build-hasher for `HashMap<u64, _>` keyed by [`finish`]ed hashes.
 pub(crate) type IdBuild = BuildHasherDefault<IdHasher>;
 
+/// `Hasher` for keys that are not hashes yet but are trusted and distinct
+/// (rule ids and seqs, chosen by the switch): one folded multiply, where
+/// the default SipHash was a visible part of a bulk flow-mod load.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = add(self.0, u64::from(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        self.0 = fold_mul(self.0 ^ x, K_WORD);
+    }
+}
+
+/// Build-hasher for maps keyed by rule ids and seqs.
+pub(crate) type SeqBuild = BuildHasherDefault<SeqHasher>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seq_hasher_spreads_consecutive_ids_over_buckets() {
+        use std::hash::BuildHasher;
+        // hashbrown picks buckets with the low bits and a 7-bit tag with
+        // the high bits: consecutive seqs must differ in both.
+        let b = SeqBuild::default();
+        let low: std::collections::HashSet<u64> =
+            (0..4096u64).map(|s| b.hash_one(s) & 4095).collect();
+        let high: std::collections::HashSet<u64> =
+            (0..4096u64).map(|s| b.hash_one(s) >> 57).collect();
+        assert!(low.len() > 2000, "low bits: {} distinct of 4096", low.len());
+        assert_eq!(high.len(), 128, "high bits: {} distinct tags", high.len());
+    }
 
     #[test]
     fn high_bits_reach_low_bits() {

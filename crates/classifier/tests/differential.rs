@@ -236,6 +236,12 @@ fn run(plan: StagePlan, masks: &[FlowMask], ops: &[Op]) -> Result<(), TestCaseEr
         }
         prop_assert_eq!(w.cls.len(), w.model.0.len());
         prop_assert_eq!(w.table.len(), w.model.0.len());
+        // The writer keeps each rule's value under its mask only: every
+        // rule comes back whole.
+        for (id, s) in &w.model.0 {
+            prop_assert_eq!(w.cls.get(*id), Some(*s), "get {:?}", id);
+        }
+        prop_assert_eq!(w.cls.rules().count(), w.model.0.len());
     }
     Ok(())
 }

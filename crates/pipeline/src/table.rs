@@ -31,7 +31,10 @@
 //! - Every ADD first looks for an identical entry (same priority and
 //!   rule): a hash probe on (priority, rule) for candidate seqs, then a
 //!   binary search for each one's position, so bulk loads stay
-//!   O(n log n) instead of O(n²).
+//!   O(n log n) instead of O(n²). A hash's seqs are one inline value
+//!   unless (priority, rule) repeats, so an ADD allocates nothing there.
+//! - Published copies replay the logged ops (below); the two log
+//!   buffers are reused from one publication to the next.
 //! - modify (instructions only) and replace (same rule, priority and seq)
 //!   do not touch the index.
 //!
@@ -81,6 +84,7 @@ use sluice_core::walk::Counting;
 use sluice_ofp::instruction::Instruction;
 use sluice_ofp::oxm::Match;
 use sluice_packet::key::{FlowKey, FlowMask};
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
@@ -246,6 +250,22 @@ struct OpLog {
     prev: Vec<TableOp>,
 }
 
+impl OpLog {
+    /// Largest buffer kept for reuse (ops): a one-off huge batch (a bundle
+    /// commit) does not pin its memory.
+    const KEEP: usize = 4096;
+
+    /// An emptied buffer to reuse as `cur`.
+    fn recycled(buf: Vec<TableOp>) -> Vec<TableOp> {
+        debug_assert!(buf.is_empty());
+        if buf.capacity() > Self::KEEP {
+            Vec::new()
+        } else {
+            buf
+        }
+    }
+}
+
 /// Hasher for `seq` keys: one multiply (seqs are trusted and distinct).
 #[derive(Clone, Copy, Debug, Default)]
 struct SeqHasher(u64);
@@ -266,6 +286,53 @@ impl Hasher for SeqHasher {
 }
 
 type SeqMap = HashMap<u64, u32, BuildHasherDefault<SeqHasher>>;
+
+/// The seqs of the entries whose (priority, rule) share one strict hash:
+/// almost always one, kept inline (a `Vec` per entry was an allocation
+/// per flow-mod, three times over with the published copies).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Seqs {
+    One(u64),
+    Many(Vec<u64>),
+}
+
+impl Seqs {
+    fn as_slice(&self) -> &[u64] {
+        match self {
+            Seqs::One(s) => std::slice::from_ref(s),
+            Seqs::Many(v) => v,
+        }
+    }
+
+    fn push(&mut self, seq: u64) {
+        match self {
+            Seqs::One(s) => *self = Seqs::Many(vec![*s, seq]),
+            Seqs::Many(v) => v.push(seq),
+        }
+    }
+
+    /// Removes `seq`; returns whether none is left.
+    fn remove(&mut self, seq: u64) -> bool {
+        match self {
+            Seqs::One(s) => *s == seq,
+            Seqs::Many(v) => {
+                v.retain(|&s| s != seq);
+                match v.as_slice() {
+                    [] => true,
+                    &[s] => {
+                        *self = Seqs::One(s);
+                        false
+                    }
+                    _ => false,
+                }
+            }
+        }
+    }
+}
+
+/// The strict index: [`strict_hash`] (already a good hash, so the map
+/// only folds it once more) → seqs.
+type StrictMap = HashMap<u64, Seqs, BuildHasherDefault<SeqHasher>>;
 
 fn has_timeout(e: &FlowEntry) -> bool {
     e.idle_timeout != 0 || e.hard_timeout != 0
@@ -306,7 +373,7 @@ pub struct FlowTable {
     index: Option<Box<Index>>,
     /// Hash of (priority, rule) → seqs of the entries with that hash: a
     /// strict lookup (the one every ADD does) without scanning the vector.
-    strict: HashMap<u64, Vec<u64>>,
+    strict: StrictMap,
     /// Entries with an idle or hard timeout (expiry scans skip tables
     /// without any).
     timed: usize,
@@ -334,7 +401,7 @@ impl FlowTable {
         FlowTable {
             entries: Vec::new(),
             index: None,
-            strict: HashMap::new(),
+            strict: StrictMap::default(),
             timed: 0,
             guarded: 0,
             max_entries,
@@ -398,16 +465,18 @@ impl FlowTable {
             }
             return;
         }
-        let cur = std::mem::take(&mut self.log.cur);
         // The previous publication's ops are replayed for the last time
-        // (the other copy saw them then): moved, not cloned.
-        for op in std::mem::take(&mut self.log.prev) {
+        // (the other copy saw them then): moved, not cloned. Its buffer
+        // becomes the next `cur`, so a burst of batches reuses two
+        // buffers instead of growing a fresh one per publication.
+        let mut prev = std::mem::take(&mut self.log.prev);
+        for op in prev.drain(..) {
             copy.apply_owned(op);
         }
-        for op in &cur {
+        for op in &self.log.cur {
             copy.apply(op);
         }
-        self.log.prev = cur;
+        self.log.prev = std::mem::replace(&mut self.log.cur, OpLog::recycled(prev));
         self.share_code(copy);
         copy.settle();
         debug_assert_eq!(copy.entries.len(), self.entries.len());
@@ -417,7 +486,9 @@ impl FlowTable {
     /// has everything): the changes since the last publication are owed
     /// to the other copy only.
     pub(crate) fn skip_copy(&mut self) {
-        self.log.prev = std::mem::take(&mut self.log.cur);
+        let mut prev = std::mem::take(&mut self.log.prev);
+        prev.clear();
+        self.log.prev = std::mem::replace(&mut self.log.cur, OpLog::recycled(prev));
     }
 
     /// [`FlowTable::apply`] of an op no one needs afterwards.
@@ -754,7 +825,7 @@ impl FlowTable {
         also: impl Fn(&FlowEntry) -> bool,
     ) -> Option<usize> {
         let seqs = self.strict.get(&strict_hash(priority, rule))?;
-        seqs.iter().find_map(|&seq| {
+        seqs.as_slice().iter().find_map(|&seq| {
             let i = self.position(priority, seq)?;
             let e = &self.entries[i];
             (e.rule == *rule && also(e)).then_some(i)
@@ -771,16 +842,18 @@ impl FlowTable {
     }
 
     fn strict_add(&mut self, priority: u16, rule: &Rule, seq: u64) {
-        self.strict.entry(strict_hash(priority, rule)).or_default().push(seq);
+        match self.strict.entry(strict_hash(priority, rule)) {
+            Entry::Occupied(mut o) => o.get_mut().push(seq),
+            Entry::Vacant(v) => {
+                v.insert(Seqs::One(seq));
+            }
+        }
     }
 
     fn strict_remove(&mut self, priority: u16, rule: &Rule, seq: u64) {
         let h = strict_hash(priority, rule);
-        if let Some(v) = self.strict.get_mut(&h) {
-            v.retain(|&s| s != seq);
-            if v.is_empty() {
-                self.strict.remove(&h);
-            }
+        if self.strict.get_mut(&h).is_some_and(|v| v.remove(seq)) {
+            self.strict.remove(&h);
         }
     }
 
@@ -919,6 +992,33 @@ mod tests {
         let gone = t.remove_where(|e| e.priority == 5);
         assert_eq!(gone.len(), 2);
         assert_eq!(t.len(), 3);
+    }
+
+    /// Entries with the same (priority, rule) share one strict-index slot:
+    /// it goes from one inline seq to a list and back, and the strict
+    /// lookup names the oldest remaining entry at each step.
+    #[test]
+    fn strict_index_shared_slot() {
+        let mut t = FlowTable::new(10, 2);
+        for s in [1, 3, 7] {
+            t.insert(entry(5, s));
+        }
+        t.insert(entry(6, 9));
+        let strict_seq = |t: &FlowTable| t.find_strict(&Rule::ANY, 5).map(|i| t.entries()[i].seq);
+        assert_eq!(t.strict.len(), 2);
+        assert_eq!(strict_seq(&t), Some(1));
+        t.remove_where(|e| e.seq == 1);
+        assert_eq!(strict_seq(&t), Some(3));
+        t.remove_where(|e| e.seq == 3);
+        assert_eq!(t.strict.get(&strict_hash(5, &Rule::ANY)), Some(&Seqs::One(7)));
+        assert_eq!(strict_seq(&t), Some(7));
+        t.insert(entry(5, 11));
+        t.remove_where(|e| e.seq == 7);
+        assert_eq!(strict_seq(&t), Some(11));
+        t.remove_where(|e| e.seq == 11);
+        assert_eq!(strict_seq(&t), None);
+        assert_eq!(t.strict.len(), 1, "the emptied slot is removed");
+        assert_eq!(t.find_strict(&Rule::ANY, 6).map(|i| t.entries()[i].seq), Some(9));
     }
 
     /// The index answers like the scan through inserts and removals that

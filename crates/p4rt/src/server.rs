@@ -44,10 +44,11 @@ pub const API_VERSION: &str = "1.5.0";
 /// Largest request message accepted: 16 MiB. A bigger one is refused
 /// with RESOURCE_EXHAUSTED before it is read ([`resource_exhausted`]).
 /// Room for the largest message a controller sends, a
-/// SetForwardingPipelineConfig carrying a P4 source and its P4Info (big
-/// public programs are well under 2 MiB of each), and a 1000-update Write
-/// (about 60 bytes an entry for rt.p4, a few hundred with long keys: under
-/// 1 MiB); while each message in flight costs at most this much memory.
+/// SetForwardingPipelineConfig carrying a P4 source and its P4Info (large
+/// public programs: hundreds of KiB each, an estimate), and a 1000-update
+/// Write (under 100 bytes an entry for rt.p4's `l2`, a few hundred with
+/// long keys: under 1 MiB); while each message in flight costs at most
+/// this much memory.
 pub const MAX_MESSAGE: usize = 16 << 20;
 
 /// Largest answer sent: a Read of a big table is one ReadResponse, so

@@ -175,11 +175,17 @@ class Client:
     """One controller: a gRPC channel, its stream channel (read by a
     thread into a queue) and the RPCs with its device id and election id."""
 
-    def __init__(self, address, device_id=1, election=1, role=None, timeout=10):
+    def __init__(self, address, device_id=1, election=1, role=None, timeout=10, credentials=None):
+        """`credentials`: grpc.ssl_channel_credentials(ca, key, cert) for a
+        switch that serves P4Runtime over TLS (`sluice p4 run --tls-ca ...`);
+        None: plain TCP."""
         self.address, self.device_id, self.timeout = address, device_id, timeout
         self.election = election
         self.role = role
-        self.channel = grpc.insecure_channel(address)
+        if credentials is None:
+            self.channel = grpc.insecure_channel(address)
+        else:
+            self.channel = grpc.secure_channel(address, credentials)
         grpc.channel_ready_future(self.channel).result(timeout=timeout)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._out = queue.Queue()

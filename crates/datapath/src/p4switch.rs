@@ -82,6 +82,9 @@ pub struct P4RuntimeRun {
     pub addr: std::net::SocketAddr,
     pub device: sluice_p4rt::DeviceConfig,
     pub pipeline: Option<sluice_p4rt::pipeline::Pipeline>,
+    /// Serve over TLS with this server configuration (mutual: the
+    /// client's certificate must chain to the CA); `None`: plain TCP.
+    pub tls: Option<Arc<sluice_p4rt::rustls::ServerConfig>>,
 }
 
 /// Counters of the forwarding thread.
@@ -136,14 +139,17 @@ pub fn run(engine: Engine, cfg: P4RunConfig, stop: &AtomicBool) -> anyhow::Resul
                 .enable_all()
                 .build()?;
             let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-            let (addr, _task) = sluice_p4rt::server::spawn(&rt, device.clone(), r.addr, async {
-                let _ = stop_rx.await;
-            })
-            .map_err(|e| anyhow::anyhow!("--p4runtime {}: {e}", r.addr))?;
+            let tls = r.tls.is_some();
+            let (addr, _task) =
+                sluice_p4rt::server::spawn(&rt, device.clone(), r.addr, r.tls, async {
+                    let _ = stop_rx.await;
+                })
+                .map_err(|e| anyhow::anyhow!("--p4runtime {}: {e}", r.addr))?;
             info!(
                 addr = %addr,
                 device_id = device.config.device_id,
                 cpu_port = ?device.config.cpu_port,
+                tls = tls,
                 "P4Runtime server ready"
             );
             Some((rt, stop_tx, device))

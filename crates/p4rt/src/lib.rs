@@ -36,3 +36,5 @@ pub mod stream;
 pub mod write;
 
 pub use device::{Device, DeviceConfig};
+/// The rustls of [`server::serve_with`]'s TLS configuration.
+pub use rustls;

@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use prost::Message as _;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::codegen::http;
 use tonic::{Code, Request, Response, Status};
 
 use crate::convert::{P4Error, P4Result};
@@ -40,8 +41,23 @@ use p4v1::set_forwarding_pipeline_config_request::Action as SetAction;
 /// The P4Runtime version of the vendored protos.
 pub const API_VERSION: &str = "1.5.0";
 
-/// Largest request accepted (bigger: RESOURCE_EXHAUSTED from gRPC).
-pub const MAX_MESSAGE: usize = 64 << 20;
+/// Largest request message accepted: 16 MiB. A bigger one is refused
+/// with RESOURCE_EXHAUSTED before it is read ([`resource_exhausted`]).
+/// Room for the largest message a controller sends, a
+/// SetForwardingPipelineConfig carrying a P4 source and its P4Info (large
+/// public programs: hundreds of KiB each, an estimate), and a 1000-update
+/// Write (under 100 bytes an entry for rt.p4's `l2`, a few hundred with
+/// long keys: under 1 MiB); while each message in flight costs at most
+/// this much memory.
+pub const MAX_MESSAGE: usize = 16 << 20;
+
+/// Largest answer sent: a Read of a big table is one ReadResponse, so
+/// answers may be larger than requests (clients set their own limit;
+/// grpcio's default is 4 MiB).
+pub const MAX_ANSWER: usize = 64 << 20;
+
+/// How long a TLS handshake may take before the connection is dropped.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The service.
 #[derive(Clone, Debug)]
@@ -392,39 +408,184 @@ impl P4Runtime for Service {
 pub fn service(device: Arc<Device>) -> P4RuntimeServer<Service> {
     P4RuntimeServer::new(Service { device })
         .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_ANSWER)
 }
 
-/// Serves `device` on a bound listener until `shutdown` resolves.
+/// The status tonic gives a request message over the decoding limit
+/// (OUT_OF_RANGE, "decoded message length too large", sent before any
+/// of it is read) made RESOURCE_EXHAUSTED, the code gRPC's spec and other
+/// servers use for it. Tonic answers such a call with the status in the
+/// response headers (a trailers-only response); other answers pass
+/// unchanged.
+pub fn resource_exhausted<B>(mut r: http::Response<B>) -> http::Response<B> {
+    let h = r.headers();
+    let out_of_range = h.get("grpc-status").is_some_and(|v| v == "11");
+    let too_large = h
+        .get("grpc-message")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|m| m.contains("decoded%20message%20length%20too%20large"));
+    if out_of_range && too_large {
+        let code = http::HeaderValue::from(Code::ResourceExhausted as i32);
+        r.headers_mut().insert("grpc-status", code);
+    }
+    r
+}
+
+/// A TLS connection as tonic takes it.
+struct TlsConn(tokio_rustls::server::TlsStream<tokio::net::TcpStream>);
+
+impl tonic::transport::server::Connected for TlsConn {
+    type ConnectInfo = tonic::transport::server::TcpConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.0.get_ref().0.connect_info()
+    }
+}
+
+impl tokio::io::AsyncRead for TlsConn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for TlsConn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+}
+
+/// TLS connections accepted on `listener` with `tls` (ALPN `h2` added:
+/// gRPC clients require it). Each handshake runs on its own task, at most
+/// [`HANDSHAKE_TIMEOUT`]; a refused one (no certificate, one that does not
+/// chain to the CA, not TLS at all) is logged and dropped.
+fn tls_incoming(
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+) -> (ReceiverStream<std::io::Result<TlsConn>>, tokio::task::JoinHandle<()>) {
+    let mut cfg = (*tls).clone();
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let task = tokio::spawn(async move {
+        loop {
+            let (tcp, peer) = match listener.accept().await {
+                Ok(c) => c,
+                Err(e) => {
+                    // E.g. out of file descriptors: wait, then go on.
+                    tracing::warn!(error = %e, "P4Runtime: accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let (acceptor, tx) = (acceptor.clone(), tx.clone());
+            tokio::spawn(async move {
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                    Ok(Ok(s)) => {
+                        let _ = tx.send(Ok(TlsConn(s))).await;
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(%peer, error = %e, "P4Runtime: TLS handshake refused")
+                    }
+                    Err(_) => tracing::warn!(
+                        %peer,
+                        "P4Runtime: no TLS handshake within {} s",
+                        HANDSHAKE_TIMEOUT.as_secs()
+                    ),
+                }
+            });
+        }
+    });
+    (ReceiverStream::new(rx), task)
+}
+
+/// Serves `device` on a bound listener (plain TCP) until `shutdown`
+/// resolves.
 pub async fn serve(
     device: Arc<Device>,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
+    serve_with(device, listener, None, shutdown).await
+}
+
+/// Serves `device` on a bound listener until `shutdown` resolves: over
+/// TLS with the rustls configuration `tls` when given (sluice's is
+/// `sluice_agent::TlsContext`'s server side: a client must present a
+/// certificate that chains to the CA), else plain TCP.
+pub async fn serve_with(
+    device: Arc<Device>,
+    listener: tokio::net::TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
     let digests = tokio::spawn(crate::digest::run(device.clone()));
-    let r = tonic::transport::Server::builder()
-        .add_service(service(device))
-        .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
-            shutdown,
-        )
-        .await;
+    let router = tonic::transport::Server::builder()
+        .layer(tower::util::MapResponseLayer::new(resource_exhausted::<tonic::body::Body>))
+        .add_service(service(device));
+    let r = match tls {
+        None => {
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            router.serve_with_incoming_shutdown(incoming, shutdown).await
+        }
+        Some(tls) => {
+            let (incoming, accept) = tls_incoming(listener, tls);
+            let r = router.serve_with_incoming_shutdown(incoming, shutdown).await;
+            accept.abort();
+            r
+        }
+    };
     digests.abort();
     r
 }
 
 /// Binds `addr` (port 0: an ephemeral port) and serves `device` on the
-/// runtime `rt` until `shutdown` resolves; returns the bound address.
+/// runtime `rt` (over TLS with `tls`, see [`serve_with`]) until
+/// `shutdown` resolves; returns the bound address.
 pub fn spawn(
     rt: &tokio::runtime::Runtime,
     device: Arc<Device>,
     addr: SocketAddr,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = rt.block_on(tokio::net::TcpListener::bind(addr))?;
     let bound = listener.local_addr()?;
     let h = rt.spawn(async move {
-        if let Err(e) = serve(device, listener, shutdown).await {
+        if let Err(e) = serve_with(device, listener, tls, shutdown).await {
             tracing::warn!(error = %e, "P4Runtime server stopped");
         }
     });

@@ -10,6 +10,14 @@
 //!   leave the switch running, forwarding, and its tables intact (a new
 //!   client reads them back).
 //!
+//! - `p4runtime_faults_leave_the_switch_forwarding` (hosts ping each
+//!   other through `l2` entries): a Write whose body is not a protobuf
+//!   (INTERNAL or INVALID_ARGUMENT), a Write over the 16 MiB limit
+//!   (RESOURCE_EXHAUSTED), and a primary whose connection drops in the
+//!   middle of a StreamChannel message; after each the switch runs, ping
+//!   works and Read gives the same entries, and at the end a new client
+//!   becomes primary and writes.
+//!
 //! Needs root and `ip`; a missing tool fails the test. Namespaces, the
 //! switch (killed by PID) and scratch files are removed by guards, also
 //! on failure; every wait is bounded.
@@ -124,11 +132,9 @@ fn receive(sock: &RawSocket, tag: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-#[test]
-fn p4runtime_drives_the_switch_on_veths() {
-    need_root_and(&["ip"]);
-    let lab = Lab::new(2, OCTET);
-    let dir = Scratch::new("p4rt-netns");
+/// `sluice p4 run rt.p4 --p4runtime 127.0.0.1:PORT` (device 1, CPU port
+/// 255) on the lab's ports, once it listens; its gRPC port.
+fn start_switch(lab: &Lab, dir: &Scratch) -> (Proc, u16) {
     let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("../p4rt/tests/p4/rt.p4");
     let port = free_port();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
@@ -148,6 +154,15 @@ fn p4runtime_drives_the_switch_on_veths() {
         .env("NO_COLOR", "1");
     let mut sw = Proc::spawn("sluice p4 run --p4runtime", &mut cmd, dir.path("p4run.log"));
     sw.wait_listening(port);
+    (sw, port)
+}
+
+#[test]
+fn p4runtime_drives_the_switch_on_veths() {
+    need_root_and(&["ip"]);
+    let lab = Lab::new(2, OCTET);
+    let dir = Scratch::new("p4rt-netns");
+    let (mut sw, port) = start_switch(&lab, &dir);
     let s0 = lab.h[0].enter(|| RawSocket::open(&lab.host_if[0])).expect("raw socket on host 0");
     let s1 = lab.h[1].enter(|| RawSocket::open(&lab.host_if[1])).expect("raw socket on host 1");
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -252,5 +267,250 @@ fn p4runtime_drives_the_switch_on_veths() {
         n
     });
     assert_eq!(n, 2, "both l2 entries survive");
+    sw.assert_running();
+}
+
+/// Reads every table entry, each encoded, sorted.
+async fn entries(c: &mut P4RuntimeClient<Channel>) -> Vec<Vec<u8>> {
+    use prost::Message as _;
+    let q = p4v1::Entity {
+        entity: Some(p4v1::entity::Entity::TableEntry(p4v1::TableEntry::default())),
+    };
+    let mut r = c
+        .read(p4v1::ReadRequest { device_id: DEVICE, entities: vec![q], ..Default::default() })
+        .await
+        .expect("read")
+        .into_inner();
+    let mut v = Vec::new();
+    while let Some(m) = r.message().await.expect("read stream") {
+        v.extend(m.entities.iter().map(|e| e.encode_to_vec()));
+    }
+    v.sort();
+    v
+}
+
+/// `msg` as one gRPC length-prefixed message (uncompressed).
+fn grpc_frame(msg: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8];
+    f.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+    f.extend_from_slice(msg);
+    f
+}
+
+/// An HTTP/2 connection to the gRPC port without tonic's framing: the
+/// `h2` client, its connection driven by a task aborted on drop (which
+/// drops the socket).
+struct RawH2 {
+    h2: h2::client::SendRequest<bytes::Bytes>,
+    conn: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RawH2 {
+    fn drop(&mut self) {
+        self.conn.abort();
+    }
+}
+
+impl RawH2 {
+    async fn connect(port: u16) -> RawH2 {
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("tcp connect");
+        let (h2, conn) = h2::client::handshake(tcp).await.expect("HTTP/2 handshake");
+        let conn = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        RawH2 { h2, conn }
+    }
+
+    /// Starts a call to `method` of `p4.v1.P4Runtime`, sending `body`
+    /// (ending the request when `end`).
+    async fn call(
+        &mut self,
+        method: &str,
+        body: Vec<u8>,
+        end: bool,
+    ) -> (h2::client::ResponseFuture, h2::SendStream<bytes::Bytes>) {
+        let req = http::Request::builder()
+            .method("POST")
+            .uri(format!("http://127.0.0.1/p4.v1.P4Runtime/{method}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let mut h2 = self.h2.clone().ready().await.expect("h2 ready");
+        let (resp, mut send) = h2.send_request(req, false).expect("send request");
+        send.send_data(body.into(), end).expect("send body");
+        (resp, send)
+    }
+}
+
+/// The grpc-status of a unary call's answer (in the headers of a
+/// trailers-only answer, else in the trailers), as a code.
+async fn grpc_status(resp: h2::client::ResponseFuture) -> (tonic::Code, String) {
+    let r = tokio::time::timeout(Duration::from_secs(10), resp)
+        .await
+        .expect("an answer within 10 s")
+        .expect("an HTTP/2 answer");
+    let get = |h: &http::HeaderMap| {
+        h.get("grpc-status").map(|v| {
+            let code: i32 = v.to_str().unwrap().parse().unwrap();
+            let msg = h.get("grpc-message").map(|m| m.to_str().unwrap().to_string());
+            (tonic::Code::from(code), msg.unwrap_or_default())
+        })
+    };
+    if let Some(s) = get(r.headers()) {
+        return s;
+    }
+    let mut body = r.into_body();
+    while let Some(d) = body.data().await {
+        d.expect("body");
+    }
+    let t = body.trailers().await.expect("trailers").expect("trailers present");
+    get(&t).expect("grpc-status in the trailers")
+}
+
+#[test]
+fn p4runtime_faults_leave_the_switch_forwarding() {
+    use prost::Message as _;
+    need_root_and(&["ip", "ping"]);
+    let lab = Lab::new(2, 104);
+    let dir = Scratch::new("p4rt-faults");
+    let (mut sw, port) = start_switch(&lab, &dir);
+    // Static neighbours: rt.p4's `l2` forwards unicast only.
+    for (a, b) in [(0, 1), (1, 0)] {
+        let (ip, mac) = (lab.ip(b), lab.mac(b));
+        let dev = lab.host_if[a].as_str();
+        let neigh = ["ip", "neigh", "replace", &ip, "lladdr", &mac, "dev", dev, "nud", "permanent"];
+        lab.h[a].exec(&neigh).expect("static neighbour");
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let (info, mut c, stream) = rt.block_on(async {
+        let mut c = P4RuntimeClient::connect(url.clone()).await.expect("connect");
+        let r = c
+            .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
+                device_id: DEVICE,
+                response_type: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let s = open(&mut c, 1).await;
+        (r.config.unwrap().p4info.unwrap(), c, s)
+    });
+    let to = |p: u8| vec![p4v1::action::Param { param_id: 1, value: vec![p] }];
+    rt.block_on(c.write(p4v1::WriteRequest {
+        device_id: DEVICE,
+        election_id: eid(1),
+        updates: vec![
+            l2(&info, lab.mac_bytes(1), "I.fwd", to(2)),
+            l2(&info, lab.mac_bytes(0), "I.fwd", to(1)),
+        ],
+        ..Default::default()
+    }))
+    .expect("write the forwarding entries");
+    let before = rt.block_on(entries(&mut c));
+    assert_eq!(before.len(), 2, "two l2 entries");
+    let mut check = |what: &str, c: &mut P4RuntimeClient<Channel>| {
+        sw.assert_running();
+        assert!(
+            lab.ping_ok_within(0, 1, Duration::from_secs(10)),
+            "after {what}: no ping across the switch:\n{}",
+            sw.log()
+        );
+        assert_eq!(rt.block_on(entries(c)), before, "after {what}: the entries changed");
+    };
+    check("writing the entries", &mut c);
+
+    // (a) Bodies that are not protobufs: a length-delimited field cut
+    // short, and wire type 7 (there is none).
+    for (n, junk) in [&[0x1a_u8, 0x64, 0x01][..], &[0x0f, 0x01]].into_iter().enumerate() {
+        let (code, msg) = rt.block_on(async {
+            let mut raw = RawH2::connect(port).await;
+            let (resp, _send) = raw.call("Write", grpc_frame(junk), true).await;
+            grpc_status(resp).await
+        });
+        assert!(
+            matches!(code, tonic::Code::Internal | tonic::Code::InvalidArgument),
+            "malformed Write {n}: {code:?} {msg}"
+        );
+        check(&format!("malformed Write {n} ({code:?})"), &mut c);
+    }
+
+    // (b) A Write over the limit, from the generated client.
+    let big = p4v1::WriteRequest {
+        device_id: DEVICE,
+        election_id: eid(1),
+        updates: vec![l2(&info, lab.mac_bytes(1), "I.fwd", to(2)); 1],
+        ..Default::default()
+    };
+    let mut big = big;
+    if let Some(p4v1::entity::Entity::TableEntry(e)) =
+        big.updates[0].entity.as_mut().and_then(|e| e.entity.as_mut())
+    {
+        e.r#match[0].field_match_type =
+            Some(p4v1::field_match::FieldMatchType::Exact(p4v1::field_match::Exact {
+                value: vec![0x5a; sluice_p4rt::server::MAX_MESSAGE + 1],
+            }));
+    }
+    assert!(big.encoded_len() > sluice_p4rt::server::MAX_MESSAGE);
+    let err = rt.block_on(c.write(big)).expect_err("an oversized Write is refused");
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "oversized Write: {err}");
+    check("an oversized Write", &mut c);
+
+    // (c) The primary goes: a new stream takes over as primary (election
+    // id 5), then its connection drops in the middle of a message.
+    drop(stream);
+    rt.block_on(async {
+        let mut raw = RawH2::connect(port).await;
+        let arb = p4v1::StreamMessageRequest {
+            update: Some(Req::Arbitration(p4v1::MasterArbitrationUpdate {
+                device_id: DEVICE,
+                election_id: eid(5),
+                ..Default::default()
+            })),
+        };
+        let (resp, mut send) =
+            raw.call("StreamChannel", grpc_frame(&arb.encode_to_vec()), false).await;
+        let r = tokio::time::timeout(Duration::from_secs(10), resp)
+            .await
+            .expect("stream answer within 10 s")
+            .expect("stream answer");
+        let mut body = r.into_body();
+        let first = tokio::time::timeout(Duration::from_secs(10), body.data())
+            .await
+            .expect("arbitration answer within 10 s")
+            .expect("a message")
+            .expect("stream body");
+        let m = p4v1::StreamMessageResponse::decode(&first[5..]).expect("a StreamMessageResponse");
+        match m.update {
+            Some(Resp::Arbitration(a)) => assert_eq!(a.status.unwrap().code, 0, "raw primary"),
+            other => panic!("expected arbitration, got {other:?}"),
+        }
+        // A PacketOut announced as 1000 bytes, 10 of them sent.
+        let mut part = vec![0u8];
+        part.extend_from_slice(&1000u32.to_be_bytes());
+        part.extend_from_slice(&[0x12, 0xe5, 0x07, 0x0a, 0xe2, 0x07, 1, 2, 3, 4]);
+        send.send_data(part.into(), false).expect("part of a message");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop(send);
+        drop(body);
+        drop(raw);
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    check("a primary that vanished mid-message", &mut c);
+    // The switch still takes a primary (above the highest id seen) and writes.
+    rt.block_on(async {
+        let _s = open(&mut c, 6).await;
+        let fwd = to(2);
+        c.write(p4v1::WriteRequest {
+            device_id: DEVICE,
+            election_id: eid(6),
+            updates: vec![l2(&info, [2, 0, 0, 0, 0x68, 0x77], "I.fwd", fwd)],
+            ..Default::default()
+        })
+        .await
+        .expect("the new primary writes");
+        assert_eq!(entries(&mut c).await.len(), 3);
+    });
     sw.assert_running();
 }

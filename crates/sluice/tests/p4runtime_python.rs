@@ -138,6 +138,86 @@ fn digests_with_and_without_acks() {
     scenario("digests.py", 99);
 }
 
+/// A CA (its certificate and key).
+struct Ca {
+    cert: rcgen::Certificate,
+    key: rcgen::KeyPair,
+}
+
+fn ca(name: &str) -> Ca {
+    let key = rcgen::KeyPair::generate().expect("CA key");
+    let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    p.distinguished_name.push(rcgen::DnType::CommonName, name);
+    Ca { cert: p.self_signed(&key).expect("CA certificate"), key }
+}
+
+/// `NAME-cert.pem` and `NAME-key.pem` in `dir`, a certificate for
+/// 127.0.0.1 signed by `ca`; their paths.
+fn leaf(dir: &Scratch, ca: &Ca, name: &str) -> (String, String) {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut p = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+    p.subject_alt_names.push(rcgen::SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+    p.distinguished_name.push(rcgen::DnType::CommonName, name);
+    let cert = p.signed_by(&key, &ca.cert, &ca.key).expect("certificate");
+    let (c, k) = (dir.path(&format!("{name}-cert.pem")), dir.path(&format!("{name}-key.pem")));
+    std::fs::write(&c, cert.pem()).expect("writing a certificate");
+    std::fs::write(&k, key.serialize_pem()).expect("writing a key");
+    (c.display().to_string(), k.display().to_string())
+}
+
+/// P4Runtime over mutual TLS with the OpenFlow channel's certificate
+/// options (`--tls-ca`, `--tls-cert`, `--tls-key`): tls.py's verified
+/// client writes and reads; clients with a certificate from another CA,
+/// with none, and in plain text are refused, and the switch logs the
+/// refused handshakes.
+#[test]
+fn tls_mutual_authentication() {
+    need_root_and(&["ip", "timeout"]);
+    python();
+    let dir = Scratch::new("p4rt-py-tls");
+    let (good, rogue) = (ca("sluice-p4rt-test-ca"), ca("rogue-ca"));
+    let ca_pem = dir.path("ca.pem");
+    std::fs::write(&ca_pem, good.cert.pem()).expect("writing the CA");
+    let ca_pem = ca_pem.display().to_string();
+    let (sw_cert, sw_key) = leaf(&dir, &good, "switch");
+    let (cl_cert, cl_key) = leaf(&dir, &good, "controller");
+    let (rg_cert, rg_key) = leaf(&dir, &rogue, "rogue");
+    let lab = Lab::new(2, 103);
+    let program = here().join("rt.p4");
+    let tls = ["--tls-ca", &ca_pem, "--tls-cert", &sw_cert, "--tls-key", &sw_key];
+    let extra = [&["--cpu-port", "255", "--device-id", "1"][..], &tls[..]].concat();
+    let (mut sw, addr) = start_program(&lab, &dir, &program, &extra);
+    let args: Vec<String> = [
+        "--addr",
+        &addr,
+        "--sluice",
+        env!("CARGO_BIN_EXE_sluice"),
+        "--program",
+        &program.display().to_string(),
+        "--ca",
+        &ca_pem,
+        "--cert",
+        &cl_cert,
+        "--key",
+        &cl_key,
+        "--rogue-cert",
+        &rg_cert,
+        "--rogue-key",
+        &rg_key,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    run_script("tls.py", &args, &|| sw.log());
+    sw.assert_running();
+    let log = sw.log();
+    assert!(
+        log.matches("TLS handshake refused").count() >= 3,
+        "the switch logs the three refused handshakes:\n{log}"
+    );
+}
+
 /// `examples/p4runtime/<name>` (or a test script) under `timeout` with
 /// the venv's Python.
 fn python_cmd(script: &Path) -> Command {

@@ -20,6 +20,9 @@
 //!   `p4 ctl`. `--p4runtime IP[:PORT]` (port 9559 if left out) also serves
 //!   P4Runtime (`sluice_p4rt`) as device `--device-id` (0), with
 //!   `--cpu-port N` the port packet-outs enter and packet-ins leave by.
+//!   `--tls-ca FILE --tls-cert FILE --tls-key FILE` (the `[tls]` files of
+//!   `sluice run`'s OpenFlow channel) serve it over mutual TLS: a client
+//!   must present a certificate that chains to the CA.
 //! - `sluice p4 ctl TARGET [COMMAND...]`: one simple_switch_CLI command
 //!   (`table_add ...`, `table_dump T`, `counter_read C I`, `digests`, ...)
 //!   sent to a running `p4 run`; without a command, one per line from
@@ -150,6 +153,17 @@ pub struct RunArgs {
     /// (none by default, as bmv2: then packet I/O with the controller is refused).
     #[arg(long, value_name = "N", requires = "p4runtime")]
     cpu_port: Option<u32>,
+    /// Serve P4Runtime over TLS: the CA a client's certificate must chain
+    /// to (mutual TLS, as `sluice run`'s `[tls] ca`); with --tls-cert and
+    /// --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["p4runtime", "tls_cert", "tls_key"])]
+    tls_ca: Option<PathBuf>,
+    /// The switch's certificate chain (PEM) for P4Runtime over TLS (`[tls] cert`).
+    #[arg(long, value_name = "FILE", requires_all = ["p4runtime", "tls_ca", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// The switch's private key (PEM) for P4Runtime over TLS (`[tls] key`).
+    #[arg(long, value_name = "FILE", requires_all = ["p4runtime", "tls_ca", "tls_cert"])]
+    tls_key: Option<PathBuf>,
 }
 
 /// `IP:PORT`, or `IP` meaning port 9559 (P4Runtime's IANA port).
@@ -233,7 +247,20 @@ fn run_switch(a: RunArgs) -> Result<()> {
                 cpu_port: a.cpu_port,
                 reference: a.reference,
             };
-            Some(p4switch::P4RuntimeRun { addr, device, pipeline })
+            let tls = match (&a.tls_ca, &a.tls_cert, &a.tls_key) {
+                (Some(ca), Some(cert), Some(key)) => {
+                    let files = sluice_datapath::agent::TlsFiles {
+                        ca: ca.clone(),
+                        cert: cert.clone(),
+                        key: key.clone(),
+                    };
+                    let ctx = sluice_datapath::agent::TlsContext::load(&files)
+                        .map_err(|e| anyhow::anyhow!("--tls-ca/--tls-cert/--tls-key: {e}"))?;
+                    Some(ctx.server)
+                }
+                _ => None,
+            };
+            Some(p4switch::P4RuntimeRun { addr, device, pipeline, tls })
         }
     };
     let stop = sluice_datapath::daemon::stop_on_signals().context("installing signal handlers")?;

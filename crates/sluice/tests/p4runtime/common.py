@@ -130,11 +130,13 @@ def mac(s):
     return bytes(int(x, 16) for x in s.split(":"))
 
 
-def main(run):
-    """Parses the arguments and calls run(args, info) with the program's
-    P4Info (from `sluice p4 info`); exit status 1 with the reason on a
-    failure."""
+def main(run, options=()):
+    """Parses the arguments (and the script's own `options`, flags taking
+    one value) and calls run(args, info) with the program's P4Info (from
+    `sluice p4 info`); exit status 1 with the reason on a failure."""
     p = argparse.ArgumentParser()
+    for o in options:
+        p.add_argument(o, required=True)
     p.add_argument("--addr", required=True)
     p.add_argument("--sluice", help="the sluice binary: the P4Info is `sluice p4 info PROGRAM`")
     p.add_argument("--p4info", help="or a file with the P4Info as text protobuf")

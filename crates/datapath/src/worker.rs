@@ -375,12 +375,13 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
     let mut out = OutPorts::new();
     let mut flood: Vec<u32> = Vec::new();
     let timeout_ms = shared.poll_timeout.as_millis().clamp(1, 1000) as i32;
-    let spin = shared.busy_poll;
     let mut busy = false;
     // When the last frame came (only read while `spin` is not zero).
     let mut last_rx = Instant::now();
     debug!(worker = id, "worker started");
     while !shared.stop.load(Acquire) {
+        // One relaxed load per round: a configuration reload may change it.
+        let spin = Duration::from_nanos(shared.busy_poll_ns.load(Relaxed));
         let mut rebuild = false;
         if inbox.dirty.swap(false, Acquire) {
             ports.append(&mut lock(&inbox.pending));

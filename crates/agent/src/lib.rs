@@ -388,7 +388,21 @@ impl Agent {
             self.tls = Some(TlsContext::load(files)?);
         }
         let local = if t.passive {
-            let (l, local) = bind(&t).await?;
+            // A listener just removed on the same port (its address
+            // changed) lets go of it when its task next runs: retry a busy
+            // address for up to a second.
+            let mut tries = 0;
+            let (l, local) = loop {
+                match bind(&t).await {
+                    Err(AgentError::Bind { err, .. })
+                        if err.kind() == std::io::ErrorKind::AddrInUse && tries < 20 =>
+                    {
+                        tries += 1;
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    r => break r?,
+                }
+            };
             info!(target = %t, %local, "listening (added)");
             self.run_target(t.clone(), Some((l, local.clone())));
             Some(local)

@@ -332,7 +332,7 @@ fn reload_adds_and_removes_ports_swaps_controllers_and_loses_no_frame() {
     let lost: Vec<u32> =
         (STREAM_BASE..STREAM_BASE + sent).filter(|s| !received.contains(s)).collect();
     eprintln!(
-        "steady stream h0 -> h1 across 5 reloads: {sent} frames sent, {} received, {} lost",
+        "steady stream h0 -> h1 across 6 reloads: {sent} frames sent, {} received, {} lost",
         received.len(),
         lost.len()
     );
@@ -389,9 +389,16 @@ fn reloads(
     assert!(flows.contains("output:3"), "{flows}");
     assert_eq!(lab.deliver(0, 2, 100, 20), 0, "frames reached the removed port's host");
 
-    // 3. Swap the controller; the dpid changes too, which needs a restart.
+    // 3. Swap the controller and add a listener; the dpid changes too,
+    // which needs a restart.
     let c2 = Controller::bind(0);
-    std::fs::write(cfg_path, config(&[(if1, 1), (if2, 2)], c2.port, "dpid = 77")).unwrap();
+    let lport = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("listen = [\"ptcp:{lport}:127.0.0.1\"]");
+    std::fs::write(
+        cfg_path,
+        config(&[(if1, 1), (if2, 2)], c2.port, &format!("dpid = 77\n{listen}")),
+    )
+    .unwrap();
     sw.sighup();
     let log = sw.wait_log("configuration reloaded", 3);
     assert!(log.contains("needs a restart") && log.contains("dpid"), "{log}");
@@ -399,6 +406,8 @@ fn reloads(
     of2.handshake();
     let ended = of1.wait_for(Duration::from_secs(10), |_, _| None::<()>);
     assert_eq!(ended, Err("connection closed".to_string()), "the old controller was kept");
+    let mut passive = TcpStream::connect(("127.0.0.1", lport)).expect("the added listener");
+    passive.write_all(&Message::Hello(Hello::with_versions(&[4])).encode(1)).expect("hello");
 
     // 4. An invalid file: refused, naming the key; nothing changes.
     std::fs::write(cfg_path, config(&[(if1, 1), (if2, 2), (if3, 3)], c2.port, "workerz = 1"))
@@ -419,6 +428,34 @@ fn reloads(
     assert_eq!(ctl_ports(), [1, 2]);
     of2.barrier();
     assert_eq!(sw.log_text().matches("configuration reloaded").count(), 3);
+
+    // 6. Remove the listener: its connection closes, the port is free.
+    std::fs::write(cfg_path, config(&[(if1, 1), (if2, 2)], c2.port, "")).unwrap();
+    sw.sighup();
+    sw.wait_log("configuration reloaded", 4);
+    passive.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut b = [0u8; 256];
+    let mut closed = false;
+    for _ in 0..100 {
+        match passive.read(&mut b) {
+            Ok(0) => {
+                closed = true;
+                break;
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+            Err(_) => {
+                closed = true;
+                break;
+            }
+            Ok(_) => {} // the switch's HELLO
+        }
+    }
+    assert!(closed, "the removed listener's connection stayed open");
+    assert!(
+        TcpStream::connect(("127.0.0.1", lport)).is_err(),
+        "the removed listener still accepts"
+    );
+    of2.barrier();
 }
 
 // ---------------------------------------------------------------------------

@@ -17,6 +17,10 @@
 //! `--no-control-socket`. The daemon creates the directory and the socket
 //! (see `sluice_agent::unix`).
 //!
+//! The daemon loads the same file and flags again on SIGHUP
+//! ([`DaemonConfig::load_keeping`], which keeps running ports' numbers);
+//! what may change while it runs is `crate::reload`'s business.
+//!
 //! Invalid configuration fails fast: unknown keys are refused by serde
 //! (`deny_unknown_fields`, so a typo never silently falls back to a default)
 //! and every value is checked here, with an error that names the key

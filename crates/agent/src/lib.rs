@@ -156,11 +156,18 @@ pub(crate) struct Shared {
     /// Set by [`AsyncNotifier::notify`]; wakes the core.
     pub wake: AsyncNotifier,
     pub next_id: AtomicU64,
+    /// The targets running now (changed by [`Agent::add_target`] and
+    /// [`Agent::remove_target`]).
+    targets: Mutex<Vec<Target>>,
 }
 
 impl Shared {
     pub(crate) fn status_mut(&self) -> MutexGuard<'_, BTreeMap<ConnId, ConnStatus>> {
         self.status.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn targets_mut(&self) -> MutexGuard<'_, Vec<Target>> {
+        self.targets.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -260,6 +267,13 @@ pub struct Agent {
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     listeners: Vec<(Target, Endpoint)>,
+    /// What a target's tasks are started with (its own `shutdown` put in).
+    ctx: conn::Ctx,
+    tls: Option<TlsContext>,
+    /// One stop switch per running target, by its text: setting it (or
+    /// dropping it) ends the target's listener or connector and every
+    /// connection that came from it.
+    running: BTreeMap<String, watch::Sender<bool>>,
 }
 
 impl Agent {
@@ -299,6 +313,7 @@ impl Agent {
             events,
             wake,
             next_id: AtomicU64::new(1),
+            targets: Mutex::new(cfg.targets.clone()),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (core_tx, core_rx) = mpsc::channel(1024);
@@ -311,20 +326,106 @@ impl Agent {
         let mut tasks = Vec::new();
         let core = core::Core::new(switch, cfg.clone(), shared.clone());
         tasks.push(tokio::spawn(core.run(core_rx, shutdown_rx)));
-        let mut listeners = Vec::new();
-        // Only ssl:/pssl: targets speak TLS; tcp:/ptcp: stay plain even
-        // when another target needs the TLS context.
-        let tls_for = |t: &Target| tls.clone().filter(|_| t.transport == Transport::Ssl);
+        let mut agent = Agent {
+            shared,
+            cfg: cfg.clone(),
+            shutdown,
+            tasks,
+            listeners: Vec::new(),
+            ctx,
+            tls,
+            running: BTreeMap::new(),
+        };
         for (t, local, l) in bound {
-            listeners.push((t.clone(), local));
-            let tls = tls_for(&t);
-            tasks.push(tokio::spawn(listen_loop(ctx.clone(), l, t, tls)));
+            agent.run_target(t, Some((l, local)));
         }
         for t in cfg.targets.iter().filter(|t| !t.passive) {
-            let Endpoint::Inet(addr) = t.addr else { continue };
-            tasks.push(tokio::spawn(active_loop(ctx.clone(), t.clone(), addr, tls_for(t))));
+            agent.run_target(t.clone(), None);
         }
-        Ok(Agent { shared, cfg, shutdown, tasks, listeners })
+        Ok(agent)
+    }
+
+    /// Starts the tasks of one target: a bound listener's accept loop, or
+    /// an active target's connector. Each target gets its own stop switch.
+    fn run_target(&mut self, t: Target, bound: Option<(Listener, Endpoint)>) {
+        // Only ssl:/pssl: targets speak TLS; tcp:/ptcp: stay plain even
+        // when another target needs the TLS context.
+        let tls = self.tls.clone().filter(|_| t.transport == Transport::Ssl);
+        let (stop, stop_rx) = watch::channel(false);
+        let ctx = conn::Ctx { shutdown: stop_rx, ..self.ctx.clone() };
+        match bound {
+            Some((l, local)) => {
+                self.listeners.push((t.clone(), local));
+                self.tasks.push(tokio::spawn(listen_loop(ctx, l, t.clone(), tls)));
+            }
+            None => {
+                let Endpoint::Inet(addr) = t.addr else { return };
+                self.tasks.push(tokio::spawn(active_loop(ctx, t.clone(), addr, tls)));
+            }
+        }
+        self.running.insert(t.to_string(), stop);
+    }
+
+    /// The targets running now: those configured at start plus those
+    /// added, minus those removed.
+    pub fn targets(&self) -> Vec<Target> {
+        self.shared.targets_mut().clone()
+    }
+
+    /// Starts one more target while the agent runs (configuration reload):
+    /// binds a passive one (returning the address bound) or starts
+    /// connecting to an active one. Connections of other targets are not
+    /// touched. The agent's other settings (timeouts, queue lengths, TLS
+    /// files) are the ones it started with; an `ssl:`/`pssl:` target
+    /// needs the agent to have started with TLS files.
+    pub async fn add_target(&mut self, t: Target) -> Result<Option<Endpoint>, AgentError> {
+        if self.running.contains_key(&t.to_string()) {
+            return Err(AgentError::BadTarget { target: t, why: "already running" });
+        }
+        t.check().map_err(|why| AgentError::BadTarget { target: t.clone(), why })?;
+        if t.transport == Transport::Ssl && self.tls.is_none() {
+            let files = self.cfg.tls.as_ref().ok_or(AgentError::NoTls)?;
+            self.tls = Some(TlsContext::load(files)?);
+        }
+        let local = if t.passive {
+            // A listener just removed on the same port (its address
+            // changed) lets go of it when its task next runs: retry a busy
+            // address for up to a second.
+            let mut tries = 0;
+            let (l, local) = loop {
+                match bind(&t).await {
+                    Err(AgentError::Bind { err, .. })
+                        if err.kind() == std::io::ErrorKind::AddrInUse && tries < 20 =>
+                    {
+                        tries += 1;
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    r => break r?,
+                }
+            };
+            info!(target = %t, %local, "listening (added)");
+            self.run_target(t.clone(), Some((l, local.clone())));
+            Some(local)
+        } else {
+            info!(target = %t, "controller added");
+            self.run_target(t.clone(), None);
+            None
+        };
+        self.shared.targets_mut().push(t);
+        Ok(local)
+    }
+
+    /// Stops one target while the agent runs: a listener stops accepting
+    /// (a unix socket's file is removed) and every connection that came
+    /// from it closes; an active target's connection closes and is not
+    /// retried. Returns whether the target was running.
+    pub fn remove_target(&mut self, t: &Target) -> bool {
+        let Some(stop) = self.running.remove(&t.to_string()) else { return false };
+        let _ = stop.send(true);
+        self.listeners.retain(|(l, _)| l != t);
+        self.shared.targets_mut().retain(|x| x != t);
+        info!(target = %t, "target removed: its connections are closed");
+        true
     }
 
     /// Passive targets and the addresses they are bound to (useful with
@@ -374,12 +475,15 @@ impl Agent {
     /// A cheap, cloneable read-only view of the agent's counters and
     /// connections, for observers on other tasks (the metrics endpoint).
     pub fn observer(&self) -> AgentObserver {
-        AgentObserver { shared: self.shared.clone(), targets: self.cfg.targets.clone() }
+        AgentObserver { shared: self.shared.clone() }
     }
 
     /// Stop everything and wait (at most 5 s) for the tasks to end.
     pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
+        for stop in self.running.values() {
+            let _ = stop.send(true);
+        }
         let tasks = std::mem::take(&mut self.tasks);
         let all = async {
             for t in tasks {
@@ -395,6 +499,9 @@ impl Agent {
 impl Drop for Agent {
     fn drop(&mut self) {
         let _ = self.shutdown.send(true);
+        for stop in self.running.values() {
+            let _ = stop.send(true);
+        }
     }
 }
 
@@ -403,13 +510,12 @@ impl Drop for Agent {
 #[derive(Clone)]
 pub struct AgentObserver {
     shared: Arc<Shared>,
-    targets: Vec<Target>,
 }
 
 impl AgentObserver {
-    /// Every configured target (passive and active).
-    pub fn targets(&self) -> &[Target] {
-        &self.targets
+    /// Every running target (passive and active).
+    pub fn targets(&self) -> Vec<Target> {
+        self.shared.targets_mut().clone()
     }
 
     /// Live connections (after HELLO), by id.

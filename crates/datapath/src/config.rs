@@ -17,6 +17,10 @@
 //! `--no-control-socket`. The daemon creates the directory and the socket
 //! (see `sluice_agent::unix`).
 //!
+//! The daemon loads the same file and flags again on SIGHUP
+//! ([`DaemonConfig::load_keeping`], which keeps running ports' numbers);
+//! what may change while it runs is `crate::reload`'s business.
+//!
 //! Invalid configuration fails fast: unknown keys are refused by serde
 //! (`deny_unknown_fields`, so a typo never silently falls back to a default)
 //! and every value is checked here, with an error that names the key
@@ -429,6 +433,18 @@ fn ms(key: &str, v: Option<i64>, default: Duration) -> Result<Duration, ConfigEr
 impl DaemonConfig {
     /// Reads `path` (if any), applies `over`, checks everything.
     pub fn load(path: Option<&Path>, over: &Overrides) -> Result<DaemonConfig, ConfigError> {
+        Self::load_keeping(path, over, &[])
+    }
+
+    /// [`DaemonConfig::load`] for a configuration reload: a port without
+    /// an explicit number keeps the number it has in `running` (same kind
+    /// and name) unless another port now asks for that number, so adding
+    /// or reordering `[[port]]` entries does not renumber running ports.
+    pub fn load_keeping(
+        path: Option<&Path>,
+        over: &Overrides,
+        running: &[PortConfig],
+    ) -> Result<DaemonConfig, ConfigError> {
         let file = match path {
             None => FileConfig::default(),
             Some(p) => {
@@ -440,11 +456,21 @@ impl DaemonConfig {
                 })?
             }
         };
-        DaemonConfig::build(file, over)
+        DaemonConfig::build_keeping(file, over, running)
     }
 
     /// Checks a parsed file plus overrides.
     pub fn build(file: FileConfig, over: &Overrides) -> Result<DaemonConfig, ConfigError> {
+        Self::build_keeping(file, over, &[])
+    }
+
+    /// [`DaemonConfig::build`], keeping the numbers of `running` ports
+    /// (see [`DaemonConfig::load_keeping`]).
+    pub fn build_keeping(
+        file: FileConfig,
+        over: &Overrides,
+        running: &[PortConfig],
+    ) -> Result<DaemonConfig, ConfigError> {
         let mut dp = DatapathConfig::default();
         let mut agent = AgentConfig::default();
 
@@ -587,7 +613,7 @@ impl DaemonConfig {
             })
             .collect();
         raw.extend(over.ports.iter().map(|s| (format!("--port {s}"), s.clone(), None, true)));
-        dp.ports = build_ports(&raw)?;
+        dp.ports = build_ports(&raw, running)?;
 
         // Limits.
         let l = &file.limits;
@@ -745,9 +771,11 @@ pub fn parse_file(text: &str) -> Result<FileConfig, ConfigError> {
 }
 
 /// Resolves port specs and numbers: explicit numbers first (from `number`
-/// or the spec's `=N`), then the lowest free number for the rest.
+/// or the spec's `=N`), then the number a port of the same kind and name
+/// has in `running` if still free, then the lowest free number.
 fn build_ports(
     raw: &[(String, String, Option<i64>, bool)],
+    running: &[PortConfig],
 ) -> Result<Vec<PortConfig>, ConfigError> {
     let mut out: Vec<(PortSpec, Option<u32>, bool)> = Vec::new();
     let mut used = BTreeSet::new();
@@ -784,6 +812,16 @@ fn build_ports(
             return Err(err(format!("{key}.spec"), format!("{} is opened twice", spec.name)));
         }
         out.push((spec, n, *reopen));
+    }
+    for (spec, n, _) in out.iter_mut().filter(|(_, n, _)| n.is_none()) {
+        let kept = running
+            .iter()
+            .find(|r| r.spec.kind == spec.kind && r.spec.name == spec.name)
+            .map(|r| r.port_no);
+        if let Some(k) = kept.filter(|k| !used.contains(k)) {
+            used.insert(k);
+            *n = Some(k);
+        }
     }
     let mut next = 1u32;
     let mut ports = Vec::new();

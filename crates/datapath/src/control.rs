@@ -14,7 +14,14 @@
 //!   (PORT_STATUS ADD) on the least loaded worker;
 //! - the pipeline clock is advanced, so idle and hard timeouts fire (and
 //!   FLOW_REMOVED is sent) without traffic, and what that changed is
-//!   published.
+//!   published;
+//! - a configuration reload's port changes ([`PortsCmd`], at most one
+//!   round late) are applied: every added port is opened first — if one
+//!   fails, none is added, none removed, and the error is the answer —
+//!   then removed ports are taken out (PORT_STATUS DELETE) and the new
+//!   ones added (PORT_STATUS ADD) on the least loaded workers. Other
+//!   ports' workers never wait for this: opening happens here, and a
+//!   worker takes a new port (or lets a removed one go) between rounds.
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::mpsc;
@@ -32,6 +39,13 @@ use crate::sys::{enter_netns, poll, PollEntry};
 const ROUND: Duration = Duration::from_millis(100);
 const REOPEN_EVERY: Duration = Duration::from_secs(1);
 
+/// A configuration reload's port changes, sent to the control thread.
+pub(crate) struct PortsCmd {
+    pub remove: Vec<PortConfig>,
+    pub add: Vec<PortConfig>,
+    pub reply: mpsc::Sender<Result<(), String>>,
+}
+
 struct CtlPort {
     cfg: PortConfig,
     present: bool,
@@ -48,6 +62,7 @@ pub(crate) fn run(
     ports: Vec<PortConfig>,
     netns: Option<String>,
     ready: mpsc::Sender<Result<(), String>>,
+    cmds: mpsc::Receiver<PortsCmd>,
 ) {
     if let Some(ns) = &netns {
         if let Err(e) = enter_netns(ns) {
@@ -95,6 +110,10 @@ pub(crate) fn run(
                 let _ = poll(&mut set, 20);
             }
             None => std::thread::sleep(Duration::from_millis(20)),
+        }
+        while let Ok(cmd) = cmds.try_recv() {
+            let r = reconfigure(&shared, &mut ctl, cmd.remove, cmd.add);
+            let _ = cmd.reply.send(r);
         }
         events.clear();
         if let Some(m) = monitor.as_mut() {
@@ -150,4 +169,39 @@ pub(crate) fn run(
             }
         }
     }
+}
+
+/// Applies a reload's port changes (see the module docs): all or nothing
+/// as far as opening goes.
+fn reconfigure(
+    shared: &Shared,
+    ctl: &mut Vec<CtlPort>,
+    remove: Vec<PortConfig>,
+    add: Vec<PortConfig>,
+) -> Result<(), String> {
+    let mut opened = Vec::new();
+    for pc in add {
+        match sluice_ports::open(&pc.spec) {
+            Ok(p) => opened.push((pc, p)),
+            Err(e) => {
+                return Err(format!("opening port {} ({}): {e}", pc.port_no, pc.spec));
+            }
+        }
+    }
+    for r in &remove {
+        if let Some(i) = ctl.iter().position(|c| c.cfg == *r) {
+            let cp = ctl.remove(i);
+            if cp.present {
+                shared.remove_port(cp.cfg.port_no, "removed from the configuration");
+            } else {
+                info!(port = r.port_no, spec = %r.spec, "absent port removed from the configuration");
+            }
+        }
+    }
+    for (cfg, p) in opened {
+        info!(port = cfg.port_no, spec = %cfg.spec, "port added by the configuration");
+        shared.add_port(cfg.port_no, p);
+        ctl.push(CtlPort { cfg, present: true, last_try: None });
+    }
+    Ok(())
 }

@@ -26,9 +26,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sluice_agent::{Agent, AgentConfig, AgentError, Endpoint, Target, Transport};
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
-use crate::config::{ControlSocket, DaemonConfig};
+use crate::config::{ControlSocket, DaemonConfig, Overrides};
 use crate::Datapath;
 
 /// A running switch.
@@ -38,11 +38,31 @@ pub struct Daemon {
     rt: Option<tokio::runtime::Runtime>,
     dp: Datapath,
     listeners: Vec<(Target, Endpoint)>,
+    /// The configuration that runs (what a reload is compared with).
+    running: DaemonConfig,
+}
+
+/// What [`Daemon::reload`] did.
+#[derive(Clone, Debug, Default)]
+pub struct ReloadReport {
+    pub ports_added: Vec<u32>,
+    pub ports_removed: Vec<u32>,
+    pub targets_added: Vec<String>,
+    pub targets_removed: Vec<String>,
+    /// Targets that could not be started (e.g. a listener's address in
+    /// use), with the reason; they are not part of the running
+    /// configuration, so the next reload tries them again.
+    pub target_errors: Vec<String>,
+    /// Scalar settings changed live (`busy_poll_us`, `fail_mode`).
+    pub settings: Vec<&'static str>,
+    /// Keys that changed but need a restart (running values kept).
+    pub needs_restart: Vec<&'static str>,
 }
 
 impl Daemon {
     /// Starts the datapath and, if any target is configured, the agent.
     pub fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
+        let mut running = cfg.clone();
         let DaemonConfig { name, datapath, agent: mut agent_cfg, control } = cfg;
         // A second `sluice run` of the same switch must not open (and, for
         // pcap outputs, truncate) the first one's ports: ask the socket
@@ -61,7 +81,9 @@ impl Daemon {
         }
         if agent_cfg.targets.is_empty() {
             info!("no listener or controller configured: running without an OpenFlow channel");
-            return Ok(Daemon { agent: None, rt: None, dp, listeners: Vec::new() });
+            running.agent = agent_cfg;
+            running.control = control;
+            return Ok(Daemon { agent: None, rt: None, dp, listeners: Vec::new(), running });
         }
         let rt = agent_runtime()?;
         let started = match rt.block_on(Agent::start(agent_cfg.clone(), dp.switch())) {
@@ -77,9 +99,17 @@ impl Daemon {
                 drop_control(&mut agent_cfg, &mut control);
                 if agent_cfg.targets.is_empty() {
                     info!("no listener or controller left: running without an OpenFlow channel");
-                    return Ok(Daemon { agent: None, rt: Some(rt), dp, listeners: Vec::new() });
+                    running.agent = agent_cfg;
+                    running.control = control;
+                    return Ok(Daemon {
+                        agent: None,
+                        rt: Some(rt),
+                        dp,
+                        listeners: Vec::new(),
+                        running,
+                    });
                 }
-                rt.block_on(Agent::start(agent_cfg, dp.switch()))
+                rt.block_on(Agent::start(agent_cfg.clone(), dp.switch()))
             }
             other => other,
         };
@@ -92,19 +122,9 @@ impl Daemon {
             }
             Err(e) => return Err(e.into()),
         };
-        let n = agent.notifier();
-        dp.set_notifier(move || n.notify());
-        let mut watch = agent.watch_controllers();
-        let mode = dp.mode_handle();
-        rt.spawn(async move {
-            loop {
-                let n = *watch.borrow_and_update();
-                mode.set_controller_connected(n > 0);
-                if watch.changed().await.is_err() {
-                    break;
-                }
-            }
-        });
+        attach_agent(&agent, &dp, &rt);
+        running.agent = agent_cfg;
+        running.control = control.clone();
         let listeners = agent.listeners().to_vec();
         for (t, a) in &listeners {
             info!(target = %t, addr = %a, "OpenFlow listener ready");
@@ -122,7 +142,88 @@ impl Daemon {
                 );
             }
         }
-        Ok(Daemon { agent: Some(agent), rt: Some(rt), dp, listeners })
+        Ok(Daemon { agent: Some(agent), rt: Some(rt), dp, listeners, running })
+    }
+
+    /// The configuration that runs now.
+    pub fn running_config(&self) -> &DaemonConfig {
+        &self.running
+    }
+
+    /// Applies a newly loaded (and so already checked) configuration while
+    /// the switch forwards; see [`crate::reload`] for what can change
+    /// live. Ports go first and all or nothing: if an added port cannot be
+    /// opened, the error is returned and nothing at all changed. Then
+    /// targets (removed ones closed, new ones started; one that cannot be
+    /// started is reported in [`ReloadReport::target_errors`] and left
+    /// out), then `busy_poll_us` and `fail_mode`. Keys that need a restart
+    /// are reported and their running values kept.
+    pub fn reload(&mut self, new: DaemonConfig) -> anyhow::Result<ReloadReport> {
+        let plan = crate::reload::plan(&self.running, &new);
+        let mut report =
+            ReloadReport { needs_restart: plan.needs_restart.clone(), ..Default::default() };
+        if !plan.add_ports.is_empty() || !plan.remove_ports.is_empty() {
+            self.dp
+                .reconfigure_ports(plan.remove_ports.clone(), plan.add_ports.clone())
+                .context("configuration not applied")?;
+            report.ports_removed = plan.remove_ports.iter().map(|p| p.port_no).collect();
+            report.ports_added = plan.add_ports.iter().map(|p| p.port_no).collect();
+        }
+        let mut running = plan.running.clone();
+        if !plan.remove_targets.is_empty() || !plan.add_targets.is_empty() {
+            self.reload_targets(&plan, &mut running, &mut report)?;
+        }
+        if let Some(d) = plan.busy_poll {
+            self.dp.set_busy_poll(d);
+            report.settings.push("busy_poll_us");
+        }
+        if let Some(m) = plan.fail_mode {
+            self.dp.set_fail_mode(m);
+            report.settings.push("fail_mode");
+        }
+        self.running = running;
+        Ok(report)
+    }
+
+    /// The target part of [`Daemon::reload`].
+    fn reload_targets(
+        &mut self,
+        plan: &crate::reload::Plan,
+        running: &mut DaemonConfig,
+        report: &mut ReloadReport,
+    ) -> anyhow::Result<()> {
+        if self.rt.is_none() {
+            self.rt = Some(agent_runtime()?);
+        }
+        let rt = self.rt.as_ref().context("no runtime")?;
+        let agent = match &mut self.agent {
+            Some(a) => a,
+            None => {
+                // Started without any target: start the agent with none,
+                // then add the targets one by one like any other.
+                let mut cfg = running.agent.clone();
+                cfg.targets.clear();
+                let a = rt.block_on(Agent::start(cfg, self.dp.switch()))?;
+                attach_agent(&a, &self.dp, rt);
+                self.agent.insert(a)
+            }
+        };
+        for t in &plan.remove_targets {
+            if agent.remove_target(t) {
+                report.targets_removed.push(t.to_string());
+            }
+        }
+        for t in &plan.add_targets {
+            match rt.block_on(agent.add_target(t.clone())) {
+                Ok(_) => report.targets_added.push(t.to_string()),
+                Err(e) => {
+                    running.agent.targets.retain(|x| x != t);
+                    report.target_errors.push(format!("{t}: {e}"));
+                }
+            }
+        }
+        self.listeners = agent.listeners().to_vec();
+        Ok(())
     }
 
     pub fn datapath(&self) -> &Datapath {
@@ -170,6 +271,24 @@ impl Daemon {
         }
         // `self.dp` stops on drop.
     }
+}
+
+/// Connects a started agent to the datapath: asynchronous messages wake
+/// the agent, and the agent's controller count switches the fail mode.
+fn attach_agent(agent: &Agent, dp: &Datapath, rt: &tokio::runtime::Runtime) {
+    let n = agent.notifier();
+    dp.set_notifier(move || n.notify());
+    let mut watch = agent.watch_controllers();
+    let mode = dp.mode_handle();
+    rt.spawn(async move {
+        loop {
+            let n = *watch.borrow_and_update();
+            mode.set_controller_connected(n > 0);
+            if watch.changed().await.is_err() {
+                break;
+            }
+        }
+    });
 }
 
 /// Another switch of this name answers on its control socket.
@@ -309,6 +428,96 @@ fn log_directives(env: Option<&str>, default: &str) -> String {
 pub struct RunOptions {
     /// `--metrics ADDR:PORT`: serve the Prometheus endpoint there.
     pub metrics: Option<SocketAddr>,
+    /// Where the configuration came from, to read it again when `reload`
+    /// is set (SIGHUP, see [`reload_on_sighup`]).
+    pub source: Option<ConfigSource>,
+    /// Set by SIGHUP: reload the configuration from [`RunOptions::source`].
+    pub reload: Option<Arc<AtomicBool>>,
+}
+
+/// The file and flags a configuration is loaded from.
+#[derive(Clone, Debug, Default)]
+pub struct ConfigSource {
+    /// `--config FILE`.
+    pub path: Option<std::path::PathBuf>,
+    /// The command-line flags (they override the file on every reload, as
+    /// at start).
+    pub over: Overrides,
+}
+
+/// Registers SIGHUP: sets the returned flag (the run loop reloads).
+pub fn reload_on_sighup() -> std::io::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, flag.clone())?;
+    Ok(flag)
+}
+
+/// `sluice ctl SWITCH reload`: asks the switch listening on the control
+/// socket `path` to reload its configuration, by sending SIGHUP to the
+/// process at the other end of the socket (the same path as a SIGHUP sent
+/// by hand). Refuses if that process is not a `sluice` program. Returns
+/// its process id. The daemon logs the outcome.
+pub fn request_reload(path: &std::path::Path) -> anyhow::Result<u32> {
+    let s = std::os::unix::net::UnixStream::connect(path)
+        .with_context(|| format!("{}: cannot connect", path.display()))?;
+    let pid = crate::sys::peer_pid(&s)
+        .with_context(|| format!("{}: cannot tell which process listens", path.display()))?;
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    if !comm.trim_end().starts_with("sluice") {
+        anyhow::bail!(
+            "{}: the process listening (pid {pid}, {:?}) is not sluice; no signal sent",
+            path.display(),
+            comm.trim_end()
+        );
+    }
+    crate::sys::sighup(pid).with_context(|| format!("sending SIGHUP to pid {pid}"))?;
+    Ok(pid)
+}
+
+/// Reads the configuration again and applies it; logs what happened. An
+/// invalid configuration (or one whose ports cannot be opened) changes
+/// nothing. Returns whether the new configuration was applied.
+pub fn reload_from(d: &mut Daemon, src: &ConfigSource) -> bool {
+    let file = src.path.as_ref().map_or("(no --config file)".into(), |p| p.display().to_string());
+    info!(config = %file, "reloading the configuration");
+    let running_ports = d.running_config().datapath.ports.clone();
+    let cfg = match DaemonConfig::load_keeping(src.path.as_deref(), &src.over, &running_ports) {
+        Ok(c) => c,
+        Err(e) => {
+            error!(key = %e.key, "reload refused, the running configuration is kept: {e}");
+            return false;
+        }
+    };
+    if cfg.datapath.ports.is_empty() {
+        error!(
+            key = "port",
+            "reload refused, the running configuration is kept: no ports (a switch needs at              least one [[port]] or --port)"
+        );
+        return false;
+    }
+    let r = match d.reload(cfg) {
+        Ok(r) => r,
+        Err(e) => {
+            error!("reload refused, the running configuration is kept: {e:#}");
+            return false;
+        }
+    };
+    for key in &r.needs_restart {
+        warn!(key, "reload: this setting changed but needs a restart; the running value is kept");
+    }
+    for e in &r.target_errors {
+        error!("reload: target not started: {e}");
+    }
+    info!(
+        ports_added = ?r.ports_added,
+        ports_removed = ?r.ports_removed,
+        targets_added = ?r.targets_added,
+        targets_removed = ?r.targets_removed,
+        settings = ?r.settings,
+        needs_restart = r.needs_restart.len(),
+        "configuration reloaded"
+    );
+    true
 }
 
 /// `sluice run`: start, run until `stop` is set, shut down.
@@ -322,11 +531,21 @@ pub fn run_with(cfg: DaemonConfig, opts: &RunOptions, stop: &AtomicBool) -> anyh
     if let Some(addr) = opts.metrics {
         d.serve_metrics(addr)?;
     }
-    info!("switch running; SIGINT or SIGTERM stops it");
+    match &opts.source {
+        Some(_) if opts.reload.is_some() => {
+            info!("switch running; SIGHUP reloads the configuration, SIGINT or SIGTERM stops it")
+        }
+        _ => info!("switch running; SIGINT or SIGTERM stops it"),
+    }
     let mut last = d.datapath().stats();
     let mut ticks = 0u64;
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(100));
+        if let (Some(flag), Some(src)) = (&opts.reload, &opts.source) {
+            if flag.swap(false, Ordering::AcqRel) {
+                reload_from(&mut d, src);
+            }
+        }
         ticks += 1;
         if ticks % 600 == 0 {
             let s = d.datapath().stats();

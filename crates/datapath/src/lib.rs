@@ -89,6 +89,7 @@ pub mod flowpacket;
 pub mod learn;
 pub mod metrics;
 pub mod p4switch;
+pub mod reload;
 mod shared;
 mod sys;
 pub mod trace;
@@ -153,6 +154,8 @@ pub struct DatapathStats {
 pub struct Datapath {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
+    /// Port changes for the control thread (configuration reload).
+    ports_cmd: mpsc::Sender<control::PortsCmd>,
 }
 
 impl Datapath {
@@ -183,14 +186,14 @@ impl Datapath {
             ports: RwLock::new(BTreeMap::new()),
             ports_gen: AtomicU64::new(0),
             inboxes: (0..workers).map(|_| Inbox::default()).collect(),
-            fail_mode: cfg.fail_mode,
+            fail_standalone: AtomicBool::new(cfg.fail_mode == sluice_agent::FailMode::Standalone),
             controller_connected: AtomicBool::new(false),
             standalone: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             control_wake: AtomicBool::new(false),
             epoch: Instant::now(),
             poll_timeout: cfg.poll_timeout,
-            busy_poll: cfg.busy_poll,
+            busy_poll_ns: AtomicU64::new(cfg.busy_poll.as_nanos() as u64),
             async_q: Mutex::new(VecDeque::new()),
             async_cap: cfg.async_queue_len.max(1),
             notifier: RwLock::new(None),
@@ -199,7 +202,8 @@ impl Datapath {
             captures: Mutex::default(),
         });
         shared.update_mode();
-        let mut dp = Datapath { shared: shared.clone(), threads: Vec::new() };
+        let (ports_cmd, cmds) = mpsc::channel();
+        let mut dp = Datapath { shared: shared.clone(), threads: Vec::new(), ports_cmd };
         let (ready_tx, ready_rx) = mpsc::channel();
         let s = shared.clone();
         let ports = cfg.ports.clone();
@@ -207,7 +211,7 @@ impl Datapath {
         dp.threads.push(
             std::thread::Builder::new()
                 .name("sluice-control".into())
-                .spawn(move || control::run(s, ports, netns, ready_tx))?,
+                .spawn(move || control::run(s, ports, netns, ready_tx, cmds))?,
         );
         match ready_rx.recv_timeout(Duration::from_secs(30)) {
             Ok(Ok(())) => {}
@@ -259,6 +263,38 @@ impl Datapath {
     pub fn set_controller_connected(&self, connected: bool) {
         self.shared.controller_connected.store(connected, Relaxed);
         self.shared.update_mode();
+    }
+
+    /// Configuration reload: removes the ports `remove` and adds the ports
+    /// `add` while the others keep forwarding (see `control.rs`). Every
+    /// added port is opened before anything changes; if one cannot be
+    /// opened, nothing changes and the error says which.
+    pub fn reconfigure_ports(
+        &self,
+        remove: Vec<PortConfig>,
+        add: Vec<PortConfig>,
+    ) -> anyhow::Result<()> {
+        let (reply, answer) = mpsc::channel();
+        self.ports_cmd
+            .send(control::PortsCmd { remove, add, reply })
+            .map_err(|_| anyhow::anyhow!("the control thread has stopped"))?;
+        match answer.recv_timeout(Duration::from_secs(30)) {
+            Ok(r) => r.map_err(anyhow::Error::msg),
+            Err(_) => {
+                anyhow::bail!("the control thread did not apply the port changes within 30 s")
+            }
+        }
+    }
+
+    /// Configuration reload: a new `busy_poll` (workers read it each round).
+    pub fn set_busy_poll(&self, d: Duration) {
+        self.shared.busy_poll_ns.store(d.as_nanos() as u64, Relaxed);
+    }
+
+    /// Configuration reload: a new fail mode (takes effect at once if no
+    /// controller is connected).
+    pub fn set_fail_mode(&self, mode: sluice_agent::FailMode) {
+        self.shared.set_fail_mode(mode);
     }
 
     /// A handle that only switches the fail mode (for a task that follows

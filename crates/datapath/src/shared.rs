@@ -135,7 +135,9 @@ pub(crate) struct Shared {
     /// of the port table for transmitting and refresh it when this moves.
     pub ports_gen: AtomicU64,
     pub inboxes: Vec<Inbox>,
-    pub fail_mode: FailMode,
+    /// The fail mode is `standalone` (else `secure`); a configuration
+    /// reload may change it.
+    pub fail_standalone: AtomicBool,
     pub controller_connected: AtomicBool,
     /// MAC learning instead of the pipeline (standalone mode, no controller).
     pub standalone: AtomicBool,
@@ -144,8 +146,10 @@ pub(crate) struct Shared {
     pub control_wake: AtomicBool,
     pub epoch: Instant,
     pub poll_timeout: Duration,
-    /// See [`crate::config::DatapathConfig::busy_poll`].
-    pub busy_poll: Duration,
+    /// See [`crate::config::DatapathConfig::busy_poll`], in nanoseconds
+    /// (workers read it once per round; a configuration reload may change
+    /// it).
+    pub busy_poll_ns: AtomicU64,
     pub async_q: Mutex<VecDeque<Message>>,
     pub async_cap: usize,
     pub notifier: RwLock<Option<Notifier>>,
@@ -212,9 +216,16 @@ impl Shared {
         }
     }
 
+    /// Sets the fail mode (start, configuration reload) and recomputes
+    /// whether standalone forwarding is active.
+    pub(crate) fn set_fail_mode(&self, mode: FailMode) {
+        self.fail_standalone.store(mode == FailMode::Standalone, Relaxed);
+        self.update_mode();
+    }
+
     /// Recomputes whether standalone forwarding is active.
     pub(crate) fn update_mode(&self) {
-        let on = self.fail_mode == FailMode::Standalone && !self.controller_connected.load(Relaxed);
+        let on = self.fail_standalone.load(Relaxed) && !self.controller_connected.load(Relaxed);
         let was = self.standalone.swap(on, Relaxed);
         if on != was {
             if on {

@@ -1,5 +1,6 @@
-//! The two system calls the datapath needs that std does not wrap: `poll(2)`
-//! over many descriptors, and `setns(2)` into a network namespace.
+//! The system calls the datapath needs that std does not wrap: `poll(2)`
+//! over many descriptors, `setns(2)` into a network namespace, and for
+//! `sluice ctl reload` `SO_PEERCRED` and `kill(2)`.
 //!
 //! This is the only module of the crate with `unsafe` code; each block says
 //! why it is sound.
@@ -65,6 +66,44 @@ pub fn enter_netns(name: &str) -> io::Result<()> {
     // and a constant flag; it touches no memory of ours.
     let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
     if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The process id of the process listening on the unix socket a connected
+/// stream reaches (`SO_PEERCRED`: the credentials the listener had when it
+/// called `listen(2)`).
+pub fn peer_pid(s: &std::os::unix::net::UnixStream) -> io::Result<u32> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` is a valid, writable `ucred` and `len` holds its size,
+    // which is what getsockopt(SO_PEERCRED) writes; the descriptor is owned
+    // by `s`, alive for the call.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    u32::try_from(cred.pid)
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| io::Error::other("the socket's peer has no process id"))
+}
+
+/// Sends SIGHUP to process `pid`.
+pub fn sighup(pid: u32) -> io::Result<()> {
+    let pid =
+        libc::pid_t::try_from(pid).map_err(|_| io::Error::other("process id out of range"))?;
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    if unsafe { libc::kill(pid, libc::SIGHUP) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())

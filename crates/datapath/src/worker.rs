@@ -375,7 +375,6 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
     let mut out = OutPorts::new();
     let mut flood: Vec<u32> = Vec::new();
     let timeout_ms = shared.poll_timeout.as_millis().clamp(1, 1000) as i32;
-    let spin = shared.busy_poll;
     let mut busy = false;
     // When the last frame came (`shared.now_ns()`), and how long to keep
     // polling after it.
@@ -383,6 +382,8 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
     let mut last_rx = shared.now_ns();
     debug!(worker = id, "worker started");
     while !shared.stop.load(Acquire) {
+        // One relaxed load per round: a configuration reload may change it.
+        let spin = Duration::from_nanos(shared.busy_poll_ns.load(Relaxed));
         let mut rebuild = false;
         if inbox.dirty.swap(false, Acquire) {
             ports.append(&mut lock(&inbox.pending));

@@ -121,6 +121,9 @@ Commands (FLOW, GROUP, METER and ACTIONS in ovs-ofctl syntax):
   capture PORT FILE            record the frames PORT receives into the pcap
                                FILE until --count N frames or --seconds S
                                (default 10; the switch caps both)
+  reload                       make the switch read its configuration again
+                               (as SIGHUP does; control socket targets only;
+                               the switch logs the outcome)
 Filter programs (sluice's experimenter extension; ID is 1..4294967294):
   load-filter-prog ID FILE     load the eBPF ELF object FILE as program ID
   unload-filter-prog ID        unload program ID (refused while a flow names it)
@@ -242,6 +245,10 @@ pub fn run(args: Args) -> Result<()> {
         Some(s) if (0.0..1e9).contains(&s) => Some(Instant::now() + Duration::from_secs_f64(s)),
         Some(s) => bail!("--timeout {s}: expected a number of seconds"),
     };
+    if command == "reload" {
+        at_most(command, &words.args, 0)?;
+        return reload(&target);
+    }
     let flags = Flags { strict: args.strict, delete: args.delete };
     let plan = match (&args.packet, command) {
         (Some(hex), "trace") => trace_packet(&words.args, hex)?,
@@ -296,6 +303,7 @@ const COMMAND_NAMES: &[&str] = &[
     "dump-map",
     "trace",
     "capture",
+    "reload",
 ];
 
 fn is_command(word: &str) -> bool {
@@ -428,6 +436,21 @@ fn only_socket(rundir: &std::path::Path) -> Result<std::path::PathBuf> {
             )
         }
     }
+}
+
+/// `reload`: SIGHUP to the switch behind the control socket.
+fn reload(target: &Target) -> Result<()> {
+    let Target::Unix(path) = target else {
+        bail!(
+            "reload: {target} is not a control socket; reload works through the local control \
+             socket (a switch name or unix:PATH), or send SIGHUP to `sluice run` yourself"
+        );
+    };
+    let pid = sluice_datapath::daemon::request_reload(path).context("reload")?;
+    println!(
+        "reload requested (SIGHUP sent to sluice run, pid {pid}); the switch logs the outcome"
+    );
+    Ok(())
 }
 
 /// `trace --packet HEX IN_PORT` (or `in_port=IN_PORT`).
@@ -654,6 +677,8 @@ fn plan(cmd: &str, args: &[String], flags: Flags) -> Result<Plan> {
             [port, file] => Plan::Capture { port: input::port_arg(port), file: file.into() },
             _ => bail!("capture: expected PORT FILE.pcap, got {} argument(s)", args.len()),
         },
+        // Handled before connecting (`run`): it sends a signal, not a message.
+        "reload" => bail!("reload: sent by signal, not as an OpenFlow message"),
         other => bail!("unknown command `{other}`; see `sluice ctl --help`"),
     })
 }

@@ -4,8 +4,11 @@
 //! `sluice_datapath::config`) covers the rest. Flags override the file's
 //! scalar keys and add to its lists. The configuration is checked before
 //! anything is opened; an invalid one fails with a message naming the key.
-//! Runs until SIGINT or SIGTERM, then closes the controller connections and
-//! stops the workers. Logs go to stderr (`RUST_LOG` filters, default info).
+//! SIGHUP (or `sluice ctl reload`) reads the file and the same flags again
+//! and applies what changed without stopping forwarding (ports, listeners,
+//! controllers, `busy_poll_us`, `fail_mode`; see
+//! `sluice_datapath::reload`). Runs until SIGINT or SIGTERM, then closes
+//! the controller connections and stops the workers. Logs go to stderr (`RUST_LOG` filters, default info).
 //!
 //! Like Open vSwitch's bridges, a switch has a name (`--name`, default
 //! `br0`) and listens on a local control socket, `RUNDIR/NAME.mgmt`
@@ -115,6 +118,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         crls: a.crls,
     };
     let cfg = DaemonConfig::load(a.config.as_deref(), &over)?;
+    let source = sluice_datapath::daemon::ConfigSource { path: a.config.clone(), over };
     if a.check {
         print_config(&cfg);
         return Ok(());
@@ -124,7 +128,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     sluice_datapath::daemon::init_logging_as(a.log_format, "info");
     let stop = sluice_datapath::daemon::stop_on_signals().context("installing signal handlers")?;
-    let opts = sluice_datapath::daemon::RunOptions { metrics: a.metrics };
+    let reload =
+        sluice_datapath::daemon::reload_on_sighup().context("installing signal handlers")?;
+    let opts = sluice_datapath::daemon::RunOptions {
+        metrics: a.metrics,
+        source: Some(source),
+        reload: Some(reload),
+    };
     sluice_datapath::daemon::run_with(cfg, &opts, &stop)
 }
 

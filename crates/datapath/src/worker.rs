@@ -376,14 +376,13 @@ pub(crate) fn run(id: usize, shared: Arc<Shared>, mut ctx: Worker) {
     let mut flood: Vec<u32> = Vec::new();
     let timeout_ms = shared.poll_timeout.as_millis().clamp(1, 1000) as i32;
     let mut busy = false;
-    // When the last frame came (`shared.now_ns()`), and how long to keep
-    // polling after it.
-    let spin_ns = u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX);
+    // When the last frame came (`shared.now_ns()`).
     let mut last_rx = shared.now_ns();
     debug!(worker = id, "worker started");
     while !shared.stop.load(Acquire) {
-        // One relaxed load per round: a configuration reload may change it.
-        let spin = Duration::from_nanos(shared.busy_poll_ns.load(Relaxed));
+        // How long to keep polling after the last frame; one relaxed load
+        // per round: a configuration reload may change it.
+        let spin_ns = shared.busy_poll_ns.load(Relaxed);
         let mut rebuild = false;
         if inbox.dirty.swap(false, Acquire) {
             ports.append(&mut lock(&inbox.pending));

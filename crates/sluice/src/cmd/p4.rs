@@ -22,7 +22,8 @@
 //!   `--cpu-port N` the port packet-outs enter and packet-ins leave by.
 //!   `--tls-ca FILE --tls-cert FILE --tls-key FILE` (the `[tls]` files of
 //!   `sluice run`'s OpenFlow channel) serve it over mutual TLS: a client
-//!   must present a certificate that chains to the CA.
+//!   must present a certificate that chains to the CA; `--tls-crl FILE`
+//!   (repeatable) revokes, as `sluice run --crl` does.
 //! - `sluice p4 ctl TARGET [COMMAND...]`: one simple_switch_CLI command
 //!   (`table_add ...`, `table_dump T`, `counter_read C I`, `digests`, ...)
 //!   sent to a running `p4 run`; without a command, one per line from
@@ -164,6 +165,11 @@ pub struct RunArgs {
     /// The switch's private key (PEM) for P4Runtime over TLS (`[tls] key`).
     #[arg(long, value_name = "FILE", requires_all = ["p4runtime", "tls_ca", "tls_cert"])]
     tls_key: Option<PathBuf>,
+    /// Certificate revocation list (PEM; repeatable) for P4Runtime over
+    /// TLS, as `sluice run --crl`: a client certificate it lists, or one
+    /// whose issuer has no list given, is refused.
+    #[arg(long = "tls-crl", value_name = "FILE", requires = "tls_ca")]
+    tls_crls: Vec<PathBuf>,
 }
 
 /// `IP:PORT`, or `IP` meaning port 9559 (P4Runtime's IANA port).
@@ -253,9 +259,11 @@ fn run_switch(a: RunArgs) -> Result<()> {
                         ca: ca.clone(),
                         cert: cert.clone(),
                         key: key.clone(),
+                        crls: a.tls_crls.clone(),
                     };
-                    let ctx = sluice_datapath::agent::TlsContext::load(&files)
-                        .map_err(|e| anyhow::anyhow!("--tls-ca/--tls-cert/--tls-key: {e}"))?;
+                    let ctx = sluice_datapath::agent::TlsContext::load(&files).map_err(|e| {
+                        anyhow::anyhow!("--tls-ca/--tls-cert/--tls-key/--tls-crl: {e}")
+                    })?;
                     Some(ctx.server)
                 }
                 _ => None,

@@ -467,7 +467,7 @@ fn tls_with_a_wrong_ca_does_not_connect() {
     // failure sluice must report: its own verification or the
     // controller's alert)
     let cases = [
-        ("wrong-ca", &other_ca, &ca, "switch trusting another CA", "UnknownIssuer"),
+        ("wrong-ca", &other_ca, &ca, "switch trusting another CA", "unknown issuer"),
         ("rogue-cert", &ca, &other_ca, "switch certificate from another CA", "UnknownCA"),
     ];
     for (tag, trust, issuer, what, reason) in cases {

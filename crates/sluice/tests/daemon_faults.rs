@@ -23,15 +23,16 @@
 //! bounded in time and every loop in count.
 
 use std::collections::BTreeSet;
-use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sluice_datapath::ports::testutil::{is_root, unique_name, NetNs, RawSocket};
-use sluice_ofp::message::{flow_mod_command, frame, port_reason, FeaturesReply, Hello, Message};
-use sluice_ofp::ofctl::{parse_flow, Usage};
+use sluice_ofp::message::{port_reason, Message};
+
+mod of_controller;
+use of_controller::{Controller, Got, OfConn, Watched};
 
 /// EtherType of frames the installed flows forward.
 const ETH_OK: u16 = 0x88b5;
@@ -107,14 +108,6 @@ impl Switch {
         self.child.as_ref().map(Child::id).expect("switch running")
     }
 
-    fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
     /// Waits (bounded) until `needle` occurs at least `count` times in the log.
     fn wait_log(&mut self, needle: &str, count: usize, timeout: Duration) {
         let deadline = Instant::now() + timeout;
@@ -163,6 +156,16 @@ impl Switch {
             }
         }
         (ok, self.log_text())
+    }
+}
+
+impl Watched for Switch {
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
 
@@ -388,175 +391,8 @@ impl Lab {
 }
 
 // ---------------------------------------------------------------------------
-// A minimal OpenFlow 1.3 controller
-
-/// The controller's passive socket on 127.0.0.1.
-struct Controller {
-    listener: TcpListener,
-    port: u16,
-}
-
-impl Controller {
-    /// Listens on `port` (0: any free port); retries a busy port for 5 s
-    /// (a restart on the same port).
-    fn bind(port: u16) -> Controller {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let listener = loop {
-            match TcpListener::bind(("127.0.0.1", port)) {
-                Ok(l) => break l,
-                Err(e) if e.kind() == ErrorKind::AddrInUse && Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(50))
-                }
-                Err(e) => panic!("controller bind 127.0.0.1:{port}: {e}"),
-            }
-        };
-        listener.set_nonblocking(true).expect("nonblocking listener");
-        let port = listener.local_addr().expect("local addr").port();
-        Controller { listener, port }
-    }
-
-    /// Accepts the switch's connection within `timeout`.
-    fn accept(&self, timeout: Duration, sw: &mut Switch) -> OfConn {
-        let deadline = Instant::now() + timeout;
-        loop {
-            match self.listener.accept() {
-                Ok((s, _)) => {
-                    s.set_nonblocking(false).expect("blocking stream");
-                    s.set_nodelay(true).expect("nodelay");
-                    return OfConn { s, buf: Vec::new(), xid: 100 };
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => panic!("accept: {e}"),
-            }
-            if let Some(st) = sw.exited() {
-                panic!("sluice run exited: {st}\n{}", sw.log_text());
-            }
-            assert!(Instant::now() < deadline, "the switch did not connect within {timeout:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-enum Got {
-    Msg(u32, Message),
-    Timeout,
-    Closed,
-}
-
-/// One OpenFlow connection from the switch.
-struct OfConn {
-    s: TcpStream,
-    /// Received bytes not yet framed; at most one message plus one read.
-    buf: Vec<u8>,
-    xid: u32,
-}
-
-impl OfConn {
-    fn send(&mut self, m: &Message) -> u32 {
-        self.xid += 1;
-        self.s.write_all(&m.encode(self.xid)).expect("write to the switch");
-        self.xid
-    }
-
-    /// The next message, waiting at most `timeout`.
-    fn recv(&mut self, timeout: Duration) -> Got {
-        let deadline = Instant::now() + timeout;
-        let mut chunk = vec![0u8; 65_536];
-        loop {
-            match frame(&self.buf) {
-                Some(Ok(n)) => {
-                    let bytes: Vec<u8> = self.buf.drain(..n).collect();
-                    return match Message::parse_with_header(&bytes) {
-                        Ok((h, m)) => Got::Msg(h.xid, m),
-                        Err(e) => panic!(
-                            "undecodable message from the switch ({e:?}): {}",
-                            hex::encode(&bytes)
-                        ),
-                    };
-                }
-                Some(Err(e)) => panic!("unframeable stream from the switch: {e:?}"),
-                None => {}
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Got::Timeout;
-            }
-            self.s.set_read_timeout(Some(left.max(Duration::from_millis(1)))).expect("timeout");
-            match self.s.read(&mut chunk) {
-                Ok(0) => return Got::Closed,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                    ) => {}
-                Err(_) => return Got::Closed,
-            }
-        }
-    }
-
-    /// Reads messages (answering ECHO_REQUESTs) until `f` returns a value,
-    /// the connection closes or `timeout` passes.
-    fn wait_for<T>(
-        &mut self,
-        timeout: Duration,
-        mut f: impl FnMut(u32, &Message) -> Option<T>,
-    ) -> Result<T, String> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.recv(left) {
-                Got::Msg(xid, m) => {
-                    if let Message::EchoRequest(d) = &m {
-                        self.s
-                            .write_all(&Message::EchoReply(d.clone()).encode(xid))
-                            .expect("echo reply");
-                    }
-                    if let Some(v) = f(xid, &m) {
-                        return Ok(v);
-                    }
-                }
-                Got::Timeout => return Err(format!("nothing suitable within {timeout:?}")),
-                Got::Closed => return Err("connection closed".into()),
-            }
-        }
-    }
-
-    /// HELLO both ways, then FEATURES_REQUEST / FEATURES_REPLY.
-    fn handshake(&mut self) -> FeaturesReply {
-        self.send(&Message::Hello(Hello::with_versions(&[4])));
-        let first = self.recv(Duration::from_secs(10));
-        assert!(
-            matches!(first, Got::Msg(_, Message::Hello(_))),
-            "the switch's first message was not HELLO"
-        );
-        let xid = self.send(&Message::FeaturesRequest);
-        self.wait_for(Duration::from_secs(10), |x, m| match m {
-            Message::FeaturesReply(f) if x == xid => Some(f.clone()),
-            _ => None,
-        })
-        .expect("FEATURES_REPLY")
-    }
-
-    fn add_flow(&mut self, text: &str) {
-        let spec = parse_flow(text, Usage::Add).unwrap_or_else(|e| panic!("{text}: {e}"));
-        self.send(&Message::FlowMod(spec.to_flow_mod(flow_mod_command::ADD)));
-    }
-
-    /// BARRIER_REQUEST, then waits for its reply; fails on any OFPT_ERROR.
-    fn barrier(&mut self) {
-        let xid = self.send(&Message::BarrierRequest);
-        self.wait_for(Duration::from_secs(10), |x, m| match m {
-            Message::BarrierReply if x == xid => Some(()),
-            Message::Error(e) => panic!("the switch answered with an error: {e:?}"),
-            _ => None,
-        })
-        .expect("BARRIER_REPLY");
-    }
-}
-
-// ---------------------------------------------------------------------------
-// ovs-ofctl through the daemon's passive listener
+// ovs-ofctl through the daemon's passive listener (the controller the
+// switch connects to is `of_controller`)
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

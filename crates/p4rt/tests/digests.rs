@@ -24,15 +24,7 @@ const SECOND: i64 = 1_000_000_000;
 async fn digest_id(
     c: &mut p4v1::p4_runtime_client::P4RuntimeClient<tonic::transport::Channel>,
 ) -> u32 {
-    let r = c
-        .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
-            device_id: DEVICE,
-            response_type: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let info: cfg::P4Info = r.config.unwrap().p4info.unwrap();
+    let info: cfg::P4Info = p4info(c).await;
     let d = info.digests.iter().find(|d| d.preamble.as_ref().unwrap().name == "learn_t");
     d.expect("learn_t in the P4Info").preamble.as_ref().unwrap().id
 }

@@ -31,15 +31,7 @@ fn id_of<'a>(mut pre: impl Iterator<Item = &'a cfg::Preamble>, name: &str) -> u3
 }
 
 async fn ids(c: &mut p4v1::p4_runtime_client::P4RuntimeClient<tonic::transport::Channel>) -> Ids {
-    let r = c
-        .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
-            device_id: DEVICE,
-            response_type: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let info = r.config.unwrap().p4info.unwrap();
+    let info = p4info(c).await;
     Ids {
         table: id_of(info.tables.iter().filter_map(|t| t.preamble.as_ref()), "I.policer"),
         police: id_of(info.actions.iter().filter_map(|t| t.preamble.as_ref()), "I.police"),

@@ -33,20 +33,6 @@ fn action_id(info: &cfg::P4Info, name: &str) -> u32 {
         .id
 }
 
-async fn p4info(
-    c: &mut p4v1::p4_runtime_client::P4RuntimeClient<tonic::transport::Channel>,
-) -> cfg::P4Info {
-    let r = c
-        .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
-            device_id: DEVICE,
-            response_type: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    r.config.unwrap().p4info.unwrap()
-}
-
 fn fwd(info: &cfg::P4Info, port: u8) -> Option<p4v1::TableAction> {
     Some(p4v1::TableAction {
         r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {

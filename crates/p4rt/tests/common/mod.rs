@@ -66,6 +66,21 @@ pub async fn client(addr: std::net::SocketAddr) -> P4RuntimeClient<Channel> {
     P4RuntimeClient::connect(format!("http://{addr}")).await.expect("connect")
 }
 
+/// The P4Info of the device's pipeline.
+pub async fn p4info(
+    c: &mut P4RuntimeClient<Channel>,
+) -> sluice_p4rt::proto::p4::config::v1::P4Info {
+    let r = c
+        .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            response_type: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    r.config.unwrap().p4info.unwrap()
+}
+
 pub fn eid(v: u128) -> Option<p4v1::Uint128> {
     Some(p4v1::Uint128 { high: (v >> 64) as u64, low: v as u64 })
 }

@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 use sluice_datapath::ports::testutil::{is_root, unique_name, NetNs, RawSocket};
 use sluice_ofp::message::{port_reason, Hello, Message};
 
+mod netlab;
 mod of_controller;
+use netlab::Scratch;
 use of_controller::{Controller, OfConn, Watched};
 
 /// EtherType of the test frames.
@@ -39,26 +41,6 @@ fn have(tool: &str) -> bool {
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
-}
-
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Scratch {
-        let d = std::env::temp_dir().join(unique_name("sluice-reload-"));
-        std::fs::create_dir_all(&d).expect("scratch directory");
-        Scratch(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// `sluice run`, killed (by its pid) and reaped on drop; its log goes to a
@@ -261,7 +243,7 @@ fn reload_adds_and_removes_ports_swaps_controllers_and_loses_no_frame() {
     for t in ["ip", "sysctl"] {
         assert!(have(t), "`{t}` is not installed (scripts/install-deps installs it)");
     }
-    let dir = Scratch::new();
+    let dir = Scratch::new("reload");
     let lab = Lab::new(3);
     let name = format!("rl{}", std::process::id());
     let cfg_path = dir.path("switch.toml");

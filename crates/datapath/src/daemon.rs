@@ -40,6 +40,8 @@ pub struct Daemon {
     listeners: Vec<(Target, Endpoint)>,
     /// The configuration that runs (what a reload is compared with).
     running: DaemonConfig,
+    /// Reloads tried so far (numbers the reload status file).
+    reloads: u64,
 }
 
 /// What [`Daemon::reload`] did.
@@ -83,7 +85,14 @@ impl Daemon {
             info!("no listener or controller configured: running without an OpenFlow channel");
             running.agent = agent_cfg;
             running.control = control;
-            return Ok(Daemon { agent: None, rt: None, dp, listeners: Vec::new(), running });
+            return Ok(Daemon {
+                agent: None,
+                rt: None,
+                dp,
+                listeners: Vec::new(),
+                running,
+                reloads: 0,
+            });
         }
         let rt = agent_runtime()?;
         let started = match rt.block_on(Agent::start(agent_cfg.clone(), dp.switch())) {
@@ -107,6 +116,7 @@ impl Daemon {
                         dp,
                         listeners: Vec::new(),
                         running,
+                        reloads: 0,
                     });
                 }
                 rt.block_on(Agent::start(agent_cfg.clone(), dp.switch()))
@@ -142,7 +152,7 @@ impl Daemon {
                 );
             }
         }
-        Ok(Daemon { agent: Some(agent), rt: Some(rt), dp, listeners, running })
+        Ok(Daemon { agent: Some(agent), rt: Some(rt), dp, listeners, running, reloads: 0 })
     }
 
     /// The configuration that runs now.
@@ -474,10 +484,81 @@ pub fn request_reload(path: &std::path::Path) -> anyhow::Result<u32> {
     Ok(pid)
 }
 
-/// Reads the configuration again and applies it; logs what happened. An
-/// invalid configuration (or one whose ports cannot be opened) changes
-/// nothing. Returns whether the new configuration was applied.
+/// Where the outcome of the last reload is written, beside the control
+/// socket `sock` (`RUNDIR/NAME.mgmt.reload`), for `sluice ctl NAME reload`
+/// to report. See [`ReloadOutcome::text`] for its format.
+pub fn reload_status_path(sock: &std::path::Path) -> std::path::PathBuf {
+    let mut p = sock.as_os_str().to_owned();
+    p.push(".reload");
+    p.into()
+}
+
+/// What one reload did, as an operator reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReloadOutcome {
+    /// The new configuration runs (perhaps with some targets not started
+    /// or some keys needing a restart, listed in `lines`).
+    pub applied: bool,
+    /// One line per fact: the refusal's reason, or what changed.
+    pub lines: Vec<String>,
+}
+
+impl ReloadOutcome {
+    /// The status file's text: `pid P reload N applied|refused`, then
+    /// the lines. The pid and the count make every reload's text new.
+    pub fn text(&self, pid: u32, n: u64) -> String {
+        let mut t =
+            format!("pid {pid} reload {n} {}\n", if self.applied { "applied" } else { "refused" });
+        for l in &self.lines {
+            t.push_str(l);
+            t.push('\n');
+        }
+        t
+    }
+
+    /// Parses [`ReloadOutcome::text`]; `None` for anything else.
+    pub fn parse(text: &str) -> Option<(u32, u64, ReloadOutcome)> {
+        let mut lines = text.lines();
+        let head: Vec<&str> = lines.next()?.split(' ').collect();
+        let ["pid", pid, "reload", n, verdict] = head[..] else { return None };
+        let applied = match verdict {
+            "applied" => true,
+            "refused" => false,
+            _ => return None,
+        };
+        let lines = lines.map(String::from).collect();
+        Some((pid.parse().ok()?, n.parse().ok()?, ReloadOutcome { applied, lines }))
+    }
+}
+
+/// Reads the configuration again and applies it; logs what happened and,
+/// when the switch has a control socket, writes it to
+/// [`reload_status_path`]. An invalid configuration (or one whose ports
+/// cannot be opened) changes nothing. Returns whether the new
+/// configuration was applied.
 pub fn reload_from(d: &mut Daemon, src: &ConfigSource) -> bool {
+    let out = reload_outcome(d, src);
+    d.reloads += 1;
+    if let Some(c) = &d.running.control {
+        let path = reload_status_path(&c.path);
+        let tmp = {
+            let mut t = path.as_os_str().to_owned();
+            t.push(".tmp");
+            std::path::PathBuf::from(t)
+        };
+        let text = out.text(std::process::id(), d.reloads);
+        if let Err(e) = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path)) {
+            warn!(path = %path.display(), "cannot write the reload's outcome: {e}");
+        }
+    }
+    out.applied
+}
+
+fn reload_outcome(d: &mut Daemon, src: &ConfigSource) -> ReloadOutcome {
+    let refused = |why: String| ReloadOutcome {
+        applied: false,
+        lines: vec![format!("refused, the running configuration is kept: {why}")],
+    };
     let file = src.path.as_ref().map_or("(no --config file)".into(), |p| p.display().to_string());
     info!(config = %file, "reloading the configuration");
     let running_ports = d.running_config().datapath.ports.clone();
@@ -485,28 +566,29 @@ pub fn reload_from(d: &mut Daemon, src: &ConfigSource) -> bool {
         Ok(c) => c,
         Err(e) => {
             error!(key = %e.key, "reload refused, the running configuration is kept: {e}");
-            return false;
+            return refused(format!("{e} (key {})", e.key));
         }
     };
     if cfg.datapath.ports.is_empty() {
-        error!(
-            key = "port",
-            "reload refused, the running configuration is kept: no ports (a switch needs at              least one [[port]] or --port)"
-        );
-        return false;
+        let why = "no ports (a switch needs at least one [[port]] or --port)";
+        error!(key = "port", "reload refused, the running configuration is kept: {why}");
+        return refused(format!("{why} (key port)"));
     }
     let r = match d.reload(cfg) {
         Ok(r) => r,
         Err(e) => {
             error!("reload refused, the running configuration is kept: {e:#}");
-            return false;
+            return refused(format!("{e:#}"));
         }
     };
+    let mut lines = Vec::new();
     for key in &r.needs_restart {
         warn!(key, "reload: this setting changed but needs a restart; the running value is kept");
+        lines.push(format!("{key}: changed but needs a restart; the running value is kept"));
     }
     for e in &r.target_errors {
         error!("reload: target not started: {e}");
+        lines.push(format!("target not started: {e}"));
     }
     info!(
         ports_added = ?r.ports_added,
@@ -517,7 +599,19 @@ pub fn reload_from(d: &mut Daemon, src: &ConfigSource) -> bool {
         needs_restart = r.needs_restart.len(),
         "configuration reloaded"
     );
-    true
+    let list = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+    let nums = |v: &[u32]| list(&v.iter().map(u32::to_string).collect::<Vec<_>>());
+    lines.insert(
+        0,
+        format!("ports added: {}; removed: {}", nums(&r.ports_added), nums(&r.ports_removed)),
+    );
+    lines.insert(
+        1,
+        format!("targets added: {}; removed: {}", list(&r.targets_added), list(&r.targets_removed)),
+    );
+    let settings: Vec<String> = r.settings.iter().map(|s| s.to_string()).collect();
+    lines.insert(2, format!("settings changed live: {}", list(&settings)));
+    ReloadOutcome { applied: true, lines }
 }
 
 /// `sluice run`: start, run until `stop` is set, shut down.
@@ -567,6 +661,20 @@ pub fn run_with(cfg: DaemonConfig, opts: &RunOptions, stop: &AtomicBool) -> anyh
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn reload_outcome_text_round_trips_and_rejects_other_text() {
+        let out = super::ReloadOutcome {
+            applied: false,
+            lines: vec!["refused: workerz is not a key".into(), "second".into()],
+        };
+        let t = out.text(42, 3);
+        assert!(t.starts_with("pid 42 reload 3 refused\n"), "{t}");
+        assert_eq!(super::ReloadOutcome::parse(&t), Some((42, 3, out)));
+        for bad in ["", "pid 42 reload 3 maybe\n", "pid x reload 3 applied", "hello"] {
+            assert_eq!(super::ReloadOutcome::parse(bad), None, "{bad:?}");
+        }
+    }
+
     use super::log_directives;
 
     #[test]

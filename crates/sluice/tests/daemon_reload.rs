@@ -218,6 +218,13 @@ fn config(ports: &[(&str, u32)], controller: u16, extra: &str) -> String {
 /// `sluice ctl --rundir DIR NAME ARGS...`; its stdout (fails the test if
 /// the command fails).
 fn ctl(rundir: &Path, name: &str, args: &[&str]) -> String {
+    let (ok, out, err) = ctl_status(rundir, name, args);
+    assert!(ok, "sluice ctl {args:?}: {err}");
+    out
+}
+
+/// `sluice ctl` that may fail: (success, stdout, stderr).
+fn ctl_status(rundir: &Path, name: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["ctl", "--rundir"])
         .arg(rundir)
@@ -225,8 +232,8 @@ fn ctl(rundir: &Path, name: &str, args: &[&str]) -> String {
         .args(args)
         .output()
         .expect("running sluice ctl");
-    assert!(out.status.success(), "sluice ctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
 /// Port numbers `dump-ports` lists.
@@ -343,7 +350,8 @@ fn reloads(
     let c1 = of1.s.local_addr().expect("local").port();
     std::fs::write(cfg_path, config(&[(if1, 1), (if2, 2), (if3, 3)], c1, "")).unwrap();
     let out = ctl(rundir, name, &["reload"]);
-    assert!(out.contains(&format!("pid {}", sw.pid())), "{out}");
+    assert!(out.contains(&format!("reload applied (sluice run, pid {})", sw.pid())), "{out}");
+    assert!(out.contains("ports added: 3; removed: none"), "{out}");
     sw.wait_log("configuration reloaded", 1);
     let ps = of1
         .wait_for(Duration::from_secs(10), |_, m| match m {
@@ -398,7 +406,9 @@ fn reloads(
     // 4. An invalid file: refused, naming the key; nothing changes.
     std::fs::write(cfg_path, config(&[(if1, 1), (if2, 2), (if3, 3)], c2.port, "workerz = 1"))
         .unwrap();
-    sw.sighup();
+    let (ok, out, err) = ctl_status(rundir, name, &["reload"]);
+    assert!(!ok, "ctl reload of an invalid file succeeded: {out}");
+    assert!(out.contains("workerz") && err.contains("reload refused"), "{out}\n{err}");
     let log = sw.wait_log("reload refused", 1);
     assert!(log.contains("workerz"), "{log}");
     assert_eq!(ctl_ports(), [1, 2]);

@@ -121,7 +121,7 @@ Commands (FLOW, GROUP, METER and ACTIONS in ovs-ofctl syntax):
   capture PORT FILE            record the frames PORT receives into the pcap
                                FILE until --count N frames or --seconds S
                                (default 10; the switch caps both)
-  reload                       make the switch read its configuration again
+  reload                       make the switch read its configuration again; prints the outcome
                                (as SIGHUP does; control socket targets only;
                                the switch logs the outcome)
 Filter programs (sluice's experimenter extension; ID is 1..4294967294):
@@ -438,20 +438,50 @@ fn only_socket(rundir: &std::path::Path) -> Result<std::path::PathBuf> {
     }
 }
 
-/// `reload`: SIGHUP to the switch behind the control socket.
+/// `reload`: SIGHUP to the switch behind the control socket, then waits
+/// (at most [`RELOAD_WAIT`]) for the outcome the switch writes beside its
+/// socket, prints it, and fails when the reload was refused.
 fn reload(target: &Target) -> Result<()> {
+    use sluice_datapath::daemon::{reload_status_path, ReloadOutcome};
     let Target::Unix(path) = target else {
         bail!(
             "reload: {target} is not a control socket; reload works through the local control \
              socket (a switch name or unix:PATH), or send SIGHUP to `sluice run` yourself"
         );
     };
+    let status = reload_status_path(path);
+    let before = std::fs::read_to_string(&status).ok();
     let pid = sluice_datapath::daemon::request_reload(path).context("reload")?;
-    println!(
-        "reload requested (SIGHUP sent to sluice run, pid {pid}); the switch logs the outcome"
-    );
-    Ok(())
+    let start = std::time::Instant::now();
+    while start.elapsed() < RELOAD_WAIT {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let Ok(now) = std::fs::read_to_string(&status) else { continue };
+        if before.as_deref() == Some(now.as_str()) {
+            continue;
+        }
+        let Some((by, _, out)) = ReloadOutcome::parse(&now) else { continue };
+        if by != pid {
+            continue;
+        }
+        for l in &out.lines {
+            println!("{l}");
+        }
+        if !out.applied {
+            bail!("reload refused by sluice run (pid {pid}); the running configuration is kept");
+        }
+        println!("reload applied (sluice run, pid {pid})");
+        return Ok(());
+    }
+    bail!(
+        "reload requested (SIGHUP sent to sluice run, pid {pid}) but no outcome appeared in {} \
+         within {} s; see the switch's log",
+        status.display(),
+        RELOAD_WAIT.as_secs()
+    )
 }
+
+/// How long `ctl reload` waits for the switch to report the outcome.
+const RELOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `trace --packet HEX IN_PORT` (or `in_port=IN_PORT`).
 fn trace_packet(args: &[String], hex: &str) -> Result<Plan> {

@@ -283,6 +283,10 @@ fn bad_requests_get_their_error_codes_and_change_nothing() {
     r[0].properties[3] = TableFeatureProp::NextTables { miss: false, tables: vec![5] };
     let e = p.set_table_features(&r).unwrap_err();
     assert!(e.why.contains("table 0") && e.why.contains("next table 5"), "{e}");
+    // Under another front end's control graph (a P4 program's), the
+    // tables are not OpenFlow's to reconfigure.
+    p.set_graph(sluice_core::graph::Graph::tables(2)).expect("graph");
+    assert_eq!(set(&mut p, two_tables()), Err(ErrorCode::TFFC_EPERM));
 }
 
 #[test]

@@ -22,7 +22,9 @@ use sluice_ofp::message::{
     capabilities as cap, error_reply, group_mod_command as gcmd, meter_mod_command as mcmd,
     FeaturesReply, GroupMod, Message, MeterMod, QueueGetConfigReply, TableMod,
 };
-use sluice_ofp::multipart::{MultipartReply, MultipartRequestBody, DEFAULT_MAX_LEN};
+use sluice_ofp::multipart::{
+    MultipartReply, MultipartReplyBody, MultipartRequestBody, DEFAULT_MAX_LEN,
+};
 use sluice_ofp::queue::PacketQueue;
 
 pub use sluice_ofp::message::Outgoing;
@@ -108,7 +110,14 @@ impl Pipeline {
                         return Ok(());
                     }
                 }
-                let body = self.multipart(&req.body)?;
+                let body = match &req.body {
+                    MultipartRequestBody::TableFeatures(set) if !set.is_empty() => {
+                        MultipartReplyBody::TableFeatures(
+                            self.set_table_features(set).map_err(|r| r.code)?,
+                        )
+                    }
+                    body => self.multipart(body)?,
+                };
                 for part in (MultipartReply { flags: 0, body }).split(DEFAULT_MAX_LEN) {
                     reply(Message::MultipartReply(part));
                 }
@@ -163,6 +172,9 @@ impl Pipeline {
         if tm.table_id == table_id::ALL {
             self.tables.iter_mut().for_each(|t| t.config = tm.config);
         } else {
+            if !self.table_exists(tm.table_id) {
+                return Err(ErrorCode::TMFC_BAD_TABLE);
+            }
             let t =
                 self.tables.get_mut(usize::from(tm.table_id)).ok_or(ErrorCode::TMFC_BAD_TABLE)?;
             t.config = tm.config;

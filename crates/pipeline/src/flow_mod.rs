@@ -390,6 +390,9 @@ impl Pipeline {
         if !(fm.table_id < self.cfg.n_tables || (deleting && fm.table_id == table_id::ALL)) {
             return Err(ErrorCode::FMFC_BAD_TABLE_ID.into());
         }
+        // After a TABLE_FEATURES set request: the table must be listed and
+        // the entry keep to its description (`features.rs`).
+        self.check_table_profile(fm)?;
         fm.r#match.check_prereqs()?;
         if fm.command == cmd::ADD {
             let (rule, windows) = self.compile_add(&fm.r#match)?;

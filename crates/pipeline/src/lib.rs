@@ -79,6 +79,7 @@ pub mod control;
 mod edit;
 pub mod exec;
 pub mod extension;
+pub mod features;
 pub mod fieldcopy;
 pub mod filterprog;
 pub mod flow_mod;
@@ -314,6 +315,9 @@ pub struct Pipeline {
     /// Open bundles, per controller connection (`bundle.rs`; the
     /// controller's copy only).
     bundles: bundle::Bundles,
+    /// The tables a TABLE_FEATURES set request configured (`features.rs`);
+    /// `None`: the default description, every table with every feature.
+    profiles: Option<Arc<features::Profiles>>,
 }
 
 impl Pipeline {
@@ -352,6 +356,7 @@ impl Pipeline {
             filters: filterprog::FilterProgs::default(),
             assembly: sluice_ofp::filterprog::Assembly::default(),
             bundles: bundle::Bundles::default(),
+            profiles: None,
             cfg,
         }
     }
@@ -400,6 +405,7 @@ impl Pipeline {
             filters: filterprog::FilterProgs::default(),
             assembly: sluice_ofp::filterprog::Assembly::default(),
             bundles: bundle::Bundles::default(),
+            profiles: self.profiles.clone(),
         }
     }
 
@@ -422,6 +428,7 @@ impl Pipeline {
         copy.seq = self.seq;
         copy.flow_gen = self.flow_gen;
         copy.windows = self.windows.clone();
+        copy.profiles = self.profiles.clone();
     }
 
     /// Start logging table changes for published copies.

@@ -17,14 +17,14 @@ use sluice_ofp::oxm::{FieldId, OxmHeader};
 
 /// Fields SET_FIELD may write (every basic field but in_port,
 /// in_phy_port and ipv6_exthdr).
-fn settable_fields() -> impl Iterator<Item = FieldId> {
+pub(crate) fn settable_fields() -> impl Iterator<Item = FieldId> {
     FieldId::ALL
         .iter()
         .copied()
         .filter(|f| !matches!(f, FieldId::InPort | FieldId::InPhyPort | FieldId::Ipv6Exthdr))
 }
 
-const ACTIONS: &[u16] = &[
+pub(crate) const ACTIONS: &[u16] = &[
     at::OUTPUT,
     at::COPY_TTL_OUT,
     at::COPY_TTL_IN,
@@ -45,7 +45,7 @@ const ACTIONS: &[u16] = &[
 
 impl Pipeline {
     fn selected_flows(&self, req: &FlowStatsRequest) -> Result<Vec<(u8, usize)>> {
-        if req.table_id != table_id::ALL && req.table_id >= self.cfg.n_tables {
+        if req.table_id != table_id::ALL && !self.table_exists(req.table_id) {
             return Err(ErrorCode::BRC_BAD_TABLE_ID);
         }
         let mut out = Vec::new();
@@ -70,6 +70,9 @@ impl Pipeline {
     }
 
     fn table_features(&self) -> Vec<TableFeatures> {
+        if let Some(p) = self.table_profiles() {
+            return p.iter().map(|t| t.to_features()).collect();
+        }
         let all_fields: Vec<OxmId> =
             FieldId::ALL.iter().map(|&f| OxmId::new(OxmHeader::basic(f, f.maskable()))).collect();
         let wild: Vec<OxmId> =
@@ -172,6 +175,7 @@ impl Pipeline {
                 self.tables
                     .iter()
                     .enumerate()
+                    .filter(|(t, _)| self.table_exists(*t as u8))
                     .map(|(t, tb)| TableStats {
                         table_id: t as u8,
                         active_count: tb.len() as u32,
@@ -227,7 +231,9 @@ impl Pipeline {
             }),
             Q::TableFeatures(set) => {
                 if !set.is_empty() {
-                    // Tables are fixed; reconfiguring them is not supported.
+                    // A set request changes the tables: `Pipeline::handle`
+                    // gives it to `set_table_features`; this read-only
+                    // path cannot apply it.
                     return Err(ErrorCode::TFFC_EPERM);
                 }
                 R::TableFeatures(self.table_features())

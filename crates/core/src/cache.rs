@@ -114,6 +114,7 @@ use crate::guard::{Answers, Chain as GuardChain, Guard};
 use crate::op::Op;
 use hashbrown::hash_table::{Entry, HashTable};
 use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT, KEY_WORDS, PRESENCE_WORD};
+use sluice_packet::parse::{Meta, ParseInfo};
 use std::sync::Arc;
 use std::sync::LazyLock;
 
@@ -162,6 +163,11 @@ pub struct CacheStats {
     pub guard_alt_hits: u64,
     /// Alternates recorded for megaflows.
     pub guard_alts: u64,
+    /// Raw-header cache hits (counted in `exact_hits` too: a raw hit is an
+    /// exact hit found without parsing) and misses (the packet was parsed
+    /// and probed the exact cache as usual).
+    pub raw_hits: u64,
+    pub raw_misses: u64,
 }
 
 /// One resolved lookup: the table and the entry's position in it
@@ -400,8 +406,75 @@ impl<P: ?Sized> Programs<P> {
 #[derive(Clone, Copy, Debug)]
 struct ExactSlot {
     gen: u64,
+    /// Which write of the slot this is (0: never written): a raw-header
+    /// slot names the exact slot it stands for by index and stamp.
+    stamp: u64,
     key: FlowKey,
     res: Resolved,
+}
+
+/// Bytes of a frame's start the raw-header cache keys on (a packet whose
+/// parse read further is not cached there).
+pub const RAW_BYTES: usize = 96;
+const RAW_WORDS: usize = RAW_BYTES / 8;
+/// Slots of the raw-header cache (a power of two).
+pub const RAW_SLOTS: usize = 8192;
+
+/// A frame as the raw-header cache sees it: its first [`RAW_BYTES`] bytes
+/// (zeros past its end), its length, and their hash with the ingress
+/// port's.
+#[derive(Clone, Copy, Debug)]
+pub struct RawKey {
+    hash: u64,
+    len: u32,
+    words: [u64; RAW_WORDS],
+}
+
+impl RawKey {
+    /// The raw key of `data` received with `meta`.
+    #[inline]
+    pub fn of(data: &[u8], meta: &Meta) -> RawKey {
+        let mut words = [0u64; RAW_WORDS];
+        // A frame of at least RAW_BYTES is read in place, word by word (no
+        // call to copy); a shorter one through a zeroed copy.
+        let mut short = [0u8; RAW_BYTES];
+        let head = match data.get(..RAW_BYTES) {
+            Some(h) => h,
+            None => {
+                if let Some(d) = short.get_mut(..data.len()) {
+                    d.copy_from_slice(data);
+                }
+                &short[..]
+            }
+        };
+        for (w, c) in words.iter_mut().zip(head.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            *w = u64::from_le_bytes(b);
+        }
+        let len = data.len() as u32;
+        let mut sum =
+            (u64::from(len) | u64::from(meta.in_port) << 32).wrapping_mul(WORD_MUL[KEY_WORDS - 1]);
+        for (w, m) in words.iter().zip(WORD_MUL.iter()) {
+            sum = sum.wrapping_add(w.wrapping_mul(*m));
+        }
+        RawKey { hash: mix(mix(sum, sum >> 32), 0x2545_f491_4f6c_dd1d), len, words }
+    }
+}
+
+/// One raw-header entry: a frame's raw key and the metadata and extract
+/// program it was parsed with, the parse's [`ParseInfo`], and the exact
+/// slot (index and stamp) holding the key the parse gave and what it
+/// resolves to.
+#[derive(Clone, Copy, Debug)]
+struct RawSlot {
+    words: [u64; RAW_WORDS],
+    len: u32,
+    exact: u32,
+    stamp: u64,
+    extract: usize,
+    meta: Meta,
+    info: ParseInfo,
 }
 
 /// One megaflow: its masked key's hash and key, and what it resolves to.
@@ -652,6 +725,11 @@ pub fn set_field_effect(f: sluice_packet::Field) -> SetFieldEffect {
 #[derive(Debug)]
 pub struct Caches<P: ?Sized> {
     exact: Vec<ExactSlot>,
+    /// The raw-header cache (empty until its first install).
+    raw: Vec<RawSlot>,
+    /// The last stamp given to an exact slot (never reset, so a raw slot
+    /// cannot name a slot written after a clear).
+    exact_stamp: u64,
     mega: Vec<MegaSubtable>,
     mega_len: usize,
     progs: Programs<P>,
@@ -668,6 +746,8 @@ impl<P: ?Sized> Default for Caches<P> {
     fn default() -> Self {
         Caches {
             exact: Vec::new(),
+            raw: Vec::new(),
+            exact_stamp: 0,
             mega: Vec::new(),
             mega_len: 0,
             progs: Programs::default(),
@@ -682,6 +762,7 @@ impl<P: ?Sized> Caches<P> {
     /// Drop every entry (statistics are kept).
     pub fn clear(&mut self) {
         self.exact = Vec::new();
+        self.raw = Vec::new();
         self.mega.clear();
         self.mega_len = 0;
         self.progs = Programs::default();
@@ -833,6 +914,100 @@ impl<P: ?Sized> Caches<P> {
         }
     }
 
+    /// Start loading the raw-header slot of `rk` (a burst computes every
+    /// frame's raw key first, then probes).
+    #[inline]
+    pub fn raw_prefetch(&self, rk: &RawKey) {
+        if let Some(s) = self.raw.get(rk.hash as usize & (RAW_SLOTS - 1)) {
+            crate::prefetch(s);
+        }
+    }
+
+    /// Raw-header probe: a frame with raw key `rk`, received with `meta`,
+    /// parsed with extract program `extract` (its address, 0: none). On a
+    /// hit, the key and [`ParseInfo`] its parse would give are written to
+    /// `key` and `info` and what the exact cache holds for that key is
+    /// returned, in flow generation `gen`.
+    #[inline]
+    pub fn lookup_raw(
+        &mut self,
+        rk: &RawKey,
+        meta: &Meta,
+        extract: usize,
+        gen: u64,
+        key: &mut FlowKey,
+        info: &mut ParseInfo,
+    ) -> Option<Resolved> {
+        let hit = self.raw.get(rk.hash as usize & (RAW_SLOTS - 1)).and_then(|s| {
+            let same = s.stamp != 0
+                && s.len == rk.len
+                && s.words.iter().zip(&rk.words).fold(0, |d, (a, b)| d | (a ^ b)) == 0
+                && s.meta == *meta
+                && s.extract == extract;
+            let e = self.exact.get(s.exact as usize).filter(|e| same && e.stamp == s.stamp)?;
+            (e.gen == gen).then_some((s, e))
+        });
+        match hit {
+            Some((s, e)) => {
+                *key = e.key;
+                *info = s.info;
+                let res = e.res;
+                self.stats.raw_hits += 1;
+                self.stats.exact_hits += 1;
+                Some(res)
+            }
+            None => {
+                self.stats.raw_misses += 1;
+                None
+            }
+        }
+    }
+
+    /// After a packet with raw key `rk` was parsed (to `key` and `info`,
+    /// reading no byte past [`RAW_BYTES`]: the caller checks) and its
+    /// exact-cache probe with `exact_hash`: if the exact slot now holds
+    /// `key` in generation `gen`, remember it for the raw key (replacing
+    /// whatever the raw slot held).
+    pub fn install_raw(
+        &mut self,
+        rk: &RawKey,
+        meta: &Meta,
+        extract: usize,
+        parsed: (&FlowKey, &ParseInfo),
+        exact_hash: u64,
+        gen: u64,
+    ) {
+        let i = exact_hash as usize & (EXACT_SLOTS - 1);
+        let Some(e) = self.exact.get(i) else { return };
+        if e.stamp == 0 || e.gen != gen || e.key != *parsed.0 {
+            return;
+        }
+        if self.raw.is_empty() {
+            let empty = RawSlot {
+                words: [0; RAW_WORDS],
+                len: 0,
+                exact: 0,
+                stamp: 0,
+                extract: 0,
+                meta: Meta::default(),
+                info: ParseInfo::default(),
+            };
+            self.raw = vec![empty; RAW_SLOTS];
+        }
+        let stamp = e.stamp;
+        if let Some(s) = self.raw.get_mut(rk.hash as usize & (RAW_SLOTS - 1)) {
+            *s = RawSlot {
+                words: rk.words,
+                len: rk.len,
+                exact: i as u32,
+                stamp,
+                extract,
+                meta: *meta,
+                info: *parsed.1,
+            };
+        }
+    }
+
     /// Megaflow probe: every mask in turn, first current entry wins.
     #[inline]
     pub fn lookup_megaflow(&mut self, key: &FlowKey, gen: u64) -> Option<Resolved> {
@@ -851,12 +1026,15 @@ impl<P: ?Sized> Caches<P> {
 
     pub fn install_exact(&mut self, key: &FlowKey, res: Resolved, gen: u64) {
         if self.exact.is_empty() {
-            let empty = ExactSlot { gen: 0, key: FlowKey::ZERO, res: Resolved::default() };
+            let empty =
+                ExactSlot { gen: 0, stamp: 0, key: FlowKey::ZERO, res: Resolved::default() };
             self.exact = vec![empty; EXACT_SLOTS];
         }
         let i = hash_key(key) as usize & (EXACT_SLOTS - 1);
+        self.exact_stamp += 1;
+        let stamp = self.exact_stamp;
         if let Some(s) = self.exact.get_mut(i) {
-            let old = std::mem::replace(s, ExactSlot { gen, key: *key, res });
+            let old = std::mem::replace(s, ExactSlot { gen, stamp, key: *key, res });
             if res.prog != NO_PROG {
                 self.progs.retain(res.prog);
             }
@@ -997,6 +1175,47 @@ mod tests {
         k2.words[23] = 1;
         assert!(c.lookup_exact(&k2, 1).is_none());
         assert_eq!((c.stats.exact_hits, c.stats.exact_misses), (1, 3));
+    }
+
+    #[test]
+    fn raw_hits_need_same_bytes_length_port_and_a_live_exact_slot() {
+        use sluice_packet::parse::parse;
+        let mut c = Caches::<[u8]>::default();
+        let frame: Vec<u8> = (0..120u8).collect();
+        let meta = Meta { in_port: 1, ..Meta::default() };
+        let mut key = FlowKey::ZERO;
+        let info = parse(&frame, &meta, &mut key);
+        let ch = chain(&[(0, 3)]);
+        c.install_exact(&key, res(ch), 1);
+        let rk = RawKey::of(&frame, &meta);
+        c.install_raw(&rk, &meta, 0, (&key, &info), hash_key(&key), 1);
+        let probe = |c: &mut Caches<[u8]>, f: &[u8], m: &Meta, x: usize, gen: u64| {
+            let (mut k, mut i) = (FlowKey::ZERO, ParseInfo::default());
+            c.lookup_raw(&RawKey::of(f, m), m, x, gen, &mut k, &mut i).map(|r| (r.chain, k, i))
+        };
+        assert_eq!(probe(&mut c, &frame, &meta, 0, 1), Some((ch, key, info)));
+        // A byte past the raw key's 96 is not looked at; one inside is.
+        let mut far = frame.clone();
+        far[100] ^= 1;
+        assert!(probe(&mut c, &far, &meta, 0, 1).is_some());
+        let mut near = frame.clone();
+        near[95] ^= 1;
+        assert!(probe(&mut c, &near, &meta, 0, 1).is_none());
+        assert!(probe(&mut c, &frame[..119], &meta, 0, 1).is_none(), "length");
+        let other = Meta { in_port: 2, ..meta };
+        assert!(probe(&mut c, &frame, &other, 0, 1).is_none(), "ingress port");
+        assert!(probe(&mut c, &frame, &meta, 7, 1).is_none(), "extract program");
+        assert!(probe(&mut c, &frame, &meta, 0, 2).is_none(), "generation");
+        // The exact slot rewritten (even with the same key): the raw slot
+        // no longer names it.
+        c.install_exact(&key, res(chain(&[(0, 4)])), 1);
+        assert!(probe(&mut c, &frame, &meta, 0, 1).is_none(), "stamp");
+        // Not learnt when the exact slot holds another key.
+        let mut k2 = key;
+        k2.words[0] ^= 1;
+        c.install_raw(&rk, &meta, 0, (&k2, &info), hash_key(&key), 1);
+        assert!(probe(&mut c, &frame, &meta, 0, 1).is_none());
+        assert_eq!(c.stats.raw_hits, 2);
     }
 
     #[test]

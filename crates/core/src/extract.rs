@@ -125,6 +125,22 @@ impl Extract {
         self.steps.is_empty()
     }
 
+    /// How many leading bytes of the frame [`Extract::run`] reads with
+    /// `info`, at most (the end of the 16 bytes read from the first byte of
+    /// the furthest window whose base is present; 0 without windows): every
+    /// window's bits depend only on bytes in there
+    /// and on whether they are inside the frame (the frame's length), so
+    /// frames of one length that agree on these bytes and parse to the same
+    /// `info` get the same window bits (the raw-header cache relies on it).
+    pub fn extent(&self, info: &ParseInfo) -> usize {
+        self.steps
+            .iter()
+            .filter_map(|s| s.base.offset(info).and_then(|b| b.checked_add(s.skip)))
+            .map(|start| start.saturating_add(16))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Capture every window of `frame` into `key` (see the module docs).
     #[inline]
     pub fn run(&self, frame: &[u8], info: &ParseInfo, key: &mut FlowKey) {

@@ -142,6 +142,31 @@ impl Pkt {
         self.edited = false;
     }
 
+    /// Make the frame already in [`Pkt::buf`] the packet received with
+    /// `meta`, whose key and [`ParseInfo`] the caller already wrote into
+    /// [`Pkt::key`] and [`Pkt::info`] (a raw-header cache hit: what this
+    /// frame's parse gives, see [`Pkt::parse_extent`]).
+    #[inline]
+    pub fn adopt_parsed(&mut self, meta: Meta) {
+        self.meta = meta;
+        self.queue = None;
+        self.edited = false;
+        self.stale = false;
+    }
+
+    /// After a parse: how many leading bytes of the frame it may have read
+    /// (the fixed parser's and the extract program's extents, see
+    /// [`sluice_packet::parse::extent`]); `None` with a front end's own
+    /// parser, whose reads are not bounded.
+    #[inline]
+    pub fn parse_extent(&self) -> Option<usize> {
+        if self.parser.is_some() {
+            return None;
+        }
+        let fixed = sluice_packet::parse::extent(&self.info);
+        Some(self.extract.as_ref().map_or(fixed, |x| fixed.max(x.extent(&self.info))))
+    }
+
     /// Make this a copy of `other` (its key and parse need no redoing);
     /// false if the frame does not fit.
     pub fn copy_of(&mut self, other: &Pkt) -> bool {

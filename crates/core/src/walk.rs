@@ -50,7 +50,8 @@
 //!   worker's own.
 
 use crate::cache::{
-    CacheStats, Caches, Chain, Closed, Guarded, Hop, Item, Recorder, Resolved, HOT_ADDRS, NO_PROG,
+    CacheStats, Caches, Chain, Closed, Guarded, Hop, Item, RawKey, Recorder, Resolved, HOT_ADDRS,
+    NO_PROG, RAW_BYTES,
 };
 use crate::extract::Extract;
 use crate::graph::{Graph, Next, Node};
@@ -273,6 +274,8 @@ pub struct Worker<F: Frontend> {
     /// The packets of the burst being staged (empty between bursts).
     #[allow(clippy::vec_box)]
     burst: Vec<Box<Pkt>>,
+    /// The raw keys of the burst being staged (see [`stage_burst`]).
+    raw: Vec<RawKey>,
     pub cache: Caches<Program<F::Ctx>>,
     /// Upcalls of this worker's packets, oldest first.
     pub upcalls: Vec<Upcall<F::Rule>>,
@@ -298,6 +301,7 @@ impl<F: Frontend> Worker<F> {
             now_ns: 0,
             pool: Vec::new(),
             burst: Vec::new(),
+            raw: Vec::new(),
             cache: Caches::default(),
             upcalls: Vec::new(),
             ext,
@@ -1109,9 +1113,10 @@ trait Frames {
     fn count(&self) -> usize;
     /// The first byte of frame `i`, to prefetch.
     fn first_byte(&self, i: usize) -> *const u8;
-    /// Make `pkt` frame `i`, received with `meta`; false if it does not fit.
-    fn load(&mut self, i: usize, pkt: &mut Pkt, meta: Meta) -> bool;
-    /// After the burst: give back what `load` took from frame `i`.
+    /// Put frame `i` in `pkt`'s buffer (not parsed); false if it does not
+    /// fit.
+    fn place(&mut self, i: usize, pkt: &mut Pkt) -> bool;
+    /// After the burst: give back what `place` took from frame `i`.
     fn restore(&mut self, i: usize, pkt: &mut Pkt);
 }
 
@@ -1128,8 +1133,8 @@ impl Frames for Copied<'_> {
         self.0.get(i).map_or(std::ptr::null(), |f| f.as_ptr())
     }
     #[inline]
-    fn load(&mut self, i: usize, pkt: &mut Pkt, meta: Meta) -> bool {
-        self.0.get(i).is_some_and(|fr| pkt.load(fr, meta))
+    fn place(&mut self, i: usize, pkt: &mut Pkt) -> bool {
+        self.0.get(i).is_some_and(|fr| pkt.buf.load(fr).is_ok())
     }
     #[inline]
     fn restore(&mut self, _: usize, _: &mut Pkt) {}
@@ -1148,10 +1153,9 @@ impl<B: AsRef<PacketBuf> + AsMut<PacketBuf>> Frames for Lent<'_, B> {
         self.0.get(i).map_or(std::ptr::null(), |b| b.as_ref().data().as_ptr())
     }
     #[inline]
-    fn load(&mut self, i: usize, pkt: &mut Pkt, meta: Meta) -> bool {
+    fn place(&mut self, i: usize, pkt: &mut Pkt) -> bool {
         let Some(b) = self.0.get_mut(i) else { return false };
         std::mem::swap(&mut pkt.buf, b.as_mut());
-        pkt.adopt(meta);
         true
     }
     #[inline]
@@ -1163,6 +1167,14 @@ impl<B: AsRef<PacketBuf> + AsMut<PacketBuf>> Frames for Lent<'_, B> {
 }
 
 /// One stage-by-stage burst of at most [`BURST`] frames.
+///
+/// With both caches on and the fixed parser, each frame first probes the
+/// raw-header cache ([`RawKey`]: its first [`RAW_BYTES`] bytes, length and
+/// metadata); a hit gives the key and parse summary its parse would give
+/// and the exact entry for that key, so the frame is neither parsed nor
+/// hashed as a key. A miss is parsed and probes the exact cache, and when
+/// its parse read no byte past [`RAW_BYTES`] and the exact cache now holds
+/// its key, the raw cache learns the frame.
 fn stage_burst<F: Frontend>(
     f: &F,
     w: &mut Worker<F>,
@@ -1175,35 +1187,67 @@ fn stage_burst<F: Frontend>(
         prefetch(frames.first_byte(i));
     }
     let mut pkts = std::mem::take(&mut w.burst);
+    let mut raws = std::mem::take(&mut w.raw);
+    raws.clear();
     let mut loaded = [false; BURST];
     let (extract, parser) = (f.extract(), f.parser());
+    let mode = f.cache_mode();
+    let raw_on = mode == CacheMode::On && parser.is_none();
+    let xid = extract.map_or(0, |x| Arc::as_ptr(x) as usize);
+    // The cache is set apart for the burst, so a hit's program can be run
+    // straight from it while the worker is borrowed mutably.
+    let mut cache = std::mem::take(&mut w.cache);
     for (i, ok) in loaded.iter_mut().enumerate().take(n) {
         let mut p = w.take_pkt();
         p.set_extract(extract);
         p.set_parser(parser);
-        *ok = frames.load(i, &mut p, meta);
+        *ok = frames.place(i, &mut p);
+        if raw_on {
+            let rk = RawKey::of(p.data(), &meta);
+            cache.raw_prefetch(&rk);
+            raws.push(rk);
+        } else if *ok {
+            p.adopt(meta);
+        }
         pkts.push(p);
     }
-    let mode = f.cache_mode();
-    // The cache is set apart for the burst, so a hit's program can be run
-    // straight from it while the worker is borrowed mutably.
-    let mut cache = std::mem::take(&mut w.cache);
+    let gen = f.generation();
+    let mut hops: [Option<Resolved>; BURST] = [None; BURST];
+    let mut raw_hit = [false; BURST];
     let mut hashes = [0u64; BURST];
-    if mode == CacheMode::On {
-        for ((p, ok), h) in pkts.iter().zip(&loaded).zip(hashes.iter_mut()) {
-            if *ok {
-                *h = cache.exact_hash_prefetch(&p.key);
+    for (i, ((p, ok), h)) in pkts.iter_mut().zip(&loaded).zip(hashes.iter_mut()).enumerate() {
+        if !*ok {
+            continue;
+        }
+        if let Some(rk) = raws.get(i) {
+            let (key, info) = (&mut p.key, &mut p.info);
+            if let Some(r) = cache.lookup_raw(rk, &meta, xid, gen, key, info) {
+                p.adopt_parsed(meta);
+                hops[i] = Some(r);
+                raw_hit[i] = true;
+                continue;
             }
+            p.adopt(meta);
+        }
+        if mode == CacheMode::On {
+            *h = cache.exact_hash_prefetch(&p.key);
         }
     }
-    let mut hops: [Option<Resolved>; BURST] = [None; BURST];
     // The entry an uncached hit starts with, found once for the stages
     // below.
     let mut firsts: [Option<&<F::Table as Table>::Entry>; BURST] = [None; BURST];
     let stages = pkts.iter().zip(&loaded).zip(&hashes).zip(hops.iter_mut()).zip(firsts.iter_mut());
-    for ((((p, ok), h), hop), first) in stages {
+    for (i, ((((p, ok), h), hop), first)) in stages.enumerate() {
         if *ok {
-            *hop = first_hops(f, &mut cache, &p.key, *h);
+            if !raw_hit[i] {
+                *hop = first_hops(f, &mut cache, &p.key, *h);
+                // Learn the frame when its parse stayed inside the raw key.
+                if let (Some(rk), Some(_)) = (raws.get(i), hop.as_ref()) {
+                    if p.parse_extent().is_some_and(|x| x <= RAW_BYTES) {
+                        cache.install_raw(rk, &meta, xid, (&p.key, &p.info), *h, gen);
+                    }
+                }
+            }
             match hop.as_ref() {
                 // Its item's slot first; the program it points to in the
                 // next stage (reading the slot here would wait for it: the
@@ -1267,6 +1311,7 @@ fn stage_burst<F: Frontend>(
     }
     w.pool.append(&mut pkts);
     w.burst = pkts;
+    w.raw = raws;
 }
 
 /// The first hops of a packet with `key` without running it: a cache

@@ -92,6 +92,7 @@ impl PacketBuf {
     }
 
     /// Replace the contents with `data`, restoring the full headroom.
+    #[inline]
     pub fn load(&mut self, data: &[u8]) -> Result<(), BufError> {
         let start = self.reserve;
         let end = start.checked_add(data.len()).ok_or(BufError::NoRoom)?;
@@ -102,15 +103,19 @@ impl PacketBuf {
         Ok(())
     }
 
+    #[inline]
     pub fn data(&self) -> &[u8] {
         &self.mem[self.start..self.end]
     }
+    #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         &mut self.mem[self.start..self.end]
     }
+    #[inline]
     pub fn len(&self) -> usize {
         self.end - self.start
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.end == self.start
     }

@@ -199,6 +199,35 @@ pub fn refresh_metadata(key: &mut FlowKey, meta: &Meta) {
     }
 }
 
+/// How many leading bytes of a frame [`parse_into`] may have read to give
+/// `info` (and the key it filled): an upper bound, so any frame of the same
+/// length, received with the same [`Meta`], whose first `extent(info)`
+/// bytes are the same parses the same way to the same key and `ParseInfo`
+/// (the parse reads only those bytes and the frame's length; the raw-header
+/// cache, `sluice_core::cache`, relies on this). Conservative: the
+/// transport payload's offset when a TCP, UDP, SCTP or ICMPv4 header was
+/// parsed after an IPv4 header or an IPv6 header without extension headers
+/// (every header read, Ethernet to transport, ends there: `check_len` of
+/// each transport header keeps its reads inside its header length);
+/// otherwise the whole frame (ICMPv6 neighbour-discovery options run to the
+/// datagram's end; a parse that stopped early may have probed any byte).
+pub fn extent(info: &ParseInfo) -> usize {
+    let len = usize::from(info.len);
+    let plain_v6 = match (info.l3_kind, info.l3, info.ip_proto_offset) {
+        (L3::Ipv6, Some(l3), Some(nh)) => {
+            usize::from(nh) == usize::from(l3) + ipv6::NEXT_HEADER_OFFSET
+        }
+        (L3::Ipv6, ..) => false,
+        _ => true,
+    };
+    match (info.l4_kind, info.payload) {
+        (L4::Tcp | L4::Udp | L4::Sctp | L4::Icmpv4, Some(p)) if info.eth && plain_v6 => {
+            usize::from(p).min(len)
+        }
+        _ => len,
+    }
+}
+
 /// Parse `pkt` into `key` (overwritten entirely) and return the header
 /// offsets. Never panics, never allocates.
 pub fn parse(pkt: &[u8], meta: &Meta, key: &mut FlowKey) -> ParseInfo {

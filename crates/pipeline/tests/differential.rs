@@ -13,7 +13,11 @@
 //! pushes and pops, TTL decrements, meters (drop and DSCP remark) and
 //! groups (all, select, indirect). Packets are built by hand from the same
 //! pools (VLAN-tagged or not; IPv4 TCP/UDP/ICMP with TTL 1 or 64; ARP; an
-//! unknown ethertype; truncated IPv4).
+//! unknown ethertype; truncated IPv4 and truncated TCP; IPv4 options,
+//! payload padding and Ethernet trailers, so that frames differing only in
+//! bytes the parse skips, only past byte 96, or only in length repeat:
+//! the burst runs with both caches on go through the raw-header cache,
+//! `sluice_core::cache::RawKey`).
 //!
 //! Checked to fail: with the megaflow cache key taken as `key & 0` (every
 //! packet hits the first megaflow) or with `note_actions` ignoring pushes,
@@ -99,6 +103,26 @@ enum L3 {
     Arp,
     Other,
     TruncatedIpv4,
+    /// An IPv4 header whose TCP header is cut off after 10 bytes.
+    TruncatedTcp,
+}
+
+/// What the raw-header cache (`sluice_core::cache::RawKey`, keyed on a
+/// frame's first 96 bytes, its length and ingress port) must tell apart
+/// or may merge: IPv4 options (the transport header moves, up to past the
+/// 96 bytes with two VLAN tags), payload bytes past the headers (frames
+/// that differ only there, also past byte 96), and an Ethernet trailer
+/// (same IP datagram, longer frame).
+#[derive(Clone, Copy, Debug, Default)]
+struct Shape {
+    /// 4-byte IPv4 option words (0 to 10), NOPs or `opt_byte`.
+    opts: u8,
+    opt_byte: u8,
+    /// Payload bytes after the transport header's own, the last one `tail`.
+    pad: u8,
+    tail: u8,
+    /// Bytes after the IP datagram.
+    trailer: u8,
 }
 
 #[derive(Clone, Debug)]
@@ -116,6 +140,7 @@ struct PacketSpec {
     dport: usize,
     ttl: u8,
     dscp: u8,
+    shape: Shape,
 }
 
 fn ipv4_checksum(h: &[u8]) -> u16 {
@@ -140,12 +165,21 @@ impl PacketSpec {
         }
         let (src, dst) = (IPS[self.ip_src], IPS[self.ip_dst]);
         let (sp, dp) = (L4[self.sport], L4[self.dport]);
+        let sh = self.shape;
+        let payload = |base: &[u8]| {
+            let mut v = base.to_vec();
+            v.extend((0..sh.pad).map(|i| if i + 1 == sh.pad { sh.tail } else { i }));
+            v
+        };
         let ipv4 = |proto: u8, l4: &[u8]| {
-            let total = 20 + l4.len();
-            let mut ip = vec![0x45, self.dscp << 2, (total >> 8) as u8, total as u8, 0, 1, 0, 0];
+            let opts = usize::from(sh.opts.min(10)) * 4;
+            let total = 20 + opts + l4.len();
+            let vihl = 0x45 + (opts / 4) as u8;
+            let mut ip = vec![vihl, self.dscp << 2, (total >> 8) as u8, total as u8, 0, 1, 0, 0];
             ip.extend_from_slice(&[self.ttl, proto, 0, 0]);
             ip.extend_from_slice(&src);
             ip.extend_from_slice(&dst);
+            ip.extend((0..opts).map(|_| sh.opt_byte));
             let ck = ipv4_checksum(&ip);
             ip[10..12].copy_from_slice(&ck.to_be_bytes());
             ip.extend_from_slice(l4);
@@ -158,7 +192,7 @@ impl PacketSpec {
                 tcp[0..2].copy_from_slice(&sp.to_be_bytes());
                 tcp[2..4].copy_from_slice(&dp.to_be_bytes());
                 tcp[12] = 0x50;
-                tcp.extend_from_slice(b"payload!");
+                tcp.extend_from_slice(&payload(b"payload!"));
                 f.extend(ipv4(6, &tcp));
             }
             L3::Udp => {
@@ -166,13 +200,14 @@ impl PacketSpec {
                 let mut udp = vec![0u8; 8];
                 udp[0..2].copy_from_slice(&sp.to_be_bytes());
                 udp[2..4].copy_from_slice(&dp.to_be_bytes());
-                udp[4..6].copy_from_slice(&16u16.to_be_bytes());
-                udp.extend_from_slice(b"payload!");
+                let body = payload(b"payload!");
+                udp[4..6].copy_from_slice(&(8 + body.len() as u16).to_be_bytes());
+                udp.extend_from_slice(&body);
                 f.extend(ipv4(17, &udp));
             }
             L3::Icmp => {
                 f.extend_from_slice(&[0x08, 0x00]);
-                f.extend(ipv4(1, &[8, 0, 0, 0, 0, 1, 0, 1]));
+                f.extend(ipv4(1, &payload(&[8, 0, 0, 0, 0, 1, 0, 1])));
             }
             L3::Arp => {
                 f.extend_from_slice(&[0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1]);
@@ -187,7 +222,17 @@ impl PacketSpec {
                 let ip = ipv4(6, &[]);
                 f.extend_from_slice(&ip[..12]);
             }
+            L3::TruncatedTcp => {
+                f.extend_from_slice(&[0x08, 0x00]);
+                let mut tcp = vec![0u8; 20];
+                tcp[0..2].copy_from_slice(&sp.to_be_bytes());
+                tcp[2..4].copy_from_slice(&dp.to_be_bytes());
+                tcp[12] = 0x50;
+                let ip = ipv4(6, &tcp);
+                f.extend_from_slice(&ip[..ip.len() - 10]);
+            }
         }
+        f.extend((0..sh.trailer).map(|i| i ^ 0x5a));
         f
     }
 }
@@ -200,7 +245,30 @@ fn packet_spec() -> impl Strategy<Value = PacketSpec> {
         2 => Just(L3::Arp),
         1 => Just(L3::Other),
         1 => Just(L3::TruncatedIpv4),
+        1 => Just(L3::TruncatedTcp),
     ];
+    // Mostly plain frames (so flows repeat and hit the caches), sometimes
+    // with options, padding and a trailer from small pools (so frames
+    // that differ only in bytes the parse skips, or only past byte 96,
+    // repeat too).
+    let shape = prop::option::weighted(
+        0.4,
+        (
+            prop::sample::select(vec![0u8, 1, 6, 10]),
+            prop::sample::select(vec![1u8, 7]),
+            prop::sample::select(vec![0u8, 20, 90]),
+            prop::sample::select(vec![0u8, 1, 2]),
+            prop::sample::select(vec![0u8, 6]),
+        )
+            .prop_map(|(opts, opt_byte, pad, tail, trailer)| Shape {
+                opts,
+                opt_byte,
+                pad,
+                tail,
+                trailer,
+            }),
+    )
+    .prop_map(Option::unwrap_or_default);
     (
         (0..MACS.len(), 0..MACS.len()),
         prop::option::weighted(0.3, (prop::sample::select(vec![5u16, 6]), 0u8..8)),
@@ -209,9 +277,10 @@ fn packet_spec() -> impl Strategy<Value = PacketSpec> {
         (0..IPS.len(), 0..IPS.len(), 0..L4.len(), 0..L4.len()),
         prop::sample::select(vec![1u8, 2, 64]),
         prop::sample::select(vec![0u8, 10, 46]),
+        shape,
     )
         .prop_map(
-            |((d, s), vlan, inner_vlan, l3, (ip_src, ip_dst, sport, dport), ttl, dscp)| {
+            |((d, s), vlan, inner_vlan, l3, (ip_src, ip_dst, sport, dport), ttl, dscp, shape)| {
                 PacketSpec {
                     dst: MACS[d],
                     src: MACS[s],
@@ -224,6 +293,7 @@ fn packet_spec() -> impl Strategy<Value = PacketSpec> {
                     dport,
                     ttl,
                     dscp,
+                    shape,
                 }
             },
         )
@@ -957,6 +1027,13 @@ fn switch_with(datapath: Datapath, cache: CacheMode, jit: Jit, graph: Option<&Gr
 
 /// [`check`] with every pipeline following `graph`.
 fn check_with(ops: &[Op], graph: Option<&Graph>) -> Result<(), TestCaseError> {
+    check_counting(ops, graph).map(|_| ())
+}
+
+/// [`check_with`], also saying how many packets of the burst runs the
+/// raw-header cache served.
+fn check_counting(ops: &[Op], graph: Option<&Graph>) -> Result<u64, TestCaseError> {
+    let mut raw_hits = 0;
     let mut runs = Vec::new();
     for (d, c, j) in CONFIGS {
         let mut p = switch_with(d, c, j, graph);
@@ -1053,6 +1130,7 @@ fn check_with(ops: &[Op], graph: Option<&Graph>) -> Result<(), TestCaseError> {
         }
         seen.push((ops.len(), Seen::Replies(stats(&mut p))));
         prop_assert_eq!(p.cache_stats().chain_mismatches, 0);
+        raw_hits += p.cache_stats().raw_hits;
         burst_runs.push((d, c, j, lent, seen));
     }
     let merged = merge_bursts(&runs[0].3, &groups);
@@ -1078,7 +1156,7 @@ fn check_with(ops: &[Op], graph: Option<&Graph>) -> Result<(), TestCaseError> {
             prop_assert!(a == b, "{:?}/{:?}/{:?} differs from the reference at op {} ({:?})\nreference: {:?}\n     this: {:?}\ncache: {:?}", d, c, j, i, ops.get(*i), a, b, cs);
         }
     }
-    Ok(())
+    Ok(raw_hits)
 }
 
 /// Tables first (every flow-mod an ADD), then the packets `rounds` times,
@@ -1240,6 +1318,7 @@ fn a_branch_on_key_bits_picks_the_table() {
         dport: 1,
         ttl: 64,
         dscp: 0,
+        shape: Shape::default(),
     };
     let (ip, arp) = (spec(L3::Tcp).build(), spec(L3::Arp).build());
     for (d, c, j) in CONFIGS {
@@ -1337,6 +1416,77 @@ proptest! {
 
 /// The caches really are used by the sequences above (a test that the
 /// differential test tests something).
+/// The raw-header cache (`sluice_core::cache::RawKey`) on frames built to
+/// tell its key apart: rules on the ingress port, the IPv4 destination
+/// and the transport ports, behind IPv4 options of 0 to 40 bytes (with two
+/// VLAN tags and 40 bytes of options the TCP header ends past byte 96, so
+/// those frames must not be learnt), payload bytes differing only past
+/// byte 96, Ethernet trailers (same first bytes, another length) and
+/// truncated TCP, from two ports. The burst runs with both caches on must
+/// agree with the reference and the raw-header cache must serve some of
+/// their packets.
+#[test]
+fn raw_header_cache_agrees_with_the_reference() {
+    let fm = |priority: u16, oxms: Vec<Oxm>, port: u32| FlowMod {
+        table_id: 0,
+        command: fc::ADD,
+        priority,
+        buffer_id: OFP_NO_BUFFER,
+        out_port: port_no::ANY,
+        out_group: group_id::ANY,
+        r#match: Match { oxms },
+        instructions: vec![Instruction::ApplyActions(vec![Action::Output { port, max_len: 0 }])],
+        ..FlowMod::default()
+    };
+    let ip = || oxm(FieldId::EthType, 0x0800, None);
+    let flows = vec![
+        fm(30, vec![ip(), oxm(FieldId::IpProto, 6, None), oxm(FieldId::TcpDst, 80, None)], 3),
+        fm(30, vec![ip(), oxm(FieldId::IpProto, 17, None), oxm(FieldId::UdpDst, 80, None)], 4),
+        fm(20, vec![ip(), oxm(FieldId::Ipv4Dst, u128::from(ip_u32(1)), None)], 1),
+        fm(10, vec![oxm(FieldId::InPort, 2, None)], 3),
+        fm(0, vec![], 2),
+    ];
+    let mut pkts = Vec::new();
+    for in_port in [1u32, 2] {
+        for (l3, vlan, opts, pad, tail, trailer, dport) in [
+            (L3::Udp, None, 0, 0, 0, 0, 1),
+            (L3::Udp, None, 0, 0, 0, 0, 0),
+            (L3::Udp, None, 0, 0, 0, 6, 1),
+            (L3::Tcp, None, 6, 0, 0, 0, 1),
+            (L3::Tcp, None, 6, 0, 0, 0, 2),
+            (L3::Tcp, Some((5, 0)), 10, 0, 0, 0, 1),
+            (L3::Tcp, Some((5, 0)), 10, 0, 0, 0, 0),
+            (L3::Udp, None, 0, 90, 1, 0, 1),
+            (L3::Udp, None, 0, 90, 2, 0, 1),
+            (L3::Udp, None, 10, 90, 2, 0, 0),
+            (L3::TruncatedTcp, None, 0, 0, 0, 0, 1),
+            (L3::Icmp, None, 1, 0, 0, 0, 0),
+            (L3::Arp, None, 0, 0, 0, 0, 0),
+        ] {
+            for ip_dst in [0, 1] {
+                let spec = PacketSpec {
+                    dst: 1,
+                    src: 2,
+                    vlan,
+                    inner_vlan: vlan.map(|_| 6),
+                    l3: l3.clone(),
+                    ip_src: 0,
+                    ip_dst,
+                    sport: 0,
+                    dport,
+                    ttl: 64,
+                    dscp: 0,
+                    shape: Shape { opts, opt_byte: 1, pad, tail, trailer },
+                };
+                pkts.push((in_port, spec));
+            }
+        }
+    }
+    let ops = traffic(flows, &pkts, 3, Vec::new());
+    let raw_hits = check_counting(&ops, None).unwrap_or_else(|e| panic!("{e}"));
+    assert!(raw_hits > 0, "the raw-header cache served no packet");
+}
+
 #[test]
 fn caches_are_hit() {
     let mut p = switch(Datapath::Classifier, CacheMode::On, Jit::Straight);
@@ -1376,6 +1526,7 @@ fn caches_are_hit() {
         dport: 1,
         ttl: 64,
         dscp: 0,
+        shape: Shape::default(),
     };
     let mut n = 0;
     for i in 0..4 {
@@ -1426,6 +1577,7 @@ fn throughput() {
             dport: 1,
             ttl: 64,
             dscp: 0,
+            shape: Shape::default(),
         }
         .build();
         f[30..34].copy_from_slice(&dst.to_be_bytes());

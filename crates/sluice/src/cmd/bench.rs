@@ -1203,9 +1203,11 @@ fn run_case(
         let all = (warm.packets + timed.packets).max(1) as f64;
         let pct = |n: u64| 100.0 * n as f64 / all;
         notes.push(format!(
-            "{name}: exact hits {:.1}%, megaflow hits {:.1}%, slow path {:.1}% ({} installs, \
-             {} with a composed program), {} megaflows under {} masks",
+            "{name}: exact hits {:.1}% ({:.1}% found by raw header), megaflow hits {:.1}%, \
+             slow path {:.1}% ({} installs, {} with a composed program), {} megaflows under {} \
+             masks",
             pct(c.exact_hits),
+            pct(c.raw_hits),
             pct(c.megaflow_hits),
             pct(c.installs + c.uncacheable),
             c.installs,

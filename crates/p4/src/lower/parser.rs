@@ -291,6 +291,9 @@ pub struct State {
 /// Most sub-parsers nested in one another.
 const MAX_NEST: usize = 4;
 
+/// Most headers whose extraction a parse records ([`ParseProg::mark`]).
+pub const MAX_MARKS: usize = 4;
+
 /// Error codes the program itself raises.
 #[derive(Clone, Copy, Debug)]
 struct Codes {
@@ -314,6 +317,9 @@ pub struct ParseProg {
     packet_length: Option<usize>,
     parser_error: Option<usize>,
     codes: Codes,
+    /// Headers whose extraction is recorded ([`ParseProg::mark`]): by
+    /// header index, the index into `run_marked`'s `at` (`u8::MAX`: none).
+    mark: Vec<u8>,
 }
 
 /// The static type of a [`Src`].
@@ -540,11 +546,48 @@ impl ParseProg {
             states,
             start,
             codes,
+            mark: Vec::new(),
         })
+    }
+
+    /// Has [`ParseProg::run_marked`] record the bit offset in the packet
+    /// where each of `headers` was last extracted (`at[i]` for
+    /// `headers[i]`), for the headers none of whose fields a parser
+    /// statement writes: right after the parse, such a valid header's
+    /// fields in the key are the packet's bits at that offset. Says which
+    /// ones are recorded (at most [`MAX_MARKS`]).
+    pub fn mark(&mut self, headers: &[usize]) -> Vec<bool> {
+        let l = self.layout.clone();
+        let written = |h: usize| {
+            let fields = l.headers.get(h).map(|x| &x.fields[..]).unwrap_or(&[]);
+            self.states
+                .iter()
+                .flat_map(|st| &st.ops)
+                .any(|op| matches!(op, POp::Set { field, .. } if fields.contains(field)))
+        };
+        let mut out = Vec::new();
+        for (i, &h) in headers.iter().enumerate() {
+            let ok = i < MAX_MARKS && h < l.headers.len() && !written(h);
+            if ok {
+                if self.mark.len() < l.headers.len() {
+                    self.mark.resize(l.headers.len(), u8::MAX);
+                }
+                self.mark[h] = i as u8;
+            }
+            out.push(ok);
+        }
+        out
     }
 
     /// Parses `data` received on `port` into `key` (the whole key).
     pub fn run(&self, data: &[u8], port: u32, key: &mut FlowKey) {
+        self.run_marked(data, port, key, &mut []);
+    }
+
+    /// [`ParseProg::run`], recording where the headers [`ParseProg::mark`]
+    /// named were last extracted into `at` (bits from the packet's start;
+    /// entries of headers not extracted are left as they were).
+    pub fn run_marked(&self, data: &[u8], port: u32, key: &mut FlowKey, at: &mut [u32]) {
         let l = &*self.layout;
         *key = FlowKey::ZERO;
         l.write_defaults(key);
@@ -554,7 +597,7 @@ impl ParseProg {
         if let Some(f) = self.packet_length {
             write(l, key, f, data.len() as u128);
         }
-        let mut r = Run { p: self, data, pos: 0, key };
+        let mut r = Run { p: self, data, pos: 0, key, at };
         let mut result = Err(self.codes.timeout);
         let mut cur = self.start;
         // States run per level (one invocation of a parser each, as the
@@ -689,6 +732,8 @@ struct Run<'a> {
     data: &'a [u8],
     pos: usize,
     key: &'a mut FlowKey,
+    /// Where marked headers were extracted ([`ParseProg::mark`]).
+    at: &'a mut [u32],
 }
 
 type Res<T> = std::result::Result<T, u32>;
@@ -834,6 +879,11 @@ impl Run<'_> {
             }
         };
         let mut pos = self.pos;
+        if let Some(&m) = self.p.mark.get(h) {
+            if let Some(a) = self.at.get_mut(usize::from(m)) {
+                *a = u32::try_from(pos).unwrap_or(u32::MAX);
+            }
+        }
         for &f in &hd.fields {
             let Some(fd) = l.fields.get(f) else { continue };
             if let FieldTy::Varbit(_) = fd.ty {

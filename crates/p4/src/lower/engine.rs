@@ -553,6 +553,10 @@ struct Deparse {
     /// ([`Whole`]) rather than from the key. Only a checksum that no
     /// other update reads or writes into: their order cannot matter.
     patch: Vec<bool>,
+    /// Every update is in `patch`: the key needs no copy.
+    all_patched: bool,
+    /// By header index: its slots in order when it has no varbit field.
+    flat: Vec<Option<super::parser::Flat>>,
     egress_port: Slot,
     /// `egress_spec`: the drop port there means no output.
     spec: Slot,
@@ -590,6 +594,12 @@ impl Deparse {
                         None => at.over = true,
                     }
                 }
+            }
+            if let Some(Some(fl)) = self.flat.get(h) {
+                for &(s, _) in fl.slots.iter() {
+                    bits.put(s.get(key), s.width);
+                }
+                continue;
             }
             for &f in &hd.fields {
                 let Some(fd) = l.fields.get(f) else { continue };
@@ -738,7 +748,7 @@ impl Frontend for Front {
         // key stays as the pipeline left it); without any, no copy.
         // Those in `patch` are summed from the emitted bytes instead.
         let mut updated;
-        let key = if d.update.is_empty() {
+        let key = if d.all_patched {
             &pkt.key
         } else {
             updated = pkt.key;
@@ -912,6 +922,8 @@ impl Compiled {
                 layout: layout.clone(),
                 emit,
                 patch: patches(&update),
+                all_patched: patches(&update).iter().all(|&p| p),
+                flat: l.headers.iter().map(|hd| super::parser::Flat::of(l, hd)).collect(),
                 update,
                 egress_port: eport,
                 spec,

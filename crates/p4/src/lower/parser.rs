@@ -320,6 +320,37 @@ pub struct ParseProg {
     /// Headers whose extraction is recorded ([`ParseProg::mark`]): by
     /// header index, the index into `run_marked`'s `at` (`u8::MAX`: none).
     mark: Vec<u8>,
+    /// By header index: its slots in packet order, for headers without
+    /// a varbit field (extracted by one loop over them).
+    flat: Vec<Option<Flat>>,
+}
+
+/// A header of fixed-width fields as one list: each slot with its bit
+/// offset from the header's start.
+#[derive(Clone, Debug)]
+pub(crate) struct Flat {
+    pub slots: Box<[(sluice_core::keyop::Slot, u32)]>,
+    /// The header's width in bits.
+    pub bits: u32,
+}
+
+impl Flat {
+    /// `None` for a header with a varbit field.
+    pub(crate) fn of(l: &Layout, hd: &super::layout::Header) -> Option<Flat> {
+        let mut slots = Vec::new();
+        let mut off = 0u32;
+        for &f in &hd.fields {
+            let fd = l.fields.get(f)?;
+            if let FieldTy::Varbit(_) = fd.ty {
+                return None;
+            }
+            for s in &fd.slots {
+                slots.push((*s, off));
+                off += u32::from(s.width);
+            }
+        }
+        Some(Flat { slots: slots.into(), bits: off })
+    }
 }
 
 /// The static type of a [`Src`].
@@ -535,6 +566,7 @@ impl ParseProg {
             no_match: code("NoMatch")?,
             timeout: code("ParserTimeout")?,
         };
+        let flat = l.headers.iter().map(|hd| Flat::of(l, hd)).collect();
         Ok(ParseProg {
             hidden,
             ingress_port: l.field(Root::Std, "ingress_port"),
@@ -547,6 +579,7 @@ impl ParseProg {
             start,
             codes,
             mark: Vec::new(),
+            flat,
         })
     }
 
@@ -883,6 +916,15 @@ impl Run<'_> {
             if let Some(a) = self.at.get_mut(usize::from(m)) {
                 *a = u32::try_from(pos).unwrap_or(u32::MAX);
             }
+        }
+        if let (None, Some(Some(fl))) = (size, self.p.flat.get(h)) {
+            for &(s, off) in fl.slots.iter() {
+                s.set(self.key, bits_at(self.data, pos + off as usize, u32::from(s.width)));
+            }
+            self.pos = pos + fl.bits as usize;
+            hd.valid.set(self.key, 1);
+            self.union_exclusive(h);
+            return Ok(());
         }
         for &f in &hd.fields {
             let Some(fd) = l.fields.get(f) else { continue };

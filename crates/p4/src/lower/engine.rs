@@ -241,6 +241,90 @@ struct Csum {
     cond: Option<Slot>,
     items: Vec<CsItem>,
     dst: Slot,
+    /// The items are one whole header but `dst` ([`Whole::of`]): the
+    /// sum can be taken over that header's bytes.
+    whole: Option<Whole>,
+}
+
+/// A checksum whose items are every field of one header in order, less
+/// its own 16-bit field `dst`, which lies on a 16-bit boundary of a
+/// header of whole 16-bit words (IPv4's `hdrChecksum`, UDP's and TCP's
+/// over their headers alone). The items' 16-bit words are then the
+/// header's words less `dst`'s, so their sum is the integer sum of the
+/// header's bytes as big-endian words less `dst`: the same number
+/// [`SumOut`] reaches field by field, from bytes already in memory (the
+/// packet when verifying, the deparser's output when updating).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Whole {
+    header: usize,
+    /// The header's length in bytes (even).
+    bytes: usize,
+    /// `dst`'s byte offset in the header (even).
+    dst_at: usize,
+}
+
+impl Whole {
+    /// The whole-header form of a checksum, if it has one (the
+    /// condition must be the header's validity or none).
+    fn of(l: &Layout, cond: Option<Slot>, items: &[CsItem], dst: Slot) -> Option<Whole> {
+        if dst.width != 16 {
+            return None;
+        }
+        let (header, hd) = l.headers.iter().enumerate().find(|(_, hd)| {
+            hd.root == Root::Headers
+                && hd.fields.iter().any(|&f| l.fields.get(f).is_some_and(|x| x.slots == [dst]))
+        })?;
+        if cond.is_some_and(|c| c != hd.valid) {
+            return None;
+        }
+        let mut slots = Vec::new();
+        for &f in &hd.fields {
+            let fd = l.fields.get(f)?;
+            if !matches!(fd.ty, FieldTy::Bits { .. }) {
+                return None;
+            }
+            slots.extend(fd.slots.iter().copied());
+        }
+        let at = slots.iter().position(|&s| s == dst)?;
+        let before: u32 = slots[..at].iter().map(|s| u32::from(s.width)).sum();
+        let total: u32 = slots.iter().map(|s| u32::from(s.width)).sum();
+        if before % 16 != 0 || total % 16 != 0 {
+            return None;
+        }
+        let rest = slots.iter().enumerate().filter(|&(i, _)| i != at).map(|(_, s)| s);
+        let same = items.len() + 1 == slots.len()
+            && items.iter().zip(rest).all(|(it, s)| matches!(it, CsItem::Slot(x) if x == s));
+        same.then_some(Whole { header, bytes: total as usize / 8, dst_at: before as usize / 8 })
+    }
+
+    /// The checksum of the header whose bytes are `b` (`None`: `b` is
+    /// too short), and the value its `dst` has there.
+    #[inline]
+    fn sum(&self, b: &[u8]) -> Option<(u64, u64)> {
+        let b = b.get(..self.bytes)?;
+        let old = b.get(self.dst_at..self.dst_at + 2)?;
+        let old = u64::from(u16::from_be_bytes([old[0], old[1]]));
+        let mut sum = 0u64;
+        let mut words = b.chunks_exact(8);
+        for c in &mut words {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(c);
+            sum += words16(u64::from_be_bytes(a));
+        }
+        for c in words.remainder().chunks_exact(2) {
+            sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
+        }
+        Some((fold_not(sum - old), old))
+    }
+}
+
+/// The one's complement of a sum of 16-bit words folded to 16 bits.
+#[inline]
+fn fold_not(mut s: u64) -> u64 {
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !s & 0xffff
 }
 
 /// Writes a big-endian bit string into bytes, 64 bits at a time (a
@@ -274,6 +358,12 @@ impl<'a> BitOut<'a> {
             self.out.extend_from_slice(&((self.acc >> self.n) as u64).to_be_bytes());
             self.acc &= (1u128 << self.n) - 1;
         }
+    }
+
+    /// Bits written so far.
+    #[inline]
+    fn bit_pos(&self) -> u32 {
+        u32::try_from(self.out.len() * 8).unwrap_or(u32::MAX - 64) + self.n
     }
 
     /// Writes what is left, the last byte padded with zero bits.
@@ -351,11 +441,7 @@ impl SumOut {
         if words > 0 {
             self.sum += words16((self.acc << (words * 16 - self.n)) as u64);
         }
-        let mut s = self.sum;
-        while s > 0xffff {
-            s = (s & 0xffff) + (s >> 16);
-        }
-        !s & 0xffff
+        fold_not(self.sum)
     }
 }
 
@@ -391,14 +477,61 @@ impl Csum {
 struct V1Parse {
     prog: ParseProg,
     verify: Vec<Csum>,
+    /// By `verify` index: the index into the parse's record of where the
+    /// checksum's header was extracted ([`ParseProg::mark`]), for those
+    /// summed over the packet's bytes.
+    at: Vec<Option<usize>>,
     checksum_error: Option<Slot>,
+}
+
+impl V1Parse {
+    fn new(mut prog: ParseProg, verify: Vec<Csum>, checksum_error: Option<Slot>) -> V1Parse {
+        let wholes: Vec<(usize, usize)> =
+            verify.iter().enumerate().filter_map(|(i, c)| Some((i, c.whole?.header))).collect();
+        let headers: Vec<usize> = wholes.iter().map(|&(_, h)| h).collect();
+        let marked = prog.mark(&headers);
+        let mut at = vec![None; verify.len()];
+        for (k, (&(i, _), ok)) in wholes.iter().zip(marked).enumerate() {
+            if ok {
+                at[i] = Some(k);
+            }
+        }
+        V1Parse { prog, verify, at, checksum_error }
+    }
+
+    /// The checksum `c` (the `i`th) of a parsed packet: over the bytes
+    /// its header was extracted from when it has a whole-header form,
+    /// the header is valid and byte-aligned there; else field by field.
+    #[inline]
+    fn verify_one(
+        &self,
+        i: usize,
+        c: &Csum,
+        data: &[u8],
+        key: &FlowKey,
+        at: &[u32],
+    ) -> Option<u64> {
+        if let (Some(w), Some(Some(m))) = (c.whole, self.at.get(i)) {
+            let valid =
+                self.prog.layout.headers.get(w.header).is_some_and(|h| h.valid.get(key) != 0);
+            if let Some(&pos) = at.get(*m).filter(|&&p| valid && p % 8 == 0) {
+                if let Some((sum, _)) = data.get(pos as usize / 8..).and_then(|b| w.sum(b)) {
+                    return Some(sum);
+                }
+            }
+        }
+        c.compute(key)
+    }
 }
 
 impl Parse for V1Parse {
     fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) {
-        self.prog.parse(data, meta, key, info);
-        for c in &self.verify {
-            if let Some(h) = c.compute(key) {
+        let mut at = [u32::MAX; super::parser::MAX_MARKS];
+        self.prog.run_marked(data, meta.in_port, key, &mut at);
+        *info =
+            ParseInfo { len: data.len().min(usize::from(u16::MAX)) as u16, ..ParseInfo::default() };
+        for (i, c) in self.verify.iter().enumerate() {
+            if let Some(h) = self.verify_one(i, c, data, key, &at) {
                 if c.dst.get(key) != h & sluice_core::keyop::ones(c.dst.width) {
                     if let Some(s) = self.checksum_error {
                         s.set(key, 1);
@@ -416,9 +549,92 @@ struct Deparse {
     /// Headers in emit order.
     emit: Vec<usize>,
     update: Vec<Csum>,
+    /// By `update` index: computed from the deparser's output bytes
+    /// ([`Whole`]) rather than from the key. Only a checksum that no
+    /// other update reads or writes into: their order cannot matter.
+    patch: Vec<bool>,
+    /// Every update is in `patch`: the key needs no copy.
+    all_patched: bool,
+    /// By header index: its slots in order when it has no varbit field.
+    flat: Vec<Option<super::parser::Flat>>,
     egress_port: Slot,
     /// `egress_spec`: the drop port there means no output.
     spec: Slot,
+}
+
+/// Where the deparser emitted the headers of checksums it patches:
+/// (update index, bit offset in the output).
+#[derive(Default)]
+struct Emitted {
+    at: [(u8, u32); 8],
+    n: usize,
+    /// More than `at` holds.
+    over: bool,
+}
+
+impl Deparse {
+    /// Writes the valid headers of `key` in emit order into `out`,
+    /// recording in `at` where the headers of the checksums in `patch`
+    /// begin.
+    fn emit_into(&self, key: &FlowKey, out: &mut Vec<u8>, at: &mut Emitted) {
+        let l = &*self.layout;
+        let mut bits = BitOut::new(out);
+        for &h in &self.emit {
+            let Some(hd) = l.headers.get(h) else { continue };
+            if hd.valid.get(key) == 0 {
+                continue;
+            }
+            for (i, c) in self.update.iter().enumerate() {
+                if self.patch.get(i) == Some(&true) && c.whole.is_some_and(|w| w.header == h) {
+                    match at.at.get_mut(at.n) {
+                        Some(slot) => {
+                            *slot = (i as u8, bits.bit_pos());
+                            at.n += 1;
+                        }
+                        None => at.over = true,
+                    }
+                }
+            }
+            if let Some(Some(fl)) = self.flat.get(h) {
+                for &(s, _) in fl.slots.iter() {
+                    bits.put(s.get(key), s.width);
+                }
+                continue;
+            }
+            for &f in &hd.fields {
+                let Some(fd) = l.fields.get(f) else { continue };
+                if let FieldTy::Varbit(max) = fd.ty {
+                    put_varbit(&mut bits, key, fd, max);
+                    continue;
+                }
+                for s in &fd.slots {
+                    bits.put(s.get(key), s.width);
+                }
+            }
+        }
+        bits.finish();
+    }
+
+    /// Writes the checksums `at` recorded into the emitted headers;
+    /// false (nothing written) if one is not on a byte boundary.
+    fn patch_out(&self, out: &mut [u8], at: &Emitted) -> bool {
+        let recs = &at.at[..at.n];
+        if at.over || recs.iter().any(|&(_, p)| p % 8 != 0) {
+            return false;
+        }
+        for &(i, p) in recs {
+            let Some(w) = self.update.get(usize::from(i)).and_then(|c| c.whole) else {
+                return false;
+            };
+            let start = p as usize / 8;
+            let Some(b) = out.get_mut(start..) else { return false };
+            let Some((sum, _)) = w.sum(b) else { return false };
+            if let Some(d) = b.get_mut(w.dst_at..w.dst_at + 2) {
+                d.copy_from_slice(&(sum as u16).to_be_bytes());
+            }
+        }
+        true
+    }
 }
 
 /// `Op::Group` of this id replicates the packet to its multicast group
@@ -530,12 +746,16 @@ impl Frontend for Front {
         let l = &*d.layout;
         // The checksums are written into a copy of the key (the walk's
         // key stays as the pipeline left it); without any, no copy.
+        // Those in `patch` are summed from the emitted bytes instead.
         let mut updated;
-        let key = if d.update.is_empty() {
+        let key = if d.all_patched {
             &pkt.key
         } else {
             updated = pkt.key;
-            for c in &d.update {
+            for (c, &p) in d.update.iter().zip(&d.patch) {
+                if p {
+                    continue;
+                }
                 if let Some(h) = c.compute(&updated) {
                     c.dst.set(&mut updated, h);
                 }
@@ -543,24 +763,21 @@ impl Frontend for Front {
             &updated
         };
         let out = &mut w.ext.out;
-        let mut bits = BitOut::new(out);
-        for &h in &d.emit {
-            let Some(hd) = l.headers.get(h) else { continue };
-            if hd.valid.get(key) == 0 {
-                continue;
-            }
-            for &f in &hd.fields {
-                let Some(fd) = l.fields.get(f) else { continue };
-                if let FieldTy::Varbit(max) = fd.ty {
-                    put_varbit(&mut bits, key, fd, max);
-                    continue;
-                }
-                for s in &fd.slots {
-                    bits.put(s.get(key), s.width);
+        let mut at = Emitted::default();
+        d.emit_into(key, out, &mut at);
+        if at.n > 0 && !d.patch_out(out, &at) {
+            // A header to patch not on a byte boundary (or too many):
+            // every checksum from the key, and the headers again.
+            let mut all = *key;
+            for (c, &p) in d.update.iter().zip(&d.patch) {
+                if p {
+                    if let Some(h) = c.compute(&all) {
+                        c.dst.set(&mut all, h);
+                    }
                 }
             }
+            d.emit_into(&all, out, &mut Emitted::default());
         }
-        bits.finish();
         let data = pkt.data();
         let from = ((l.cursor.get(key) / 8) as usize).min(data.len());
         out.extend_from_slice(data.get(from..).unwrap_or(&[]));
@@ -668,7 +885,7 @@ impl Compiled {
         let ctls = std::mem::take(&mut b.ctls);
         let keys = std::mem::take(&mut b.tables);
         drop(b);
-        let parser: Arc<dyn Parse> = Arc::new(V1Parse { prog, verify, checksum_error });
+        let parser: Arc<dyn Parse> = Arc::new(V1Parse::new(prog, verify, checksum_error));
         let mut instances = Vec::new();
         for (id, inst) in s.insts.iter().enumerate() {
             if let crate::interp::Inst::Extern(x) = inst {
@@ -701,7 +918,16 @@ impl Compiled {
             stateful: scratch.ext.stateful_reads(),
             indexed: true,
             parser,
-            deparse: Deparse { layout: layout.clone(), emit, update, egress_port: eport, spec },
+            deparse: Deparse {
+                layout: layout.clone(),
+                emit,
+                patch: patches(&update),
+                all_patched: patches(&update).iter().all(|&p| p),
+                flat: l.headers.iter().map(|hd| super::parser::Flat::of(l, hd)).collect(),
+                update,
+                egress_port: eport,
+                spec,
+            },
             ext: Arc::new(scratch.ext.calls.clone()),
             state: Mutex::new(ExtState::new(instances.iter())),
         };
@@ -1246,9 +1472,35 @@ fn checksums(s: &Static, l: &Layout, inst: usize, which: &str) -> Result<Vec<Csu
         if !algo_ok {
             return Err(refuse(args[3].span, "a checksum algorithm other than csum16"));
         }
-        out.push(Csum { cond, items: its, dst });
+        let whole = Whole::of(l, cond, &its, dst);
+        out.push(Csum { cond, items: its, dst, whole });
     }
     Ok(out)
+}
+
+/// Which `update_checksum`s the deparser computes from its output
+/// bytes: those with a whole-header form ([`Whole`]) whose header no
+/// other update writes into and whose field no other update reads (the
+/// order the calls run in then cannot change what is emitted).
+fn patches(update: &[Csum]) -> Vec<bool> {
+    let reads = |c: &Csum, s: Slot| {
+        c.items.iter().any(|it| match it {
+            CsItem::Slot(x) | CsItem::Varbit { slot: x, .. } => *x == s,
+            CsItem::Const { .. } => false,
+        })
+    };
+    update
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let Some(w) = c.whole else { return false };
+            let mine = |s: Slot| s == c.dst || reads(c, s);
+            w.header < 256
+                && update.iter().enumerate().filter(|&(j, _)| j != i).all(|(_, o)| {
+                    !mine(o.dst) && !reads(o, c.dst) && o.whole.map(|x| x.header) != Some(w.header)
+                })
+        })
+        .collect()
 }
 
 /// The headers the deparser emits, in order.

@@ -291,6 +291,9 @@ pub struct State {
 /// Most sub-parsers nested in one another.
 const MAX_NEST: usize = 4;
 
+/// Most headers whose extraction a parse records ([`ParseProg::mark`]).
+pub const MAX_MARKS: usize = 4;
+
 /// Error codes the program itself raises.
 #[derive(Clone, Copy, Debug)]
 struct Codes {
@@ -314,6 +317,40 @@ pub struct ParseProg {
     packet_length: Option<usize>,
     parser_error: Option<usize>,
     codes: Codes,
+    /// Headers whose extraction is recorded ([`ParseProg::mark`]): by
+    /// header index, the index into `run_marked`'s `at` (`u8::MAX`: none).
+    mark: Vec<u8>,
+    /// By header index: its slots in packet order, for headers without
+    /// a varbit field (extracted by one loop over them).
+    flat: Vec<Option<Flat>>,
+}
+
+/// A header of fixed-width fields as one list: each slot with its bit
+/// offset from the header's start.
+#[derive(Clone, Debug)]
+pub(crate) struct Flat {
+    pub slots: Box<[(sluice_core::keyop::Slot, u32)]>,
+    /// The header's width in bits.
+    pub bits: u32,
+}
+
+impl Flat {
+    /// `None` for a header with a varbit field.
+    pub(crate) fn of(l: &Layout, hd: &super::layout::Header) -> Option<Flat> {
+        let mut slots = Vec::new();
+        let mut off = 0u32;
+        for &f in &hd.fields {
+            let fd = l.fields.get(f)?;
+            if let FieldTy::Varbit(_) = fd.ty {
+                return None;
+            }
+            for s in &fd.slots {
+                slots.push((*s, off));
+                off += u32::from(s.width);
+            }
+        }
+        Some(Flat { slots: slots.into(), bits: off })
+    }
 }
 
 /// The static type of a [`Src`].
@@ -529,6 +566,7 @@ impl ParseProg {
             no_match: code("NoMatch")?,
             timeout: code("ParserTimeout")?,
         };
+        let flat = l.headers.iter().map(|hd| Flat::of(l, hd)).collect();
         Ok(ParseProg {
             hidden,
             ingress_port: l.field(Root::Std, "ingress_port"),
@@ -540,11 +578,49 @@ impl ParseProg {
             states,
             start,
             codes,
+            mark: Vec::new(),
+            flat,
         })
+    }
+
+    /// Has [`ParseProg::run_marked`] record the bit offset in the packet
+    /// where each of `headers` was last extracted (`at[i]` for
+    /// `headers[i]`), for the headers none of whose fields a parser
+    /// statement writes: right after the parse, such a valid header's
+    /// fields in the key are the packet's bits at that offset. Says which
+    /// ones are recorded (at most [`MAX_MARKS`]).
+    pub fn mark(&mut self, headers: &[usize]) -> Vec<bool> {
+        let l = self.layout.clone();
+        let written = |h: usize| {
+            let fields = l.headers.get(h).map(|x| &x.fields[..]).unwrap_or(&[]);
+            self.states
+                .iter()
+                .flat_map(|st| &st.ops)
+                .any(|op| matches!(op, POp::Set { field, .. } if fields.contains(field)))
+        };
+        let mut out = Vec::new();
+        for (i, &h) in headers.iter().enumerate() {
+            let ok = i < MAX_MARKS && h < l.headers.len() && !written(h);
+            if ok {
+                if self.mark.len() < l.headers.len() {
+                    self.mark.resize(l.headers.len(), u8::MAX);
+                }
+                self.mark[h] = i as u8;
+            }
+            out.push(ok);
+        }
+        out
     }
 
     /// Parses `data` received on `port` into `key` (the whole key).
     pub fn run(&self, data: &[u8], port: u32, key: &mut FlowKey) {
+        self.run_marked(data, port, key, &mut []);
+    }
+
+    /// [`ParseProg::run`], recording where the headers [`ParseProg::mark`]
+    /// named were last extracted into `at` (bits from the packet's start;
+    /// entries of headers not extracted are left as they were).
+    pub fn run_marked(&self, data: &[u8], port: u32, key: &mut FlowKey, at: &mut [u32]) {
         let l = &*self.layout;
         *key = FlowKey::ZERO;
         l.write_defaults(key);
@@ -554,7 +630,7 @@ impl ParseProg {
         if let Some(f) = self.packet_length {
             write(l, key, f, data.len() as u128);
         }
-        let mut r = Run { p: self, data, pos: 0, key };
+        let mut r = Run { p: self, data, pos: 0, key, at };
         let mut result = Err(self.codes.timeout);
         let mut cur = self.start;
         // States run per level (one invocation of a parser each, as the
@@ -689,6 +765,8 @@ struct Run<'a> {
     data: &'a [u8],
     pos: usize,
     key: &'a mut FlowKey,
+    /// Where marked headers were extracted ([`ParseProg::mark`]).
+    at: &'a mut [u32],
 }
 
 type Res<T> = std::result::Result<T, u32>;
@@ -834,6 +912,20 @@ impl Run<'_> {
             }
         };
         let mut pos = self.pos;
+        if let Some(&m) = self.p.mark.get(h) {
+            if let Some(a) = self.at.get_mut(usize::from(m)) {
+                *a = u32::try_from(pos).unwrap_or(u32::MAX);
+            }
+        }
+        if let (None, Some(Some(fl))) = (size, self.p.flat.get(h)) {
+            for &(s, off) in fl.slots.iter() {
+                s.set(self.key, bits_at(self.data, pos + off as usize, u32::from(s.width)));
+            }
+            self.pos = pos + fl.bits as usize;
+            hd.valid.set(self.key, 1);
+            self.union_exclusive(h);
+            return Ok(());
+        }
         for &f in &hd.fields {
             let Some(fd) = l.fields.get(f) else { continue };
             if let FieldTy::Varbit(_) = fd.ty {

@@ -312,6 +312,17 @@ pub(crate) fn send(slot: &PortSlot, port: &mut dyn Port, frames: &[&[u8]]) -> u6
     dropped
 }
 
+/// What MAC learning did with one frame.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Learned {
+    /// Not received (the port is down or unknown; counted as the port's).
+    NotReceived,
+    /// Sent to its learned port or flooded.
+    Forwarded,
+    /// Dropped: its destination was learned on its ingress port.
+    Dropped,
+}
+
 /// Standalone (fail-open) forwarding of one frame: counters of the
 /// pipeline's ports are kept (in this worker's shard) as if the pipeline
 /// had forwarded it, so port stats stay meaningful.
@@ -325,7 +336,7 @@ fn learn_forward(
     frame: &[u8],
     now: u64,
     out: &mut BurstTx,
-) {
+) -> Learned {
     let len = frame.len() as u64;
     match p.ports().get(in_port) {
         Some(e) if p_can_receive(&e.desc) => {
@@ -334,9 +345,9 @@ fn learn_forward(
         }
         Some(e) => {
             e.count(w.shard(), PortCounter::RxDropped, 1);
-            return;
+            return Learned::NotReceived;
         }
-        None => return,
+        None => return Learned::NotReceived,
     }
     let mut emit = |port: u32| {
         if !p.ports().can_forward(port) {
@@ -355,8 +366,9 @@ fn learn_forward(
                 emit(port);
             }
         }
-        Forward::Drop => {}
+        Forward::Drop => return Learned::Dropped,
     }
+    Learned::Forwarded
 }
 
 fn p_can_receive(desc: &sluice_ofp::port::Port) -> bool {
@@ -503,9 +515,15 @@ fn process_burst(
         flood.clear();
         flood.extend(p.ports().numbers().filter(|&n| n <= sluice_ports::spec::OFPP_MAX));
         let mut t = lock(&shared.learn);
+        let (mut received, mut dropped) = (0u64, 0u64);
         for b in bufs.iter() {
-            learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, &mut tx);
+            match learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, &mut tx) {
+                Learned::NotReceived => {}
+                Learned::Forwarded => received += 1,
+                Learned::Dropped => (received, dropped) = (received + 1, dropped + 1),
+            }
         }
+        shared.note_learned(received, dropped);
     } else {
         // Staged (the burst's lookups overlap their cache misses), each
         // packet in its own receive buffer: no copy on the way in.

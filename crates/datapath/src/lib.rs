@@ -152,6 +152,8 @@ pub struct DatapathStats {
     /// because their destination was learned on their ingress port.
     pub learned: u64,
     pub learn_dropped: u64,
+    /// Frames the pipeline output to a port it does not have (removed).
+    pub no_port: u64,
 }
 
 /// The running datapath: workers, control thread, shared pipeline.
@@ -383,6 +385,7 @@ fn datapath_stats(shared: &Shared) -> DatapathStats {
         standalone: shared.standalone.load(Relaxed),
         learned: c.learned.load(Relaxed),
         learn_dropped: c.learn_dropped.load(Relaxed),
+        no_port: c.no_port.load(Relaxed),
     }
 }
 

@@ -374,7 +374,7 @@ pub fn render(dp: &Probe, agent: Option<&AgentObserver>) -> String {
 
     let s = dp.stats();
     let (depth, cap) = dp.upcall_queue();
-    let scalars: [(&str, Kind, &str, f64); 10] = [
+    let scalars: [(&str, Kind, &str, f64); 11] = [
         ("sluice_packets_total", Kind::Counter, "Frames the workers received.", s.packets as f64),
         ("sluice_bursts_total", Kind::Counter, "Receive bursts processed.", s.bursts as f64),
         (
@@ -413,6 +413,12 @@ pub fn render(dp: &Probe, agent: Option<&AgentObserver>) -> String {
             Kind::Counter,
             "Frames MAC learning dropped (destination learned on the ingress port).",
             s.learn_dropped as f64,
+        ),
+        (
+            "sluice_tx_no_port_total",
+            Kind::Counter,
+            "Frames a flow output to a port the switch does not have (its interface was removed).",
+            s.no_port as f64,
         ),
         ("sluice_uptime_seconds", Kind::Gauge, "Seconds since the datapath started.", {
             uptime as f64 / 1e9

@@ -92,6 +92,8 @@ pub(crate) struct Counters {
     /// those of them it dropped (destination learned on the ingress port).
     pub learned: AtomicU64,
     pub learn_dropped: AtomicU64,
+    /// Frames the pipeline output to a port it does not have (removed).
+    pub no_port: AtomicU64,
 }
 
 /// One worker's own counters: written by that worker only (relaxed
@@ -199,6 +201,12 @@ impl Shared {
         }
         if dropped > 0 {
             self.counters.learn_dropped.fetch_add(dropped, Relaxed);
+        }
+    }
+
+    pub(crate) fn note_no_port(&self, n: u64) {
+        if n > 0 {
+            self.counters.no_port.fetch_add(n, Relaxed);
         }
     }
 

@@ -203,6 +203,8 @@ pub(crate) struct BurstTx<'w> {
     arena: &'w mut TxBatch,
     /// Frames for ports that do not exist (any more) or failed.
     dropped: u64,
+    /// Frames the pipeline output to ports it does not have (removed).
+    pub(crate) no_port: u64,
 }
 
 impl<'w> BurstTx<'w> {
@@ -213,6 +215,7 @@ impl<'w> BurstTx<'w> {
             n_held: 0,
             arena,
             dropped: 0,
+            no_port: 0,
         }
     }
 
@@ -251,6 +254,10 @@ impl<'w> BurstTx<'w> {
 }
 
 impl Tx for BurstTx<'_> {
+    fn no_port(&mut self, _port: u32) {
+        self.no_port += 1;
+    }
+
     fn transmit(&mut self, port: u32, _queue: Option<u32>, frame: &[u8]) {
         let Some(h) = self.held(port) else {
             if self.ports.get(port).is_some() {
@@ -535,6 +542,7 @@ fn process_burst(
     // no other thread can kick that port while this burst holds it.)
     shared.note_burst(bufs.len() as u64);
     let missing = tx.finish_direct();
+    shared.note_no_port(tx.no_port);
     drop(tx);
     if ctx.has_upcalls() {
         shared.push_async(ctx.take_async());

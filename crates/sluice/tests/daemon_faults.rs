@@ -23,6 +23,7 @@
 //! bounded in time and every loop in count.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use sluice_ofp::message::{port_reason, Message};
@@ -193,20 +194,65 @@ fn standalone_controller_killed_and_restarted() {
     c.barrier();
     lab.assert_misses_dropped(0, 1, 500);
     lab.assert_forwards(0, 1, 600, 50, 45);
+    let before = sw.ledger(&lab, false, "after the first restart");
+
+    // 20 more kills and restarts under traffic: learning and the tables
+    // take turns; every frame is accounted for.
+    let streams = [
+        (0, mac(1), ETH_OK),
+        (1, mac(0), ETH_MISS),
+        (2, BROADCAST, ETH_MISS),
+        (0, mac(2), ETH_MISS),
+    ];
+    let mut ctl = Some(ctl);
+    let mut c = Some(c);
+    let (worst, sent) = lab.under_traffic(&streams, 10_000, 20, || {
+        let mut worst = Duration::ZERO;
+        for round in 0..20 {
+            drop(c.take());
+            drop(ctl.take());
+            sw.wait_log("forwarding as a MAC-learning switch", 3 + round, Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(200));
+            let l = Controller::bind(cport);
+            let t0 = Instant::now();
+            let mut conn = l.accept(Duration::from_secs(10), &mut sw);
+            worst = worst.max(t0.elapsed());
+            assert_eq!(conn.handshake().datapath_id, DPID);
+            sw.wait_log(
+                "controller connected: forwarding through the flow tables",
+                3 + round,
+                Duration::from_secs(10),
+            );
+            conn.barrier();
+            ctl = Some(l);
+            c = Some(conn);
+        }
+        worst
+    });
+    eprintln!("20 restarts: slowest reconnect {worst:?}; frames sent per stream {sent:?}");
+    let after = sw.ledger(&lab, false, "after 20 controller restarts");
+    assert!(after.learned > before.learned, "MAC learning never forwarded: {after:?}");
+    assert!(after.lookups > before.lookups, "the tables never decided: {after:?}");
+    let mut c = c.expect("connected");
+    c.barrier();
+    lab.assert_misses_dropped(0, 1, 700);
 
     let (clean, log) = sw.stop();
     assert!(clean, "sluice run did not exit cleanly on SIGTERM:\n{log}");
 }
 
-/// Deleting a port's interface sends PORT_STATUS DELETE to the controller;
-/// re-creating it (same name) sends PORT_STATUS ADD with the same port
-/// number, and the flows forward through it again.
+/// Deleting a port's interface under traffic (host 0 sends frames a flow
+/// forwards to that port, and table misses) sends PORT_STATUS DELETE to
+/// the controller; re-creating it (same name) sends PORT_STATUS ADD with
+/// the same port number, and the flows forward through it again. Every
+/// frame is accounted for meanwhile (those for the missing port as
+/// dropped on transmit).
 #[test]
 fn port_deleted_and_recreated_reports_port_status() {
     if !can_run() {
         return;
     }
-    let mut lab = Lab::new(2);
+    let lab = Lab::new(2);
     let ctl = Controller::bind(0);
     let cfg = TempFile::config("[agent]\nprobe_interval_ms = 30000\n");
     let mut sw = Switch::start(&switch_args(&lab, &cfg, "secure", ctl.port, None, DPID));
@@ -216,26 +262,66 @@ fn port_deleted_and_recreated_reports_port_status() {
     c.add_flow("priority=100,in_port=2,dl_type=0x88b5,actions=output:1");
     c.barrier();
     lab.assert_forwards(0, 1, 0, 50, 45);
+    let before = sw.ledger(&lab, false, "before the port goes");
+    let seen_before = lab.seen[1].load(Relaxed);
 
     let name = lab.sw_if[1].clone();
-    lab.sw.exec(&["ip", "link", "del", &name]).expect("deleting the veth");
-    let del = c
-        .wait_for(Duration::from_secs(10), |_, m| match m {
-            Message::PortStatus(ps) if ps.reason == port_reason::DELETE => Some(ps.clone()),
-            _ => None,
-        })
-        .expect("PORT_STATUS with reason OFPPR_DELETE");
-    assert_eq!((del.desc.port_no, del.desc.name.as_str()), (2, name.as_str()), "{del:?}");
-
-    lab.link(1);
-    lab.sock[1] = lab.open_socket(1);
-    let add = c
-        .wait_for(Duration::from_secs(10), |_, m| match m {
-            Message::PortStatus(ps) if ps.reason == port_reason::ADD => Some(ps.clone()),
-            _ => None,
-        })
-        .expect("PORT_STATUS with reason OFPPR_ADD");
-    assert_eq!((add.desc.port_no, add.desc.name.as_str()), (2, name.as_str()), "{add:?}");
+    let streams = [(0, mac(1), ETH_OK), (0, mac(1), ETH_MISS)];
+    let ((), sent) = lab.under_traffic(&streams, 10_000, 20, || {
+        std::thread::sleep(Duration::from_millis(300));
+        lab.unlink(1);
+        let del = c
+            .wait_for(Duration::from_secs(10), |_, m| match m {
+                Message::PortStatus(ps) if ps.reason == port_reason::DELETE => Some(ps.clone()),
+                _ => None,
+            })
+            .expect("PORT_STATUS with reason OFPPR_DELETE");
+        assert_eq!((del.desc.port_no, del.desc.name.as_str()), (2, name.as_str()), "{del:?}");
+        std::thread::sleep(Duration::from_millis(300));
+        lab.relink(1);
+        let add = c
+            .wait_for(Duration::from_secs(10), |_, m| match m {
+                Message::PortStatus(ps) if ps.reason == port_reason::ADD => Some(ps.clone()),
+                _ => None,
+            })
+            .expect("PORT_STATUS with reason OFPPR_ADD");
+        assert_eq!((add.desc.port_no, add.desc.name.as_str()), (2, name.as_str()), "{add:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    });
+    eprintln!("frames sent per stream while the port went and came back: {sent:?}");
+    // The re-created port is a new port (its counters start over), so the
+    // frames for it are followed from the hosts' side: every frame host 0
+    // sent was looked up; each one for host 1 arrived there or is counted
+    // as dropped (no port, port down, not taken, lost on the veth); each
+    // miss is counted as one.
+    let metrics = sw.metrics.expect("metrics");
+    let end = Instant::now() + Duration::from_secs(15);
+    let after = loop {
+        lab.settle(Duration::from_millis(300));
+        let l = Ledger::read(&lab, metrics);
+        let arrived = lab.seen[1].load(Relaxed) - seen_before;
+        let dropped = (l.tx_no_port + l.tx_port_dropped + l.tx_lost + l.link_out_dropped)
+            - (before.tx_no_port
+                + before.tx_port_dropped
+                + before.tx_lost
+                + before.link_out_dropped);
+        let misses = (l.lookups - l.matches) - (before.lookups - before.matches);
+        let input = l.link_in_dropped + l.ring_dropped + l.rx_errors + l.rx_dropped + l.rx;
+        let facts = [
+            ("frames sent = received by the switch", l.host_sent, input),
+            ("frames looked up", l.lookups - before.lookups, sent[0] + sent[1]),
+            ("misses dropped", misses, sent[1]),
+            ("frames for host 1: arrived + dropped", arrived + dropped, sent[0]),
+        ];
+        let bad: Vec<_> = facts.iter().filter(|(_, a, b)| a != b).collect();
+        if bad.is_empty() {
+            eprintln!("port gone and back: {arrived} arrived, {dropped} dropped: {l:?}");
+            break l;
+        }
+        assert!(Instant::now() < end, "frames unaccounted for: {bad:?}\n{l:#?}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(after.tx_no_port > before.tx_no_port, "no frame met the missing port: {after:?}");
 
     // The link may still be coming up: wait (bounded) for one frame, then
     // require a whole batch in each direction.

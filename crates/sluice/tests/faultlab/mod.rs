@@ -267,7 +267,7 @@ pub fn frame_seq(f: &[u8], src: [u8; 6], ethertype: u16) -> Option<u32> {
 /// (switch end `sw_if[i]` = OpenFlow port i+1) and driven by a raw socket.
 pub struct Lab {
     // Sockets first: dropped before the namespaces they live in.
-    pub sock: Vec<RawSocket>,
+    pub sock: Vec<Sock>,
     pub h: Vec<NetNs>,
     pub sw: NetNs,
     pub sw_if: Vec<String>,
@@ -277,8 +277,27 @@ pub struct Lab {
     /// Frames each host received from the switch (any frame whose source
     /// is not the host itself), counted by every receive of the lab.
     pub seen: Vec<AtomicU64>,
-    /// Link drops (veth counters) of interfaces deleted meanwhile.
+    /// Link drops (veth counters, in and out) of interfaces deleted meanwhile.
     pub gone_link_drops: AtomicU64,
+    pub gone_link_drops_out: AtomicU64,
+}
+
+/// A host's raw socket, replaceable while other threads use the lab (a
+/// link re-created under traffic).
+pub struct Sock(std::sync::RwLock<RawSocket>);
+
+impl Sock {
+    pub fn send(&self, frame: &[u8]) -> std::io::Result<()> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).send(frame)
+    }
+
+    pub fn recv(&self, buf: &mut [u8], timeout: Duration) -> std::io::Result<Option<usize>> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).recv(buf, timeout)
+    }
+
+    pub fn replace(&self, s: RawSocket) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = s;
+    }
 }
 
 /// Turns IPv6 off in namespace `ns` (for interfaces created or moved in
@@ -305,6 +324,7 @@ impl Lab {
             sent: (0..n).map(|_| AtomicU64::new(0)).collect(),
             seen: (0..n).map(|_| AtomicU64::new(0)).collect(),
             gone_link_drops: AtomicU64::new(0),
+            gone_link_drops_out: AtomicU64::new(0),
         };
         for i in 0..n {
             let h = NetNs::new("flh").expect("host namespace");
@@ -312,9 +332,10 @@ impl Lab {
             lab.h.push(h);
             lab.sw_if.push(unique_name("fls"));
             lab.host_if.push(unique_name("fle"));
-            lab.link(i);
+            lab.link_down(i);
             let s = lab.open_socket(i);
-            lab.sock.push(s);
+            lab.sock.push(Sock(std::sync::RwLock::new(s)));
+            lab.link_up(i);
         }
         lab
     }
@@ -426,7 +447,10 @@ impl Lab {
 
     /// Creates (or re-creates) the veth of host `i`, only inside the
     /// namespaces (nothing is created in the root namespace).
-    pub fn link(&self, i: usize) {
+    /// The host end stays down until [`Lab::link_up`]: the host's socket
+    /// is opened before any frame can arrive (frames sent to a down peer
+    /// are counted as the switch end's tx_dropped).
+    pub fn link_down(&self, i: usize) {
         let (sw_if, host_if) = (&self.sw_if[i], &self.host_if[i]);
         let h = &self.h[i];
         self.sw
@@ -436,7 +460,28 @@ impl Lab {
         let m = mac(i).map(|b| format!("{b:02x}")).join(":");
         h.exec(&["ip", "link", "set", "dev", host_if, "address", &m]).expect("host mac");
         self.sw.exec(&["ip", "link", "set", sw_if, "up"]).expect("switch end up");
-        h.exec(&["ip", "link", "set", host_if, "up"]).expect("host end up");
+    }
+
+    pub fn link_up(&self, i: usize) {
+        self.h[i].exec(&["ip", "link", "set", &self.host_if[i], "up"]).expect("host end up");
+    }
+
+    /// Deletes host `i`'s veth (from the switch end), keeping its link
+    /// drop counters in [`Lab::gone_link_drops`]. Frames in flight when it
+    /// goes are lost uncounted by the veth: the caller sends none to or
+    /// from host `i` meanwhile, or allows for them.
+    pub fn unlink(&self, i: usize) {
+        let (inward, outward) = self.link_drops(i);
+        self.gone_link_drops.fetch_add(inward, Relaxed);
+        self.gone_link_drops_out.fetch_add(outward, Relaxed);
+        self.sw.exec(&["ip", "link", "del", &self.sw_if[i]]).expect("deleting the veth");
+    }
+
+    /// Re-creates host `i`'s veth (same names) and its socket.
+    pub fn relink(&self, i: usize) {
+        self.link_down(i);
+        self.sock[i].replace(self.open_socket(i));
+        self.link_up(i);
     }
 
     pub fn open_socket(&self, i: usize) -> RawSocket {
@@ -648,6 +693,8 @@ pub struct Ledger {
     /// output port was down or missing.
     pub tx: u64,
     pub tx_port_dropped: u64,
+    /// Output to a port the switch does not have (removed).
+    pub tx_no_port: u64,
     /// Frames sent that no port took (ring full, port gone).
     pub tx_lost: u64,
     /// Dropped by the veths on the way out (switch tx, host rx).
@@ -668,7 +715,8 @@ pub struct Ledger {
 impl Ledger {
     pub fn read(lab: &Lab, metrics: u16) -> Ledger {
         let m = scrape(metrics);
-        let (mut link_in, mut link_out) = (lab.gone_link_drops.load(Relaxed), 0);
+        let mut link_in = lab.gone_link_drops.load(Relaxed);
+        let mut link_out = lab.gone_link_drops_out.load(Relaxed);
         for i in 0..lab.h.len() {
             let (a, b) = lab.link_drops(i);
             link_in += a;
@@ -688,6 +736,7 @@ impl Ledger {
             tx: sum(&m, "sluice_port_tx_packets_total", ""),
             tx_port_dropped: sum(&m, "sluice_port_tx_dropped_total", ""),
             tx_lost: sum(&m, "sluice_tx_dropped_total", ""),
+            tx_no_port: sum(&m, "sluice_tx_no_port_total", ""),
             link_out_dropped: link_out,
             host_seen: lab.seen.iter().map(|c| c.load(Relaxed)).sum(),
             pin_sent: sum(&m, "sluice_packet_in_sent_total", ""),
@@ -732,9 +781,13 @@ impl Ledger {
         if self.learned == 0 {
             // Every flow outputs to one port or to the controller.
             eq(
-                "lookups = tx + tx dropped (port down) + to controller + misses dropped",
+                "lookups = tx + tx dropped (port down, no port) + to controller + misses dropped",
                 self.lookups,
-                self.tx + self.tx_port_dropped + self.to_controller() + miss_dropped,
+                self.tx
+                    + self.tx_port_dropped
+                    + self.tx_no_port
+                    + self.to_controller()
+                    + miss_dropped,
             );
         }
         eq(

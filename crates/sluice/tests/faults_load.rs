@@ -282,7 +282,8 @@ impl Rng {
 fn soak_random_churn_and_traffic() {
     need_root_and_tools();
     let dur = env_secs("SOAK_SECONDS", 600);
-    let seed = std::env::var("SOAK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_f1u64);
+    let seed =
+        std::env::var("SOAK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x005e_edf1_u64);
     eprintln!("soak: {dur:?}, seed {seed} (SOAK_SEED)");
     let lab = Lab::new(2);
     let cfg = TempFile::config("[agent]\nprobe_interval_ms = 60000\n");

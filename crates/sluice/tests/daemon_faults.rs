@@ -60,18 +60,25 @@ fn secure_controller_killed_and_restarted() {
     assert_eq!(c.handshake().datapath_id, DPID);
     c.add_flow("priority=100,in_port=1,dl_type=0x88b5,actions=output:2");
     c.add_flow("priority=100,in_port=2,dl_type=0x88b5,actions=output:1");
+    // Host 1's broadcasts go to the controller (unsent while it is down).
+    c.add_flow("priority=50,in_port=2,dl_dst=ff:ff:ff:ff:ff:ff,actions=controller:128");
     c.barrier();
     lab.assert_forwards(0, 1, 0, 50, 45);
     lab.assert_forwards(1, 0, 0, 50, 45);
     lab.assert_misses_dropped(0, 1, 1000);
     wait_listening(lport, &mut sw);
     let flows = dump_flows(lport);
-    assert_eq!(flows.len(), 2, "{flows:?}");
+    assert_eq!(flows.len(), 3, "{flows:?}");
     let before = sw.ledger(&lab, false, "before the faults");
 
     // 20 kills and restarts under traffic (~2000 frames/s of each stream).
-    let streams =
-        [(0, mac(1), ETH_OK), (1, mac(0), ETH_OK), (0, mac(1), ETH_MISS), (0, BROADCAST, ETH_MISS)];
+    let streams = [
+        (0, mac(1), ETH_OK),
+        (1, mac(0), ETH_OK),
+        (0, mac(1), ETH_MISS),
+        (0, BROADCAST, ETH_MISS),
+        (1, BROADCAST, ETH_MISS),
+    ];
     let mut ctl = Some(ctl);
     let mut c = Some(c);
     let (reconnects, sent) = lab.under_traffic(&streams, 10_000, 20, || {
@@ -104,7 +111,9 @@ fn secure_controller_killed_and_restarted() {
     // Fail-secure: every forwardable frame forwarded, every miss dropped.
     let ok = sent[0] + sent[1];
     let miss = sent[2] + sent[3];
-    assert_eq!(after.matches - before.matches, ok, "frames the flows forwarded");
+    assert_eq!(after.matches - before.matches, ok + sent[4], "frames the flows matched");
+    assert_eq!(after.to_controller() - before.to_controller(), sent[4], "PACKET_INs");
+    assert!(after.pin_unsent > before.pin_unsent, "no PACKET_IN met a missing controller");
     assert_eq!(after.tx - before.tx, ok, "frames sent by the switch");
     assert_eq!(
         (after.lookups - after.matches) - (before.lookups - before.matches),

@@ -297,11 +297,17 @@ fn soak_random_churn_and_traffic() {
         let mut mods = 0u64;
         let mut rss_warm = None;
         let mut rss_max = 0;
+        // RSS at every tenth of the run (printed: the trend, not just the end).
+        let mut tenths = Vec::new();
         let mut buf = Vec::new();
         for _ in 0..100_000_000u64 {
             let el = t0.elapsed();
             if el >= dur {
                 break;
+            }
+            if el >= dur / 10 * (tenths.len() as u32 + 1) {
+                tenths.push((mods, sw.rss_kib()));
+                eprintln!("soak: {el:.0?}: {mods} FLOW_MODs, RSS {} KiB", sw.rss_kib());
             }
             if rss_warm.is_none() && el >= dur / 10 {
                 rss_warm = Some(sw.rss_kib());

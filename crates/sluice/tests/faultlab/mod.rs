@@ -137,6 +137,19 @@ impl Switch {
         }
     }
 
+    /// CPU time (user + system) the switch used so far, from
+    /// /proc/PID/stat, in clock ticks (100 per second on Linux).
+    pub fn cpu_ticks(&self) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
+            .expect("reading /proc/PID/stat");
+        // Fields after the command (which is in parentheses and may hold spaces).
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+        let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).expect("utime/stime");
+        n(11) + n(12)
+    }
+
     /// Resident set size in KiB, from /proc/PID/status.
     pub fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))

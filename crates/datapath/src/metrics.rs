@@ -17,7 +17,8 @@
 //! - the upcall queue (PACKET_INs, FLOW_REMOVED, PORT_STATUS waiting for
 //!   the agent): depth, capacity, drops;
 //! - frames MAC learning handled (fail standalone) and dropped: with the
-//!   tables' lookups they account for every received frame;
+//!   tables' lookups they account for every received frame; frames a flow
+//!   output to a port the switch no longer has (`Tx::no_port`);
 //! - per configured controller (`target`): up or down, and per live
 //!   OpenFlow connection its role; agent counters (PACKET_INs sent,
 //!   dropped by rate or queue, unsent for want of a connection; probe

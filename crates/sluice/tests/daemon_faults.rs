@@ -17,7 +17,7 @@
 //! order, so once the marker is seen the earlier frames had their chance.
 //!
 //! Needs root, `ip` and `ovs-ofctl` (dump-flows through the daemon's
-//! passive listener). Without them the tests say so on stderr and pass.
+//! passive listener), and `sysctl`; without them the tests fail saying what is missing.
 //! Namespaces (and the veths in them), the config file and the daemon (by
 //! pid) are removed by Drop guards, also when a test fails; every wait is
 //! bounded in time and every loop in count.

@@ -363,29 +363,43 @@ impl<S: Switch> Core<S> {
         }
         let now = self.now_ns();
         for msg in msgs {
+            let is_pin = matches!(msg, Message::PacketIn(_));
             let Ok(bytes) = msg.try_encode(0) else {
                 warn!(ty = msg.msg_type(), "asynchronous message too long to encode: not sent");
+                if is_pin {
+                    self.shared.counters.packet_in_unsent.fetch_add(1, Relaxed);
+                }
                 continue;
             };
-            let is_pin = matches!(msg, Message::PacketIn(_));
             let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+            let mut wanted = false;
             for id in ids {
                 let role = self.roles.role(id);
                 let Some(conn) = self.conns.get_mut(&id) else { continue };
                 if !wants(&conn.async_cfg, role, &msg) {
                     continue;
                 }
+                wanted = true;
                 if is_pin && !conn.bucket.take(now) {
                     conn.counters.packet_in_dropped_rate.fetch_add(1, Relaxed);
                     self.shared.counters.packet_in_dropped_rate.fetch_add(1, Relaxed);
                     continue;
                 }
-                if self.send(id, bytes.clone(), is_pin) == Sent::Queued && is_pin {
-                    if let Some(conn) = self.conns.get(&id) {
-                        conn.counters.packet_in_sent.fetch_add(1, Relaxed);
+                match self.send(id, bytes.clone(), is_pin) {
+                    Sent::Queued if is_pin => {
+                        if let Some(conn) = self.conns.get(&id) {
+                            conn.counters.packet_in_sent.fetch_add(1, Relaxed);
+                        }
+                        self.shared.counters.packet_in_sent.fetch_add(1, Relaxed);
                     }
-                    self.shared.counters.packet_in_sent.fetch_add(1, Relaxed);
+                    Sent::Closed if is_pin => {
+                        self.shared.counters.packet_in_unsent.fetch_add(1, Relaxed);
+                    }
+                    _ => {}
                 }
+            }
+            if is_pin && !wanted {
+                self.shared.counters.packet_in_unsent.fetch_add(1, Relaxed);
             }
         }
     }

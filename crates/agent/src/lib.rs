@@ -104,6 +104,7 @@ pub(crate) struct Counters {
     pub packet_in_sent: AtomicU64,
     pub packet_in_dropped_rate: AtomicU64,
     pub packet_in_dropped_queue: AtomicU64,
+    pub packet_in_unsent: AtomicU64,
     pub overflow_disconnects: AtomicU64,
     pub probe_timeouts: AtomicU64,
     pub connect_attempts: AtomicU64,
@@ -117,6 +118,12 @@ pub struct AgentStats {
     pub packet_in_dropped_rate: u64,
     /// PACKET_INs that found a connection's outbound queue full.
     pub packet_in_dropped_queue: u64,
+    /// PACKET_INs lost for no rate or queue reason: no connection wanted
+    /// it (no controller connected, or none asked for the reason), its
+    /// connection closed as it was queued, or it could not be encoded.
+    /// With one controller every PACKET_IN is sent, dropped by rate or
+    /// queue, or counted here.
+    pub packet_in_unsent: u64,
     /// Connections closed because a non-droppable message did not fit.
     pub overflow_disconnects: u64,
     /// Connections closed by the inactivity probe.
@@ -530,6 +537,7 @@ impl AgentObserver {
             packet_in_sent: c.packet_in_sent.load(Relaxed),
             packet_in_dropped_rate: c.packet_in_dropped_rate.load(Relaxed),
             packet_in_dropped_queue: c.packet_in_dropped_queue.load(Relaxed),
+            packet_in_unsent: c.packet_in_unsent.load(Relaxed),
             overflow_disconnects: c.overflow_disconnects.load(Relaxed),
             probe_timeouts: c.probe_timeouts.load(Relaxed),
             connect_attempts: c.connect_attempts.load(Relaxed),

@@ -84,6 +84,11 @@ pub trait Tx {
     /// Send `frame` on port `port` (the front end's port number), on
     /// `queue` if an op chose one.
     fn transmit(&mut self, port: u32, queue: Option<u32>, frame: &[u8]);
+
+    /// A frame was output to port `port`, which does not exist (e.g. its
+    /// interface was removed): not sent. For the front end's drop
+    /// counters; the default ignores it.
+    fn no_port(&mut self, _port: u32) {}
 }
 
 impl<F: FnMut(u32, Option<u32>, &[u8])> Tx for F {

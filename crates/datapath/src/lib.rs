@@ -147,6 +147,13 @@ pub struct DatapathStats {
     pub async_dropped: u64,
     /// Whether MAC learning (fail standalone) is forwarding right now.
     pub standalone: bool,
+    /// Frames MAC learning received (their ports counted them as
+    /// received; they never met the flow tables), and those it dropped
+    /// because their destination was learned on their ingress port.
+    pub learned: u64,
+    pub learn_dropped: u64,
+    /// Frames the pipeline output to a port it does not have (removed).
+    pub no_port: u64,
 }
 
 /// The running datapath: workers, control thread, shared pipeline.
@@ -376,6 +383,9 @@ fn datapath_stats(shared: &Shared) -> DatapathStats {
         tx_dropped: c.tx_dropped.load(Relaxed),
         async_dropped: c.async_dropped.load(Relaxed),
         standalone: shared.standalone.load(Relaxed),
+        learned: c.learned.load(Relaxed),
+        learn_dropped: c.learn_dropped.load(Relaxed),
+        no_port: c.no_port.load(Relaxed),
     }
 }
 

@@ -16,9 +16,13 @@
 //!   Open vSwitch's "processing cycles per packet" in nanoseconds);
 //! - the upcall queue (PACKET_INs, FLOW_REMOVED, PORT_STATUS waiting for
 //!   the agent): depth, capacity, drops;
+//! - frames MAC learning handled (fail standalone) and dropped: with the
+//!   tables' lookups they account for every received frame; frames a flow
+//!   output to a port the switch no longer has (`Tx::no_port`);
 //! - per configured controller (`target`): up or down, and per live
-//!   OpenFlow connection its role; agent counters (PACKET_INs sent and
-//!   dropped, probe timeouts, connection attempts).
+//!   OpenFlow connection its role; agent counters (PACKET_INs sent,
+//!   dropped by rate or queue, unsent for want of a connection; probe
+//!   timeouts, connection attempts).
 //!
 //! ## Format
 //! Each family has one `# HELP` and one `# TYPE` line before its samples;
@@ -371,7 +375,7 @@ pub fn render(dp: &Probe, agent: Option<&AgentObserver>) -> String {
 
     let s = dp.stats();
     let (depth, cap) = dp.upcall_queue();
-    let scalars: [(&str, Kind, &str, f64); 8] = [
+    let scalars: [(&str, Kind, &str, f64); 11] = [
         ("sluice_packets_total", Kind::Counter, "Frames the workers received.", s.packets as f64),
         ("sluice_bursts_total", Kind::Counter, "Receive bursts processed.", s.bursts as f64),
         (
@@ -398,6 +402,24 @@ pub fn render(dp: &Probe, agent: Option<&AgentObserver>) -> String {
             Kind::Gauge,
             "1 while the switch forwards as a MAC-learning switch (fail mode standalone).",
             f64::from(u8::from(s.standalone)),
+        ),
+        (
+            "sluice_standalone_packets_total",
+            Kind::Counter,
+            "Frames MAC learning received in fail mode standalone (they skip the flow tables).",
+            s.learned as f64,
+        ),
+        (
+            "sluice_standalone_dropped_total",
+            Kind::Counter,
+            "Frames MAC learning dropped (destination learned on the ingress port).",
+            s.learn_dropped as f64,
+        ),
+        (
+            "sluice_tx_no_port_total",
+            Kind::Counter,
+            "Frames a flow output to a port the switch does not have (its interface was removed).",
+            s.no_port as f64,
         ),
         ("sluice_uptime_seconds", Kind::Gauge, "Seconds since the datapath started.", {
             uptime as f64 / 1e9
@@ -442,7 +464,7 @@ pub fn render(dp: &Probe, agent: Option<&AgentObserver>) -> String {
             e.sample("sluice_openflow_connection_role", &l, 1.0);
         }
         let st = a.stats();
-        let agent_counters: [(&str, &str, u64); 5] = [
+        let agent_counters: [(&str, &str, u64); 6] = [
             ("sluice_packet_in_sent_total", "PACKET_INs sent to controllers.", st.packet_in_sent),
             (
                 "sluice_packet_in_dropped_rate_total",
@@ -453,6 +475,11 @@ pub fn render(dp: &Probe, agent: Option<&AgentObserver>) -> String {
                 "sluice_packet_in_dropped_queue_total",
                 "PACKET_INs that found a connection's queue full.",
                 st.packet_in_dropped_queue,
+            ),
+            (
+                "sluice_packet_in_unsent_total",
+                "PACKET_INs no connection took (none connected or asked for them, closing).",
+                st.packet_in_unsent,
             ),
             (
                 "sluice_probe_timeouts_total",

@@ -88,6 +88,12 @@ pub(crate) struct Counters {
     pub packets: AtomicU64,
     pub tx_dropped: AtomicU64,
     pub async_dropped: AtomicU64,
+    /// Frames received while MAC learning forwarded (fail standalone), and
+    /// those of them it dropped (destination learned on the ingress port).
+    pub learned: AtomicU64,
+    pub learn_dropped: AtomicU64,
+    /// Frames the pipeline output to a port it does not have (removed).
+    pub no_port: AtomicU64,
 }
 
 /// One worker's own counters: written by that worker only (relaxed
@@ -186,6 +192,22 @@ impl Shared {
     pub(crate) fn note_burst(&self, packets: u64) {
         self.counters.bursts.fetch_add(1, Relaxed);
         self.counters.packets.fetch_add(packets, Relaxed);
+    }
+
+    /// Once per standalone burst (module docs of `worker`: never per frame).
+    pub(crate) fn note_learned(&self, received: u64, dropped: u64) {
+        if received > 0 {
+            self.counters.learned.fetch_add(received, Relaxed);
+        }
+        if dropped > 0 {
+            self.counters.learn_dropped.fetch_add(dropped, Relaxed);
+        }
+    }
+
+    pub(crate) fn note_no_port(&self, n: u64) {
+        if n > 0 {
+            self.counters.no_port.fetch_add(n, Relaxed);
+        }
     }
 
     pub(crate) fn note_dropped(&self, dropped: u64) {

@@ -203,6 +203,8 @@ pub(crate) struct BurstTx<'w> {
     arena: &'w mut TxBatch,
     /// Frames for ports that do not exist (any more) or failed.
     dropped: u64,
+    /// Frames the pipeline output to ports it does not have (removed).
+    pub(crate) no_port: u64,
 }
 
 impl<'w> BurstTx<'w> {
@@ -213,6 +215,7 @@ impl<'w> BurstTx<'w> {
             n_held: 0,
             arena,
             dropped: 0,
+            no_port: 0,
         }
     }
 
@@ -251,6 +254,10 @@ impl<'w> BurstTx<'w> {
 }
 
 impl Tx for BurstTx<'_> {
+    fn no_port(&mut self, _port: u32) {
+        self.no_port += 1;
+    }
+
     fn transmit(&mut self, port: u32, _queue: Option<u32>, frame: &[u8]) {
         let Some(h) = self.held(port) else {
             if self.ports.get(port).is_some() {
@@ -312,6 +319,17 @@ pub(crate) fn send(slot: &PortSlot, port: &mut dyn Port, frames: &[&[u8]]) -> u6
     dropped
 }
 
+/// What MAC learning did with one frame.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Learned {
+    /// Not received (the port is down or unknown; counted as the port's).
+    NotReceived,
+    /// Sent to its learned port or flooded.
+    Forwarded,
+    /// Dropped: its destination was learned on its ingress port.
+    Dropped,
+}
+
 /// Standalone (fail-open) forwarding of one frame: counters of the
 /// pipeline's ports are kept (in this worker's shard) as if the pipeline
 /// had forwarded it, so port stats stay meaningful.
@@ -325,7 +343,7 @@ fn learn_forward(
     frame: &[u8],
     now: u64,
     out: &mut BurstTx,
-) {
+) -> Learned {
     let len = frame.len() as u64;
     match p.ports().get(in_port) {
         Some(e) if p_can_receive(&e.desc) => {
@@ -334,9 +352,9 @@ fn learn_forward(
         }
         Some(e) => {
             e.count(w.shard(), PortCounter::RxDropped, 1);
-            return;
+            return Learned::NotReceived;
         }
-        None => return,
+        None => return Learned::NotReceived,
     }
     let mut emit = |port: u32| {
         if !p.ports().can_forward(port) {
@@ -355,8 +373,9 @@ fn learn_forward(
                 emit(port);
             }
         }
-        Forward::Drop => {}
+        Forward::Drop => return Learned::Dropped,
     }
+    Learned::Forwarded
 }
 
 fn p_can_receive(desc: &sluice_ofp::port::Port) -> bool {
@@ -503,9 +522,15 @@ fn process_burst(
         flood.clear();
         flood.extend(p.ports().numbers().filter(|&n| n <= sluice_ports::spec::OFPP_MAX));
         let mut t = lock(&shared.learn);
+        let (mut received, mut dropped) = (0u64, 0u64);
         for b in bufs.iter() {
-            learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, &mut tx);
+            match learn_forward(&p, ctx, &mut t, flood, in_port, b.frame(), now, &mut tx) {
+                Learned::NotReceived => {}
+                Learned::Forwarded => received += 1,
+                Learned::Dropped => (received, dropped) = (received + 1, dropped + 1),
+            }
         }
+        shared.note_learned(received, dropped);
     } else {
         // Staged (the burst's lookups overlap their cache misses), each
         // packet in its own receive buffer: no copy on the way in.
@@ -517,6 +542,7 @@ fn process_burst(
     // no other thread can kick that port while this burst holds it.)
     shared.note_burst(bufs.len() as u64);
     let missing = tx.finish_direct();
+    shared.note_no_port(tx.no_port);
     drop(tx);
     if ctx.has_upcalls() {
         shared.push_async(ctx.take_async());

@@ -522,8 +522,9 @@ impl Pipeline {
     fn send(&self, w: &mut Worker, port: u32, pkt: &Pkt, tx: &mut dyn Tx) {
         if !self.ports.can_forward(port) {
             w.ext.note(|| TraceEvent::Drop("output port is down, missing or NO_FWD"));
-            if let Some(p) = self.ports.get(port) {
-                p.count(w.shard, PortCounter::TxDropped, 1);
+            match self.ports.get(port) {
+                Some(p) => p.count(w.shard, PortCounter::TxDropped, 1),
+                None => tx.no_port(port),
             }
             return;
         }

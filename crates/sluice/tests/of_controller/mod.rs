@@ -85,6 +85,16 @@ pub struct OfConn {
 }
 
 impl OfConn {
+    /// Connects to the switch's passive listener on 127.0.0.1:`port` (a
+    /// second controller), within 10 s.
+    pub fn connect(port: u16) -> OfConn {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("connect to the switch's listener {addr}: {e}"));
+        s.set_nodelay(true).expect("nodelay");
+        OfConn { s, buf: Vec::new(), xid: 100 }
+    }
+
     pub fn send(&mut self, m: &Message) -> u32 {
         self.xid += 1;
         self.s.write_all(&m.encode(self.xid)).expect("write to the switch");

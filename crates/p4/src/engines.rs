@@ -213,4 +213,12 @@ impl Manage for Engine {
     fn set_clock(&mut self, clock: Clock) {
         self.manage_mut().set_clock(clock)
     }
+
+    fn default_cells(&self, table: &str) -> CtlResult<DirectCells> {
+        self.manage().default_cells(table)
+    }
+
+    fn entry_hits(&self, table: &str) -> CtlResult<Vec<(u64, u64)>> {
+        self.manage().entry_hits(table)
+    }
 }

@@ -231,7 +231,26 @@ pub trait Manage: Target {
     }
     /// The clock meters read from now on.
     fn set_clock(&mut self, _clock: Clock) {}
+
+    /// The default entry's direct counter and meter cells (handle
+    /// [`DEFAULT_ENTRY`]): what a miss counts and meters.
+    fn default_cells(&self, table: &str) -> CtlResult<DirectCells> {
+        Err(format!("this engine has no direct counters or meters (table `{table}`)"))
+    }
+
+    /// How many times each entry of a table was hit, `(handle, hits)`,
+    /// in the order of [`Manage::dump`]. An entry's count only grows while
+    /// it is installed (another entry's change does not reset it), so a
+    /// count that changed between two calls is a hit: what P4Runtime's
+    /// idle timeouts watch.
+    fn entry_hits(&self, table: &str) -> CtlResult<Vec<(u64, u64)>> {
+        Err(format!("this engine does not count hits of table `{table}`'s entries"))
+    }
 }
+
+/// The handle naming a table's default entry in [`Manage::direct_write`]
+/// (no added entry gets it: handles count up from 0).
+pub const DEFAULT_ENTRY: u64 = u64::MAX;
 
 /// An entry's cells of its table's direct counter and direct meter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -240,4 +259,7 @@ pub struct DirectCells {
     /// `(packets, bytes)`.
     pub counter: (u64, u64),
     pub meter: Option<MeterConfig>,
+    /// `(packets, bytes)` the direct meter coloured GREEN, YELLOW and
+    /// RED (all zero for a table without a direct meter).
+    pub colours: [(u64, u64); 3],
 }

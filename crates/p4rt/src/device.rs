@@ -41,6 +41,8 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct Installed {
     pub handle: u64,
     pub spec: EntrySpec,
+    /// Its hit watch, in tables that support idle timeouts.
+    pub idle: Option<crate::idle::Watch>,
 }
 
 /// What Write and SetForwardingPipelineConfig change.

@@ -28,6 +28,7 @@ pub mod proto {
 pub mod convert;
 pub mod device;
 pub mod digest;
+pub mod idle;
 pub mod pipeline;
 pub mod read;
 pub mod resources;

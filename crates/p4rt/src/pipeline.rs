@@ -53,6 +53,9 @@ pub struct TableMap {
     pub const_default: bool,
     pub needs_priority: bool,
     pub initial_default: Option<model::TableActionCall>,
+    /// `support_timeout = true`: entries may have idle timeouts
+    /// ([`crate::idle`]).
+    pub supports_timeout: bool,
 }
 
 impl TableMap {
@@ -195,6 +198,7 @@ impl Pipeline {
                     const_default: t.const_default_action_id != 0 || et.const_default,
                     needs_priority: et.needs_priority(),
                     initial_default: t.initial_default_action.clone(),
+                    supports_timeout: t.idle_timeout_notify,
                 },
             );
         }

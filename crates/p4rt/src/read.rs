@@ -87,6 +87,7 @@ pub fn entry_of(p: &Pipeline, t: &TableMap, d: &EntryDump) -> p4v1::TableEntry {
 
 fn read_tables(
     p: &Pipeline,
+    st: &State,
     engine: &Engine,
     q: &p4v1::TableEntry,
     out: &mut Vec<p4v1::Entity>,
@@ -100,10 +101,12 @@ fn read_tables(
         let t = p.table(q.table_id)?;
         Some(crate::write::entry_key(t, q)?.0)
     };
+    let now = std::time::Instant::now();
     for id in ids {
         let t = &p.tables[&id];
         let (entries, (daction, dargs)) = engine.dump(&t.engine_name).map_err(P4Error::invalid)?;
         if q.is_default_action {
+            crate::idle::check_default(t, q)?;
             let mut e = p4v1::TableEntry {
                 table_id: t.id,
                 is_default_action: true,
@@ -111,17 +114,43 @@ fn read_tables(
                 ..Default::default()
             };
             e.is_const = t.const_default;
+            if q.counter_data.is_some()
+                || q.meter_config.is_some()
+                || q.meter_counter_data.is_some()
+            {
+                let cell = crate::resources::default_cells(p, engine, t)?;
+                crate::resources::fill_entry(p, t, q, cell.as_ref(), &mut e);
+            }
             out.push(p4v1::Entity { entity: Some(E::TableEntry(e)) });
             continue;
         }
-        let cells = if q.counter_data.is_some() || q.meter_config.is_some() {
+        // A wildcard read gives `time_since_last_hit` where there is one.
+        if q.table_id != 0 {
+            crate::idle::check_read(t, q)?;
+        }
+        let cells = if q.counter_data.is_some()
+            || q.meter_config.is_some()
+            || q.meter_counter_data.is_some()
+        {
             crate::resources::cells_by_handle(p, engine, t)?
         } else {
             Default::default()
         };
+        let hits = if q.time_since_last_hit.is_some() {
+            crate::idle::hits_of(engine, t)?
+        } else {
+            Default::default()
+        };
+        let watches: std::collections::HashMap<u64, &crate::idle::Watch> = st
+            .index
+            .get(&t.id)
+            .map(|m| m.values().filter_map(|i| Some((i.handle, i.idle.as_ref()?))).collect())
+            .unwrap_or_default();
         for d in &entries {
             let mut e = entry_of(p, t, d);
             crate::resources::fill_entry(p, t, q, cells.get(&d.handle), &mut e);
+            let w = watches.get(&d.handle).copied();
+            crate::idle::fill_entry(q, w, hits.get(&d.handle).copied(), now, &mut e);
             if let Some(k) = &filter {
                 match crate::write::entry_key(t, &e) {
                     Ok((key, _)) if key == *k => {}
@@ -274,7 +303,7 @@ pub fn read(
     out: &mut Vec<p4v1::Entity>,
 ) -> P4Result<()> {
     match &q.entity {
-        Some(E::TableEntry(t)) => read_tables(p, engine, t, out),
+        Some(E::TableEntry(t)) => read_tables(p, st, engine, t, out),
         Some(E::CounterEntry(c)) => read_counters(p, engine, c, out),
         Some(E::RegisterEntry(r)) => read_registers(p, engine, r, out),
         Some(E::MeterEntry(m)) => crate::resources::read_meters(p, engine, m, out),

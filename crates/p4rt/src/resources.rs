@@ -13,13 +13,22 @@
 //! GREEN); `CounterData` left out sets the cell to zero. Reads take the
 //! spec's wildcards (id 0: every counter or meter, or every table with
 //! the direct resource; no index: every cell; no match: every entry).
-//! A meter's per-colour counts (`MeterCounterData`, P4Runtime 1.4) are
-//! not kept: asking to write them is UNIMPLEMENTED.
+//! A direct meter's per-colour counts (`MeterCounterData`, P4Runtime
+//! 1.4: packets and bytes the meter coloured GREEN, YELLOW, RED) are
+//! read with a `DirectMeterEntry` and with a table entry whose query sets
+//! `meter_counter_data`; writing them is UNIMPLEMENTED, and indexed
+//! meters do not count them.
+//!
+//! A table's default entry has its own direct counter and meter cells
+//! (what misses count and meter): `DirectCounterEntry` and
+//! `DirectMeterEntry` with `is_default_action` read and write them, and
+//! so do the default entry's `counter_data` / `meter_config` in a table
+//! entry MODIFY or Read.
 
 use std::collections::HashMap;
 
 use sluice_p4::engines::Engine;
-use sluice_p4::target::{DirectCells, Manage as _, MeterConfig};
+use sluice_p4::target::{DirectCells, Manage as _, MeterConfig, DEFAULT_ENTRY};
 
 use crate::convert::{P4Error, P4Result};
 use crate::device::State;
@@ -170,10 +179,13 @@ fn handle_of(
     e: &p4v1::TableEntry,
 ) -> P4Result<u64> {
     if e.is_default_action {
-        return Err(P4Error::unimplemented(format!(
-            "table `{}`: direct resources of the default entry",
-            t.name
-        )));
+        if !e.r#match.is_empty() || e.priority != 0 {
+            return Err(P4Error::invalid(format!(
+                "the default entry of table `{}` has no match fields and no priority",
+                t.name
+            )));
+        }
+        return Ok(DEFAULT_ENTRY);
     }
     let (key, _) = crate::write::entry_key(t, e)?;
     if let Some(i) = st.index.get(&t.id).and_then(|m| m.get(&key)) {
@@ -227,7 +239,9 @@ pub fn direct_meter_update(
     let what = format!("direct meter `{name}`");
     modify_only(ty, &what)?;
     if d.counter_data.is_some() {
-        return Err(P4Error::unimplemented(format!("{what}: per-colour meter counters")));
+        return Err(P4Error::unimplemented(format!(
+            "{what}: per-colour meter counters (MeterCounterData) can be read, not written"
+        )));
     }
     let cfg = d.config.as_ref().map(|c| meter_config(c, &what)).transpose()?;
     let h = handle_of(p, st, engine, t, e)?;
@@ -243,7 +257,9 @@ pub fn entry_resources(
     e: &p4v1::TableEntry,
 ) -> P4Result<(Option<(u64, u64)>, Option<MeterConfig>)> {
     if e.meter_counter_data.is_some() {
-        return Err(P4Error::unimplemented("per-colour meter counters (meter_counter_data)"));
+        return Err(P4Error::unimplemented(
+            "per-colour meter counters (meter_counter_data) can be read, not written",
+        ));
     }
     let counter = match &e.counter_data {
         Some(d) => {
@@ -288,6 +304,25 @@ pub fn cells_by_handle(
     Ok(cells.into_iter().map(|c| (c.handle, c)).collect())
 }
 
+/// The default entry's direct cells (`None` if the table has neither a
+/// direct counter nor a direct meter).
+pub fn default_cells(p: &Pipeline, engine: &Engine, t: &TableMap) -> P4Result<Option<DirectCells>> {
+    if p.direct_counter_of(t.id).is_none() && p.direct_meter_of(t.id).is_none() {
+        return Ok(None);
+    }
+    engine.default_cells(&t.engine_name).map(Some).map_err(P4Error::invalid)
+}
+
+/// The per-colour counts of a direct meter's cell.
+fn colours_proto(c: &DirectCells) -> p4v1::MeterCounterData {
+    let [g, y, r] = c.colours;
+    p4v1::MeterCounterData {
+        green: Some(data_proto(g)),
+        yellow: Some(data_proto(y)),
+        red: Some(data_proto(r)),
+    }
+}
+
 /// Fills a read table entry's `counter_data` / `meter_config` as the
 /// query asks (only for tables with the resource; a meter with no
 /// configuration leaves `meter_config` out, as the spec says).
@@ -304,6 +339,9 @@ pub fn fill_entry(
     }
     if q.meter_config.is_some() && p.direct_meter_of(t.id).is_some() {
         e.meter_config = c.meter.map(config_proto);
+    }
+    if q.meter_counter_data.is_some() && p.direct_meter_of(t.id).is_some() {
+        e.meter_counter_data = Some(colours_proto(c));
     }
 }
 
@@ -367,12 +405,34 @@ pub fn read_direct(
         direct_of(p, t, counter)?;
         vec![t]
     };
-    let filter = if q.r#match.is_empty() || q.table_id == 0 {
+    let filter = if q.r#match.is_empty() || q.table_id == 0 || q.is_default_action {
         None
     } else {
         Some(crate::write::entry_key(tables[0], q)?.0)
     };
+    let entity = |e: p4v1::TableEntry, c: &DirectCells| {
+        let entity = if counter {
+            E::DirectCounterEntry(p4v1::DirectCounterEntry {
+                table_entry: Some(e),
+                data: Some(data_proto(c.counter)),
+            })
+        } else {
+            E::DirectMeterEntry(p4v1::DirectMeterEntry {
+                table_entry: Some(e),
+                config: c.meter.map(config_proto),
+                counter_data: Some(colours_proto(c)),
+            })
+        };
+        p4v1::Entity { entity: Some(entity) }
+    };
     for t in tables {
+        if q.is_default_action {
+            let Some(c) = default_cells(p, engine, t)? else { continue };
+            let e =
+                p4v1::TableEntry { table_id: t.id, is_default_action: true, ..Default::default() };
+            out.push(entity(e, &c));
+            continue;
+        }
         let by_handle = cells_by_handle(p, engine, t)?;
         let (entries, _) = engine.dump(&t.engine_name).map_err(P4Error::invalid)?;
         for d in &entries {
@@ -386,19 +446,7 @@ pub fn read_direct(
             }
             e.action = None;
             e.is_const = false;
-            let entity = if counter {
-                E::DirectCounterEntry(p4v1::DirectCounterEntry {
-                    table_entry: Some(e),
-                    data: Some(data_proto(c.counter)),
-                })
-            } else {
-                E::DirectMeterEntry(p4v1::DirectMeterEntry {
-                    table_entry: Some(e),
-                    config: c.meter.map(config_proto),
-                    counter_data: None,
-                })
-            };
-            out.push(p4v1::Entity { entity: Some(entity) });
+            out.push(entity(e, c));
         }
     }
     Ok(())

@@ -19,6 +19,10 @@
 //! - `Read`: [`crate::read`]. `StreamChannel`: [`crate::stream`].
 //! - `DigestEntry` writes and reads, and the task that sends
 //!   `DigestList`s (started by [`serve`]): [`crate::digest`].
+//! - Idle timeouts and the task that sends `IdleTimeoutNotification`s
+//!   (started by [`serve`]): [`crate::idle`]. RECONCILE_AND_COMMIT keeps
+//!   the kept entries' direct counter values, meter configurations and
+//!   idle timeouts (a timeout the new table cannot hold refuses it).
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -125,10 +129,13 @@ fn reconcile(
         let Some(nt) = new.tables.values().find(|t| t.name == ot.name) else { continue };
         let mut got = Vec::new();
         for default in [false, true] {
+            // With the entries' direct counter values and meter configs.
             let q = p4v1::Entity {
                 entity: Some(p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
                     table_id: *oid,
                     is_default_action: default,
+                    counter_data: old.direct_counter_of(*oid).map(|_| Default::default()),
+                    meter_config: old.direct_meter_of(*oid).map(|_| Default::default()),
                     ..Default::default()
                 })),
             };
@@ -144,6 +151,15 @@ fn reconcile(
             };
             e.table_id = nt.id;
             e.is_const = false;
+            // Direct cells the new table has no counter or meter for go;
+            // an idle timeout it cannot keep refuses the change (the
+            // insert below fails).
+            if new.direct_counter_of(nt.id).is_none() {
+                e.counter_data = None;
+            }
+            if new.direct_meter_of(nt.id).is_none() {
+                e.meter_config = None;
+            }
             for m in &mut e.r#match {
                 let name = &ot.field(m.field_id).map(|f| f.name.clone()).unwrap_or_default();
                 let nf = nt
@@ -553,6 +569,7 @@ pub async fn serve_with(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
     let digests = tokio::spawn(crate::digest::run(device.clone()));
+    let idle = tokio::spawn(crate::idle::run(device.clone()));
     let router = tonic::transport::Server::builder()
         .layer(tower::util::MapResponseLayer::new(resource_exhausted::<tonic::body::Body>))
         .add_service(service(device));
@@ -569,6 +586,7 @@ pub async fn serve_with(
         }
     };
     digests.abort();
+    idle.abort();
     r
 }
 

@@ -248,8 +248,8 @@ fn action(
 /// Checks and converts a (non-default) table entry.
 pub fn check_entry(p: &Pipeline, e: &p4v1::TableEntry, with_action: bool) -> P4Result<Checked> {
     let t = p.table(e.table_id)?;
-    if e.idle_timeout_ns != 0 {
-        return Err(P4Error::unimplemented("idle timeouts are not implemented"));
+    if with_action {
+        crate::idle::check_write(t, e)?;
     }
     crate::resources::entry_resources(p, t, e)?;
     #[allow(deprecated)] // still sent by older clients
@@ -290,6 +290,7 @@ fn write_default(
             t.name
         )));
     }
+    crate::idle::check_default(t, e)?;
     if t.const_default {
         return Err(P4Error::new(
             Code::PermissionDenied,
@@ -316,7 +317,18 @@ fn write_default(
             action(p, t, Some(&ta), true)?
         }
     };
-    engine.set_default(&t.engine_name, &act, &args).map_err(|e| engine_err(&t.name, e))
+    // The default entry's direct cells, as an entry MODIFY sets them:
+    // the counter keeps its value unless counter_data is given; the meter
+    // takes meter_config, or is reset to unconfigured without one.
+    let (counter, meter) = crate::resources::entry_resources(p, t, e)?;
+    let meter = p.direct_meter_of(t.id).map(|_| meter);
+    engine.set_default(&t.engine_name, &act, &args).map_err(|e| engine_err(&t.name, e))?;
+    if counter.is_some() || meter.is_some() {
+        engine
+            .direct_write(&t.engine_name, sluice_p4::target::DEFAULT_ENTRY, counter, meter)
+            .map_err(|e| engine_err(&t.name, e))?;
+    }
+    Ok(())
 }
 
 /// Applies one table-entry update.
@@ -363,7 +375,8 @@ pub fn table_update(
                     return Err(engine_err(&t.name, why));
                 }
             }
-            index.insert(c.key, Installed { handle, spec: c.spec });
+            let idle = crate::idle::Watch::new(t, e, std::time::Instant::now());
+            index.insert(c.key, Installed { handle, spec: c.spec, idle });
             Ok(())
         }
         U::Modify => {
@@ -397,14 +410,18 @@ pub fn table_update(
                             .direct_write(&t.engine_name, handle, kept, meter)
                             .map_err(|e| engine_err(&t.name, e))?;
                     }
-                    index.insert(c.key, Installed { handle, spec: c.spec });
+                    let now = std::time::Instant::now();
+                    let idle = old.idle.map(|w| w.modified(e.idle_timeout_ns, now));
+                    index.insert(c.key, Installed { handle, spec: c.spec, idle });
                     Ok(())
                 }
                 Err(why) => {
                     // Put the old entry back (it was accepted before).
                     match engine.add_entry(&old.spec) {
                         Ok(h) => {
-                            index.insert(c.key, Installed { handle: h, spec: old.spec });
+                            let now = std::time::Instant::now();
+                            let idle = old.idle.map(|w| w.modified(w.timeout_ns, now));
+                            index.insert(c.key, Installed { handle: h, spec: old.spec, idle });
                         }
                         Err(_) => {
                             index.remove(&c.key);

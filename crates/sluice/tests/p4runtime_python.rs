@@ -8,7 +8,7 @@
 //! ports 1 and 2, then runs one script of `tests/p4runtime/` under
 //! `timeout` and fails with its output unless it prints `PASSED` and exits
 //! 0: arbitration, the pipeline config RPCs, every Write/Read path, errors
-//! for bad entries, packet-in/out and digests. `client_reads_sluices_p4info`
+//! for bad entries, packet-in/out, digests and idle timeouts. `client_reads_sluices_p4info`
 //! checks the client itself against `sluice p4 info`, without a server.
 //!
 //! Needs root, `ip` and `timeout`; a missing tool or virtualenv fails the
@@ -136,6 +136,14 @@ fn packet_in_and_out() {
 #[test]
 fn digests_with_and_without_acks() {
     scenario("digests.py", 99);
+}
+
+/// idle.py: an idle-timeout notification for the entry nobody hits,
+/// none for the one packet-outs hit (the switch switches to
+/// crates/p4rt/tests/p4/idle.p4).
+#[test]
+fn idle_timeout_notifications() {
+    scenario("idle.py", 117);
 }
 
 /// A CA (its certificate and key).

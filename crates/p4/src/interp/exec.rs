@@ -1155,29 +1155,49 @@ impl Run<'_> {
             self.note(|| TraceEvent::Table { table: ts.name.clone(), keys });
             self.note(|| ev);
         }
-        // The direct meter's colour for this apply: GREEN on a miss (bmv2
-        // runs a direct meter only on a hit).
+        // The direct meter's colour for this apply: a hit runs the
+        // entry's meter, a miss the default entry's (GREEN while it is
+        // unconfigured, as bmv2's misses are).
         self.d.direct_color = ts.direct_meter.map(|m| (m, crate::meter::GREEN));
-        if let Some(i) = found_at {
-            let len = self.pkt.len() as u64;
+        let len = self.pkt.len() as u64;
+        let metered = ts.direct_meter.map(|m| {
+            let units = if externs::meters_bytes(s, m) { len } else { 1 };
+            (m, units, self.d.clock.now_ns())
+        });
+        if found_at.is_some() {
             if let Some(c) = ts.direct_counter {
                 if let Some(st) = self.d.externs.get_mut(&c) {
                     table::count_direct(st, len);
                 }
             }
-            let metered = ts.direct_meter.map(|m| {
-                let units = if externs::meters_bytes(s, m) { len } else { 1 };
-                (m, units, self.d.clock.now_ns())
-            });
-            if let Some(e) = self.d.tables.get_mut(t).and_then(|td| td.entries.get_mut(i)) {
-                if ts.direct_counter.is_some() {
-                    e.counter.0 += 1;
-                    e.counter.1 += len;
+        }
+        let mut colour = None;
+        if let Some(td) = self.d.tables.get_mut(t) {
+            let (counter, meter, colours) = match found_at.and_then(|i| td.entries.get_mut(i)) {
+                Some(e) => {
+                    e.hits += 1;
+                    (&mut e.counter, &mut e.meter, &mut e.colours)
                 }
-                if let Some((m, units, now)) = metered {
-                    self.d.direct_color = Some((m, e.meter.execute(now, units)));
+                None => {
+                    let d = &mut td.default_cells;
+                    (&mut d.counter, &mut d.meter, &mut d.colours)
                 }
+            };
+            if ts.direct_counter.is_some() {
+                counter.0 += 1;
+                counter.1 += len;
             }
+            if let Some((m, units, now)) = metered {
+                let c = meter.execute(now, units);
+                if let Some(x) = colours.get_mut(usize::from(c)) {
+                    x.0 += 1;
+                    x.1 += len;
+                }
+                colour = Some((m, c));
+            }
+        }
+        if colour.is_some() {
+            self.d.direct_color = colour;
         }
         let Some(spec) = ts.actions.get(action) else {
             return fail("internal error: no action");

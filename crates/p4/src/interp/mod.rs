@@ -52,7 +52,7 @@ use crate::diag::{Diagnostic, Result, Span};
 use crate::parse::Loaded;
 use crate::target::{
     ActionInfo, Clock, CtlResult, DirectCells, EntryDump, EntrySpec, KeyInfo, Manage, MeterConfig,
-    Output, TableInfo, Target,
+    Output, TableInfo, Target, DEFAULT_ENTRY,
 };
 use crate::types::{Ty, TypeEnv};
 use crate::value::{Bits, Value};
@@ -1054,7 +1054,12 @@ impl Manage for Interp {
         let mut cells: Vec<DirectCells> = td
             .entries
             .iter()
-            .map(|e| DirectCells { handle: e.handle, counter: e.counter, meter: e.meter.config() })
+            .map(|e| DirectCells {
+                handle: e.handle,
+                counter: e.counter,
+                meter: e.meter.config(),
+                colours: e.colours,
+            })
             .collect();
         cells.sort_by_key(|c| c.handle);
         Ok(cells)
@@ -1076,18 +1081,42 @@ impl Manage for Interp {
             return Err(format!("table `{}` has no direct meter", ts.name));
         }
         let td = self.d.tables.get_mut(tid).ok_or("internal error: table state")?;
-        let e = td
-            .entries
-            .iter_mut()
-            .find(|e| e.handle == handle)
-            .ok_or_else(|| format!("table `{}` has no entry with handle {handle}", ts.name))?;
+        let (cell, cfg) = if handle == DEFAULT_ENTRY {
+            let d = &mut td.default_cells;
+            (&mut d.counter, &mut d.meter)
+        } else {
+            let e =
+                td.entries.iter_mut().find(|e| e.handle == handle).ok_or_else(|| {
+                    format!("table `{}` has no entry with handle {handle}", ts.name)
+                })?;
+            (&mut e.counter, &mut e.meter)
+        };
         if let Some(c) = counter {
-            e.counter = c;
+            *cell = c;
         }
         if let Some(m) = meter {
-            e.meter.configure(m);
+            cfg.configure(m);
         }
         Ok(())
+    }
+
+    fn default_cells(&self, table: &str) -> CtlResult<DirectCells> {
+        let tid = self.table_id(table)?;
+        let d = &self.d.tables.get(tid).ok_or("internal error: table state")?.default_cells;
+        Ok(DirectCells {
+            handle: DEFAULT_ENTRY,
+            counter: d.counter,
+            meter: d.meter.config(),
+            colours: d.colours,
+        })
+    }
+
+    fn entry_hits(&self, table: &str) -> CtlResult<Vec<(u64, u64)>> {
+        let tid = self.table_id(table)?;
+        let td = self.d.tables.get(tid).ok_or("internal error: table state")?;
+        let mut hits: Vec<(u64, u64)> = td.entries.iter().map(|e| (e.handle, e.hits)).collect();
+        hits.sort_by_key(|h| h.0);
+        Ok(hits)
     }
 
     fn set_clock(&mut self, clock: Clock) {

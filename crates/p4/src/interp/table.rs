@@ -94,12 +94,26 @@ pub(crate) struct Entry {
     pub counter: (u64, u64),
     /// Its cell of the table's direct meter.
     pub meter: Meter,
+    /// `(packets, bytes)` its direct meter coloured GREEN, YELLOW, RED.
+    pub colours: [(u64, u64); 3],
+    /// Lookups that selected it (P4Runtime's idle timeouts watch it).
+    pub hits: u64,
+}
+
+/// The default entry's direct cells: what a miss counts and meters.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DefaultCells {
+    pub counter: (u64, u64),
+    pub meter: Meter,
+    pub colours: [(u64, u64); 3],
 }
 
 #[derive(Clone, Debug)]
 pub(crate) struct TableDyn {
     pub entries: Vec<Entry>,
     pub default: (usize, Vec<Value>),
+    /// The default entry's direct counter and meter cells.
+    pub default_cells: DefaultCells,
     /// The handle the next added entry gets.
     pub next_handle: u64,
     /// How many entries hold each slot (`slot`): the control plane's
@@ -114,6 +128,7 @@ impl TableDyn {
         TableDyn {
             entries: Vec::new(),
             default,
+            default_cells: DefaultCells::default(),
             next_handle: 0,
             slots: HashMap::new(),
             prios: BTreeMap::new(),
@@ -352,6 +367,8 @@ pub(super) fn build(
                     handle,
                     counter: (0, 0),
                     meter: Meter::default(),
+                    colours: [(0, 0); 3],
+                    hits: 0,
                 },
             );
             dynm.next_handle = handle + 1;
@@ -640,6 +657,8 @@ pub(crate) fn add_entry(
             handle,
             counter: (0, 0),
             meter: Meter::default(),
+            colours: [(0, 0); 3],
+            hits: 0,
         },
     );
     Ok(handle)

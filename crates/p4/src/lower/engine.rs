@@ -116,11 +116,16 @@ fn entry(ops: EntryOps) -> CoreEntry {
     CoreEntry { ops: Arc::new(ops), stats: Tally::new(3, 2) }
 }
 
+/// Sentinel for [`CoreTable::handles`] of a catch-all table's entry.
+const NO_HANDLE: u64 = u64::MAX;
+
 /// A core table: a P4 table's entries (with their rules), or one
 /// catch-all entry (a default action, synthetic code).
 #[derive(Debug)]
 pub struct CoreTable {
     entries: Vec<CoreEntry>,
+    /// `handles[i]`: the control plane's handle of `entries[i]`.
+    handles: Vec<u64>,
     places: Vec<KeyPlace>,
     rules: Vec<Rule>,
     /// Answers an entry's position in `entries` (its handle), so a hit
@@ -141,6 +146,7 @@ impl CoreTable {
         }
         CoreTable {
             entries: Vec::new(),
+            handles: Vec::new(),
             index: Index::new(places.clone()),
             places,
             rules: Vec::new(),
@@ -152,13 +158,28 @@ impl CoreTable {
     fn catch_all(ops: EntryOps) -> CoreTable {
         let mut t = CoreTable::new(Vec::new());
         t.entries.push(entry(ops));
+        t.handles.push(NO_HANDLE);
         t
     }
 
-    fn push(&mut self, rule: Rule, ops: EntryOps) -> std::result::Result<(), String> {
+    /// Adds the entry with control-plane handle `handle`; `stats`: the
+    /// counts it had in the table this one replaces (a rebuild keeps
+    /// every entry's hits: idle timeouts read them).
+    fn push(
+        &mut self,
+        rule: Rule,
+        ops: EntryOps,
+        handle: u64,
+        stats: Option<Tally>,
+    ) -> std::result::Result<(), String> {
         self.index.insert_as(&rule, self.entries.len() as u64)?;
         self.rules.push(rule);
-        self.entries.push(entry(ops));
+        let mut e = entry(ops);
+        if let Some(stats) = stats {
+            e.stats = stats;
+        }
+        self.entries.push(e);
+        self.handles.push(handle);
         Ok(())
     }
 
@@ -1080,11 +1101,19 @@ impl Compiled {
     fn build_real(&mut self, tid: usize) -> std::result::Result<CoreTable, String> {
         let k = self.keys.get(&tid).ok_or("internal error: table not compiled")?;
         let mut t = CoreTable::new(k.places.clone());
+        // The counts of the entries the rebuilt table keeps (the tally's
+        // cells are shared: a clone is the same counters).
+        let mut old: HashMap<u64, Tally> = match self.front.tables.get(usize::from(k.real)) {
+            Some(o) => {
+                o.handles.iter().copied().zip(o.entries.iter().map(|e| e.stats.clone())).collect()
+            }
+            None => HashMap::new(),
+        };
         let entries = self.interp.d.tables.get(tid).map(|d| d.entries.clone()).unwrap_or_default();
         for (i, e) in entries.iter().enumerate() {
             let r = self.rule(tid, i, e)?;
             let ops = self.action_ops(tid, e.action, &e.args)?;
-            t.push(r, ops)?;
+            t.push(r, ops, e.handle, old.remove(&e.handle))?;
         }
         Ok(t)
     }
@@ -1156,7 +1185,7 @@ impl Compiled {
             let r = self.rule(tid, have, &e)?;
             let ops = self.action_ops(tid, e.action, &e.args)?;
             let mut t = std::mem::replace(&mut self.front.tables[real], CoreTable::new(Vec::new()));
-            let res = t.push(r, ops);
+            let res = t.push(r, ops, e.handle, None);
             self.front.tables[real] = t;
             res?;
             None
@@ -1276,6 +1305,24 @@ impl Manage for Compiled {
 
     fn dump(&self, table: &str) -> CtlResult<(Vec<EntryDump>, (String, Vec<(String, BigValue)>))> {
         self.interp.dump(table)
+    }
+
+    /// Each entry's packet count in its core table (cache hits count
+    /// there too: a cached way holds the entry's tally).
+    fn entry_hits(&self, table: &str) -> CtlResult<Vec<(u64, u64)>> {
+        let tid = self.table_index(table)?;
+        let k = self.keys.get(&tid).ok_or_else(|| {
+            format!("table `{}` is not compiled into a core table", self.s.tables[tid].name)
+        })?;
+        let t = self.front.tables.get(usize::from(k.real)).ok_or("internal error: core table")?;
+        let mut hits: Vec<(u64, u64)> = t
+            .handles
+            .iter()
+            .zip(&t.entries)
+            .map(|(h, e)| (*h, e.stats.sum(walk::ENTRY_PACKETS)))
+            .collect();
+        hits.sort_by_key(|h| h.0);
+        Ok(hits)
     }
 
     fn counter_cells(&self, name: &str) -> CtlResult<(String, Vec<(u64, u64)>)> {

@@ -213,6 +213,7 @@ fn record(
         }
         E::DirectCounterEntry(_) | E::DirectMeterEntry(_) => Undo::Nothing,
         E::PacketReplicationEngineEntry(pre) => match &pre.r#type {
+            Some(Pre::MulticastGroupEntry(g)) if g.multicast_group_id == 0 => Undo::Nothing,
             Some(Pre::MulticastGroupEntry(g)) => Undo::Multicast {
                 id: g.multicast_group_id,
                 before: st.mcast.get(&g.multicast_group_id).cloned(),
@@ -230,6 +231,18 @@ fn undo(st: &mut State, engine: &mut Engine, digests: &mut Digests, u: Undo) -> 
         Undo::Nothing => {}
         Undo::Entry { table_id, table, key, before } => {
             let index = st.index.entry(table_id).or_default();
+            let now = index.get(&key).map(|i| i.handle);
+            if let (Some(b), Some(h)) = (&before, now) {
+                if b.0.handle == h {
+                    // Still the same entry (the update failed before
+                    // replacing it): only its cells may have changed.
+                    let (_, counter, meter) = **b;
+                    if counter.is_some() || meter.is_some() {
+                        engine.direct_write(&table, h, counter, meter)?;
+                    }
+                    return Ok(());
+                }
+            }
             if let Some(now) = index.remove(&key) {
                 engine.delete_entry(&table, now.handle)?;
             }

@@ -31,5 +31,7 @@ async fn oversized_stream_message_is_resource_exhausted() {
     let mut c2 = client(srv.addr).await;
     let mut s2 = Stream::open(&mut c2, 2).await;
     assert_eq!(s2.next_arbitration().await.0, Code::Ok as i32, "a new stream is primary");
-    c2.capabilities(p4v1::CapabilitiesRequest::default()).await.expect("Capabilities still answers");
+    c2.capabilities(p4v1::CapabilitiesRequest::default())
+        .await
+        .expect("Capabilities still answers");
 }

@@ -7,6 +7,9 @@
 //! `DigestList`s (each acked), with `max_list_size` 1 and 100; prints
 //! digests/s from the first frame to the last digest received.
 //!
+//! Each batch size runs under CONTINUE_ON_ERROR and ROLLBACK_ON_ERROR
+//! (the undo records' cost).
+//!
 //! `cargo run --release -p sluice-p4rt --example write_rate [N]` (N
 //! entries and digests per run, default 10000).
 
@@ -46,7 +49,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: u64 = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(10_000);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/p4/rt.p4");
     let src = std::fs::read(&path)?;
-    for batch in [1u64, 1000] {
+    use p4v1::write_request::Atomicity;
+    let modes = [Atomicity::ContinueOnError, Atomicity::RollbackOnError];
+    for (batch, mode) in [1u64, 1000].into_iter().flat_map(|b| modes.map(|m| (b, m))) {
         let (pl, engine) = Pipeline::compile(&src, false).map_err(|e| e.message)?;
         let table = pl.info.tables.iter().find(|t| t.preamble.name == "I.l2").ok_or("no l2")?;
         let table_id = table.preamble.id;
@@ -80,13 +85,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 device_id: 0,
                 election_id: Some(p4v1::Uint128 { high: 0, low: 1 }),
                 updates,
+                atomicity: mode as i32,
                 ..Default::default()
             };
             c.write(req).await?;
             i += batch;
         }
         let dt = t0.elapsed().as_secs_f64();
-        println!("batch {batch:>4}: {n} entries in {dt:.3} s = {:.0} entries/s", n as f64 / dt);
+        let m = mode.as_str_name();
+        println!(
+            "batch {batch:>4} {m:<17}: {n} entries in {dt:.3} s = {:.0} entries/s",
+            n as f64 / dt
+        );
         // A graceful shutdown waits for open connections: close ours first.
         drop((c, tx, stream));
         let _ = stop.send(());

@@ -59,7 +59,7 @@ pub const MAX_WAITING: usize = 65_536;
 const IDLE: Duration = Duration::from_secs(3600);
 
 /// One configured digest.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Configured {
     config: p4v1::digest_entry::Config,
     /// Distinct data waiting, in arrival order, and their encodings.
@@ -101,6 +101,10 @@ impl Configured {
         }
     }
 }
+
+/// One digest's state saved by [`Digests::save`].
+#[derive(Debug)]
+pub struct DigestSaved(u32, Option<Configured>);
 
 /// Counts of the digest path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -273,6 +277,20 @@ impl Digests {
             U::Unspecified => return Err(P4Error::invalid("update type is UNSPECIFIED")),
         }
         Ok(())
+    }
+
+    /// Digest `id`'s configuration, buffers and cache as they are now,
+    /// for [`Digests::restore`] (a Write batch's rollback).
+    pub fn save(&self, id: u32) -> DigestSaved {
+        DigestSaved(id, self.configured.get(&id).cloned())
+    }
+
+    /// Puts back what [`Digests::save`] saved.
+    pub fn restore(&mut self, saved: DigestSaved) {
+        match saved {
+            DigestSaved(id, Some(c)) => self.configured.insert(id, c),
+            DigestSaved(id, None) => self.configured.remove(&id),
+        };
     }
 
     /// The configured digest entries a query asks for (`digest_id` 0:

@@ -25,6 +25,7 @@ pub mod proto {
     }
 }
 
+pub mod batch;
 pub mod convert;
 pub mod device;
 pub mod digest;

@@ -171,7 +171,7 @@ fn direct_of(p: &Pipeline, t: &TableMap, counter: bool) -> P4Result<(u32, String
 /// The engine handle of the installed entry `e` names (its match and
 /// priority): P4Runtime's entries by the index, const entries by the
 /// engine's dump.
-fn handle_of(
+pub(crate) fn handle_of(
     p: &Pipeline,
     st: &State,
     engine: &Engine,

@@ -13,9 +13,13 @@
 //!   change, nothing applied, if one cannot be kept; COMMIT applies the
 //!   saved one.
 //! - `Write`: needs the primary's election id (PERMISSION_DENIED
-//!   otherwise); CONTINUE_ON_ERROR only. When any update fails the call
-//!   fails with UNKNOWN and a `google.rpc.Status` in the details holding
-//!   one `p4.v1.Error` per update, in order (OK for those applied).
+//!   otherwise). CONTINUE_ON_ERROR applies each update on its own;
+//!   ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC apply all or none
+//!   ([`crate::batch`]). When any update fails the call fails with
+//!   UNKNOWN and a `google.rpc.Status` in the details holding one
+//!   `p4.v1.Error` per update, in order (OK for those applied; ABORTED
+//!   for those rolled back or not attempted). The engine lock is held for
+//!   the whole batch in every mode: packets see a batch whole.
 //! - `Read`: [`crate::read`]. `StreamChannel`: [`crate::stream`].
 //! - `DigestEntry` writes and reads, and the task that sends
 //!   `DigestList`s (started by [`serve`]): [`crate::digest`].
@@ -293,23 +297,28 @@ impl P4Runtime for Service {
         check_device(&self.device, r.device_id)?;
         check_primary(&self.device, &r.role, &r.election_id)?;
         use p4v1::write_request::Atomicity;
-        match Atomicity::try_from(r.atomicity) {
-            Ok(Atomicity::ContinueOnError) => {}
-            Ok(a) => {
-                return Err(Status::unimplemented(format!(
-                    "atomicity {} is not implemented (only CONTINUE_ON_ERROR)",
-                    a.as_str_name()
-                )))
-            }
+        let all_or_none = match Atomicity::try_from(r.atomicity) {
+            Ok(Atomicity::ContinueOnError) => false,
+            Ok(Atomicity::RollbackOnError | Atomicity::DataplaneAtomic) => true,
             Err(_) => {
                 return Err(Status::invalid_argument(format!("unknown atomicity {}", r.atomicity)))
             }
-        }
+        };
         let mut st = lock(&self.device.state);
         let Some(p) = st.pipeline.clone() else {
             return Err(Status::failed_precondition("no forwarding pipeline is loaded"));
         };
+        // Held until the whole batch (and any rollback) is done: the
+        // forwarding thread takes this lock per packet, so no packet sees
+        // part of a batch (crate::batch).
         let mut engine = lock(&self.device.engine);
+        if all_or_none {
+            let mut digests = lock(&self.device.digests);
+            return match crate::batch::apply(&p, &mut st, &mut engine, &mut digests, &r.updates) {
+                Ok(()) => Ok(Response::new(p4v1::WriteResponse {})),
+                Err(results) => Err(write_status(&results)),
+            };
+        }
         let results: Vec<P4Result<()>> = r
             .updates
             .iter()

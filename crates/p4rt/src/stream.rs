@@ -30,7 +30,8 @@
 //! `DigestListAck` from the primary clears its list from the digest
 //! cache; from another client it is PERMISSION_DENIED, and for a digest
 //! id the P4Info lacks INVALID_ARGUMENT (a `StreamError` with the ack).
-//! Other stream messages are answered UNIMPLEMENTED.
+//! Other stream messages are answered UNIMPLEMENTED. A message over the
+//! size limit ends the stream with RESOURCE_EXHAUSTED ([`inbound_error`]).
 
 use std::sync::Arc;
 
@@ -229,6 +230,23 @@ fn ack_error(code: Code, message: String, a: p4v1::DigestListAck) -> p4v1::Strea
     }
 }
 
+/// The status ending a stream whose next message could not be read:
+/// one over [`crate::server::MAX_MESSAGE`] (tonic's OUT_OF_RANGE "decoded
+/// message length too large", found from the length prefix before the
+/// body is read) is RESOURCE_EXHAUSTED, as for unary calls
+/// ([`crate::server::resource_exhausted`]); others keep tonic's status.
+pub fn inbound_error(e: Status) -> Status {
+    if e.code() == Code::OutOfRange && e.message().contains("message length too large") {
+        Status::resource_exhausted(format!(
+            "a StreamChannel message is over the {} byte limit: {}",
+            crate::server::MAX_MESSAGE,
+            e.message()
+        ))
+    } else {
+        e
+    }
+}
+
 /// Runs one client's stream until it ends.
 pub async fn run(
     device: Arc<Device>,
@@ -241,7 +259,13 @@ pub async fn run(
     loop {
         let msg = match inbound.message().await {
             Ok(Some(m)) => m,
-            Ok(None) | Err(_) => break,
+            Ok(None) => break,
+            Err(e) => {
+                // The stream's status for a message the server refused
+                // (a client that vanished reads nothing).
+                let _ = tx.send(Err(inbound_error(e))).await;
+                break;
+            }
         };
         match msg.update {
             Some(Req::Arbitration(upd)) => {

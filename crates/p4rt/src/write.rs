@@ -1,7 +1,8 @@
 //! `Write`: table entries (every match kind, priorities, default
 //! entries, direct counter and meter data), register cells, counters
 //! and meters ([`crate::resources`]) and multicast groups, one update at a time
-//! (CONTINUE_ON_ERROR: each update succeeds or fails on its own).
+//! (CONTINUE_ON_ERROR: each update succeeds or fails on its own;
+//! [`crate::batch`] undoes a batch's updates for the all-or-none modes).
 //!
 //! Entries are checked as P4Runtime spec §9.1 asks before the engine
 //! sees them: ids must exist (NOT_FOUND), values must fit their fields
@@ -405,14 +406,17 @@ pub fn table_update(
             engine.delete_entry(&t.engine_name, old.handle).map_err(|e| engine_err(&t.name, e))?;
             match engine.add_entry(&c.spec) {
                 Ok(handle) => {
+                    // Indexed first: the index names what the engine holds
+                    // even if the cells cannot be written (a rollback,
+                    // crate::batch, finds the entry by it).
+                    let now = std::time::Instant::now();
+                    let idle = old.idle.map(|w| w.modified(e.idle_timeout_ns, now));
+                    index.insert(c.key, Installed { handle, spec: c.spec, idle });
                     if kept.is_some() || meter.is_some() {
                         engine
                             .direct_write(&t.engine_name, handle, kept, meter)
                             .map_err(|e| engine_err(&t.name, e))?;
                     }
-                    let now = std::time::Instant::now();
-                    let idle = old.idle.map(|w| w.modified(e.idle_timeout_ns, now));
-                    index.insert(c.key, Installed { handle, spec: c.spec, idle });
                     Ok(())
                 }
                 Err(why) => {

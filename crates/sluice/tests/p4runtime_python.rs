@@ -226,6 +226,87 @@ fn tls_mutual_authentication() {
     );
 }
 
+/// `leaf` with serial number `serial` (for a CRL to name).
+fn leaf_with_serial(dir: &Scratch, ca: &Ca, name: &str, serial: u64) -> (String, String) {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut p = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+    p.subject_alt_names.push(rcgen::SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+    p.distinguished_name.push(rcgen::DnType::CommonName, name);
+    p.serial_number = Some(rcgen::SerialNumber::from(serial));
+    let cert = p.signed_by(&key, &ca.cert, &ca.key).expect("certificate");
+    let (c, k) = (dir.path(&format!("{name}-cert.pem")), dir.path(&format!("{name}-key.pem")));
+    std::fs::write(&c, cert.pem()).expect("writing a certificate");
+    std::fs::write(&k, key.serialize_pem()).expect("writing a key");
+    (c.display().to_string(), k.display().to_string())
+}
+
+/// `--tls-crl`: the CA's CRL revokes one client certificate (serial 66);
+/// tls_crl.py's client with it is refused, one with another certificate
+/// of the same CA (serial 65) writes and reads; the switch logs the
+/// refused handshake.
+#[test]
+fn tls_crl_refuses_a_revoked_client() {
+    need_root_and(&["ip", "timeout"]);
+    python();
+    let dir = Scratch::new("p4rt-py-crl");
+    let good = ca("sluice-p4rt-crl-ca");
+    let ca_pem = dir.path("ca.pem");
+    std::fs::write(&ca_pem, good.cert.pem()).expect("writing the CA");
+    let ca_pem = ca_pem.display().to_string();
+    let (sw_cert, sw_key) = leaf_with_serial(&dir, &good, "switch", 64);
+    let (cl_cert, cl_key) = leaf_with_serial(&dir, &good, "controller", 65);
+    let (rv_cert, rv_key) = leaf_with_serial(&dir, &good, "revoked", 66);
+    let crl = rcgen::CertificateRevocationListParams {
+        this_update: rcgen::date_time_ymd(2025, 1, 1),
+        next_update: rcgen::date_time_ymd(2100, 1, 1),
+        crl_number: rcgen::SerialNumber::from(1u64),
+        issuing_distribution_point: None,
+        revoked_certs: vec![rcgen::RevokedCertParams {
+            serial_number: rcgen::SerialNumber::from(66u64),
+            revocation_time: rcgen::date_time_ymd(2025, 1, 1),
+            reason_code: Some(rcgen::RevocationReason::KeyCompromise),
+            invalidity_date: None,
+        }],
+        key_identifier_method: rcgen::KeyIdMethod::Sha256,
+    }
+    .signed_by(&good.cert, &good.key)
+    .expect("CRL");
+    let crl_pem = dir.path("crl.pem");
+    std::fs::write(&crl_pem, crl.pem().expect("CRL as PEM")).expect("writing the CRL");
+    let crl_pem = crl_pem.display().to_string();
+    let lab = Lab::new(2, 105);
+    let program = here().join("rt.p4");
+    let tls =
+        ["--tls-ca", &ca_pem, "--tls-cert", &sw_cert, "--tls-key", &sw_key, "--tls-crl", &crl_pem];
+    let extra = [&["--cpu-port", "255", "--device-id", "1"][..], &tls[..]].concat();
+    let (mut sw, addr) = start_program(&lab, &dir, &program, &extra);
+    let args: Vec<String> = [
+        "--addr",
+        &addr,
+        "--sluice",
+        env!("CARGO_BIN_EXE_sluice"),
+        "--program",
+        &program.display().to_string(),
+        "--ca",
+        &ca_pem,
+        "--cert",
+        &cl_cert,
+        "--key",
+        &cl_key,
+        "--revoked-cert",
+        &rv_cert,
+        "--revoked-key",
+        &rv_key,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    run_script("tls_crl.py", &args, &|| sw.log());
+    sw.assert_running();
+    let log = sw.log();
+    assert!(log.contains("TLS handshake refused"), "the switch logs the refused handshake:\n{log}");
+}
+
 /// `examples/p4runtime/<name>` (or a test script) under `timeout` with
 /// the venv's Python.
 fn python_cmd(script: &Path) -> Command {

@@ -6,8 +6,8 @@ match field id (INVALID_ARGUMENT, the spec's "Match Format"), a duplicate insert
 (ALREADY_EXISTS), MODIFY and DELETE of a missing entry (NOT_FOUND), a
 ternary entry without priority, a priority on an exact table, a
 masked-off value bit and an lpm value past its prefix (INVALID_ARGUMENT);
-ROLLBACK_ON_ERROR leaves nothing of a failed batch (or is UNIMPLEMENTED,
-which the spec allows); the tables are intact afterwards."""
+ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC leave nothing of a failed batch
+(the other updates ABORTED); the tables are intact afterwards."""
 
 from common import check, expect_error, main, primary, rt
 
@@ -68,18 +68,31 @@ def run(args, info):
     )
     check(len(c.read([T("RtIngress.dmac")])) == 3, "the batch's 2 good inserts went in")
 
-    # ROLLBACK_ON_ERROR: nothing of a failed batch stays.
+    # ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC: nothing of a failed batch
+    # stays (a modify, a delete and an insert before the failing update,
+    # an insert after it), and every other update reports ABORTED.
+    def dmac_state():
+        return sorted(e.table_entry.SerializeToString(deterministic=True) for e in c.read([T("RtIngress.dmac")]))
+
     ok3 = T("RtIngress.dmac", {"hdr.eth.dst": "02:00:00:00:cc:0c"}, "RtIngress.forward", {"port": 1})
-    try:
-        c.write([("INSERT", ok3), ("INSERT", good)], atomicity="ROLLBACK_ON_ERROR")
-        check(False, "a ROLLBACK_ON_ERROR batch with a duplicate fails")
-    except rt.P4rtError as e:
-        # The spec lets a server without rollback answer UNIMPLEMENTED.
-        check(e.code.name in ("UNKNOWN", "UNIMPLEMENTED"), f"a ROLLBACK_ON_ERROR batch with a duplicate fails ({e})")
-    check(
-        len(c.read([T("RtIngress.dmac", {"hdr.eth.dst": "02:00:00:00:cc:0c"})])) == 0,
-        "and its good insert was rolled back (or, UNIMPLEMENTED, never applied)",
-    )
+    ok4 = T("RtIngress.dmac", {"hdr.eth.dst": "02:00:00:00:cc:0d"}, "RtIngress.forward", {"port": 2})
+    moved = T("RtIngress.dmac", {"hdr.eth.dst": "02:00:00:00:cc:01"}, "RtIngress.forward", {"port": 2})
+    before = dmac_state()
+    for mode in ("ROLLBACK_ON_ERROR", "DATAPLANE_ATOMIC"):
+        e = expect_error(
+            lambda: c.write(
+                [("MODIFY", moved), ("DELETE", ok1), ("INSERT", ok3), ("INSERT", moved), ("INSERT", ok4)],
+                atomicity=mode,
+            ),
+            "UNKNOWN",
+            f"a {mode} batch with a duplicate insert fourth",
+            ["ABORTED", "ABORTED", "ABORTED", "ALREADY_EXISTS", "ABORTED"],
+        )
+        check("rolled back" in e.errors[0].message and "not attempted" in e.errors[4].message,
+              f"{mode}: the ABORTED messages say rolled back / not attempted")
+        check(dmac_state() == before, f"{mode}: the table reads back exactly as before the batch")
+    c.write([("INSERT", ok3), ("DELETE", ok3)], atomicity="ROLLBACK_ON_ERROR")
+    check(dmac_state() == before, "a good ROLLBACK_ON_ERROR batch goes in whole")
 
     # The tables are intact: exactly the three good entries.
     got = sorted(e.table_entry.SerializeToString(deterministic=True) for e in c.read([rt.p4runtime_pb2.TableEntry()]))

@@ -302,15 +302,7 @@ pub fn apply(
     for (n, u) in updates.iter().enumerate() {
         let r = record(p, st, engine, digests, u).and_then(|rec| {
             log.push(rec);
-            match u.entity.as_ref().and_then(|e| e.entity.as_ref()) {
-                Some(E::DigestEntry(d)) => {
-                    let ty = p4v1::update::Type::try_from(u.r#type).map_err(|_| {
-                        P4Error::invalid(format!("unknown update type {}", u.r#type))
-                    })?;
-                    digests.write(ty, d)
-                }
-                _ => crate::write::update(p, st, engine, u),
-            }
+            crate::write::update_with_digests(p, st, engine, digests, u)
         });
         let Err(mut failed) = r else { continue };
         let mut broken = Vec::new();

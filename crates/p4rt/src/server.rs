@@ -312,8 +312,8 @@ impl P4Runtime for Service {
         // forwarding thread takes this lock per packet, so no packet sees
         // part of a batch (crate::batch).
         let mut engine = lock(&self.device.engine);
+        let mut digests = lock(&self.device.digests);
         if all_or_none {
-            let mut digests = lock(&self.device.digests);
             return match crate::batch::apply(&p, &mut st, &mut engine, &mut digests, &r.updates) {
                 Ok(()) => Ok(Response::new(p4v1::WriteResponse {})),
                 Err(results) => Err(write_status(&results)),
@@ -322,15 +322,7 @@ impl P4Runtime for Service {
         let results: Vec<P4Result<()>> = r
             .updates
             .iter()
-            .map(|u| match u.entity.as_ref().and_then(|e| e.entity.as_ref()) {
-                Some(p4v1::entity::Entity::DigestEntry(d)) => {
-                    let ty = p4v1::update::Type::try_from(u.r#type).map_err(|_| {
-                        P4Error::invalid(format!("unknown update type {}", u.r#type))
-                    })?;
-                    lock(&self.device.digests).write(ty, d)
-                }
-                _ => crate::write::update(&p, &mut st, &mut engine, u),
-            })
+            .map(|u| crate::write::update_with_digests(&p, &mut st, &mut engine, &mut digests, u))
             .collect();
         if results.iter().all(|r| r.is_ok()) {
             Ok(Response::new(p4v1::WriteResponse {}))

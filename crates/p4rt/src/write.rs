@@ -554,7 +554,27 @@ pub fn multicast_update(
     Ok(())
 }
 
-/// Applies one update of any kind.
+/// Applies one update of any kind, digest entries included (their
+/// configuration is `digests`', the digest task's state).
+pub fn update_with_digests(
+    p: &Pipeline,
+    st: &mut State,
+    engine: &mut Engine,
+    digests: &mut crate::digest::Digests,
+    u: &p4v1::Update,
+) -> P4Result<()> {
+    match u.entity.as_ref().and_then(|e| e.entity.as_ref()) {
+        Some(p4v1::entity::Entity::DigestEntry(d)) => {
+            let ty = U::try_from(u.r#type)
+                .map_err(|_| P4Error::invalid(format!("unknown update type {}", u.r#type)))?;
+            digests.write(ty, d)
+        }
+        _ => update(p, st, engine, u),
+    }
+}
+
+/// Applies one update of any kind but digest entries (see
+/// [`update_with_digests`]).
 pub fn update(p: &Pipeline, st: &mut State, engine: &mut Engine, u: &p4v1::Update) -> P4Result<()> {
     use p4v1::entity::Entity as E;
     use p4v1::packet_replication_engine_entry::Type as Pre;

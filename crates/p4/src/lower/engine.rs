@@ -906,7 +906,9 @@ impl Compiled {
         let ctls = std::mem::take(&mut b.ctls);
         let keys = std::mem::take(&mut b.tables);
         drop(b);
+        let flat = prog.flat().to_vec();
         let parser: Arc<dyn Parse> = Arc::new(V1Parse::new(prog, verify, checksum_error));
+        let patch = patches(&update);
         let mut instances = Vec::new();
         for (id, inst) in s.insts.iter().enumerate() {
             if let crate::interp::Inst::Extern(x) = inst {
@@ -942,9 +944,9 @@ impl Compiled {
             deparse: Deparse {
                 layout: layout.clone(),
                 emit,
-                patch: patches(&update),
-                all_patched: patches(&update).iter().all(|&p| p),
-                flat: l.headers.iter().map(|hd| super::parser::Flat::of(l, hd)).collect(),
+                all_patched: patch.iter().all(|&p| p),
+                patch,
+                flat,
                 update,
                 egress_port: eport,
                 spec,

@@ -583,6 +583,12 @@ impl ParseProg {
         })
     }
 
+    /// By header index: its slots in packet order when it has no varbit
+    /// field (the deparser emits headers from the same lists).
+    pub(crate) fn flat(&self) -> &[Option<Flat>] {
+        &self.flat
+    }
+
     /// Has [`ParseProg::run_marked`] record the bit offset in the packet
     /// where each of `headers` was last extracted (`at[i]` for
     /// `headers[i]`), for the headers none of whose fields a parser

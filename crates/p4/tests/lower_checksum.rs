@@ -5,7 +5,7 @@
 //! frames too short for it) in every cache mode.
 
 mod common;
-use common::{compiled_agrees, Rng};
+use common::{compiled_agrees, csum16, Rng};
 
 use sluice_p4::interp::Interp;
 use sluice_p4::parse;
@@ -44,18 +44,6 @@ control C(inout H hdr, inout M m) {
 control D(packet_out pkt, in H hdr) { apply { pkt.emit(hdr.h); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 "#;
-
-/// One's complement sum of 16-bit words (the last byte padded), negated.
-fn csum16(bytes: &[u8]) -> u16 {
-    let mut s: u32 = 0;
-    for c in bytes.chunks(2) {
-        s += u32::from(c[0]) << 8 | u32::from(c.get(1).copied().unwrap_or(0));
-    }
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    !(s as u16)
-}
 
 #[test]
 fn a_checksum_covers_a_varbit_fields_current_bits() {

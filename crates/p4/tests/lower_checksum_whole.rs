@@ -9,7 +9,7 @@
 //! packet's bits).
 
 mod common;
-use common::{compiled_agrees, Rng};
+use common::{compiled_agrees, csum16, Rng};
 
 use sluice_p4::interp::Interp;
 use sluice_p4::parse;
@@ -67,18 +67,6 @@ control D(packet_out pkt, in H hdr) {
 }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 "#;
-
-/// One's complement sum of 16-bit words (the last byte padded), negated.
-fn csum16(bytes: &[u8]) -> u16 {
-    let mut s: u32 = 0;
-    for c in bytes.chunks(2) {
-        s += u32::from(c[0]) << 8 | u32::from(c.get(1).copied().unwrap_or(0));
-    }
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    !(s as u16)
-}
 
 /// An 18-byte IPv4-like header whose checksum is right unless `wrong`.
 fn ip(r: &mut Rng, wrong: bool) -> Vec<u8> {

@@ -260,6 +260,26 @@ async fn meter_ids(c: &mut Client) -> MeterIds {
     }
 }
 
+/// The policer table's entry for key 0x0a: police, out on port 2.
+fn police_entry(ids: &MeterIds) -> p4v1::TableEntry {
+    p4v1::TableEntry {
+        table_id: ids.table,
+        r#match: vec![p4v1::FieldMatch {
+            field_id: 1,
+            field_match_type: Some(p4v1::field_match::FieldMatchType::Exact(
+                p4v1::field_match::Exact { value: vec![0x0a] },
+            )),
+        }],
+        action: Some(p4v1::TableAction {
+            r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
+                action_id: ids.police,
+                params: vec![p4v1::action::Param { param_id: 1, value: vec![2] }],
+            })),
+        }),
+        ..Default::default()
+    }
+}
+
 fn mc(cir: i64, cburst: i64, pir: i64, pburst: i64) -> p4v1::MeterConfig {
     p4v1::MeterConfig { cir, cburst, pir, pburst, eburst: 0 }
 }
@@ -356,22 +376,7 @@ async fn default_entry_cells_and_colour_counts() {
     assert_eq!((got.counter_data, got.meter_config), (Some(data(1, 2)), Some(mc(5, 5, 6, 6))));
 
     // An entry's colours: GREEN, YELLOW, RED at t=0.
-    let mut e = p4v1::TableEntry {
-        table_id: ids.table,
-        r#match: vec![p4v1::FieldMatch {
-            field_id: 1,
-            field_match_type: Some(p4v1::field_match::FieldMatchType::Exact(
-                p4v1::field_match::Exact { value: vec![0x0a] },
-            )),
-        }],
-        action: Some(p4v1::TableAction {
-            r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
-                action_id: ids.police,
-                params: vec![p4v1::action::Param { param_id: 1, value: vec![2] }],
-            })),
-        }),
-        ..Default::default()
-    };
+    let mut e = police_entry(&ids);
     e.meter_config = Some(mc(1, 1, 2, 2));
     c.write(write_req(1, vec![update(U::Insert, e.clone())])).await.unwrap();
     send(&srv, 0x0a, 3);
@@ -429,22 +434,7 @@ async fn reconcile_keeps_direct_cells_and_timeouts() {
     let mut s = Stream::open(&mut c, 1).await;
     s.next_arbitration().await;
     let ids = meter_ids(&mut c).await;
-    let mut e = p4v1::TableEntry {
-        table_id: ids.table,
-        r#match: vec![p4v1::FieldMatch {
-            field_id: 1,
-            field_match_type: Some(p4v1::field_match::FieldMatchType::Exact(
-                p4v1::field_match::Exact { value: vec![0x0a] },
-            )),
-        }],
-        action: Some(p4v1::TableAction {
-            r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
-                action_id: ids.police,
-                params: vec![p4v1::action::Param { param_id: 1, value: vec![2] }],
-            })),
-        }),
-        ..Default::default()
-    };
+    let mut e = police_entry(&ids);
     e.meter_config = Some(mc(100, 10, 200, 20));
     e.counter_data = Some(data(40, 50));
     let mut d = default_of(ids.table);

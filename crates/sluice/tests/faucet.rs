@@ -88,6 +88,16 @@ dps:
     )
 }
 
+/// `what`, then Faucet's, its app's and sluice's logs (a failure's context).
+fn logs(dir: &Scratch, what: &str, faucet: &Proc, sw: &Proc) -> String {
+    format!(
+        "{what}\n--- faucet.log\n{}\n--- faucet-app.log\n{}\n--- sluice.log\n{}",
+        faucet.log(),
+        std::fs::read_to_string(dir.path("faucet-app.log")).unwrap_or_default(),
+        sw.log()
+    )
+}
+
 fn start_faucet(dir: &Scratch, of_port: u16, hardware: &str) -> Proc {
     let venv = faucet_venv();
     let cfg = dir.path("faucet.yaml");
@@ -143,33 +153,33 @@ fn faucet_switches_routes_and_filters_through_sluice() {
     faucet.wait_listening(of_port);
     let ctrl = format!("tcp:127.0.0.1:{of_port}");
     let mut sw = lab.start_switch(&dir, &["--controller", &ctrl, "--fail-mode", "secure"]);
-    let ctx = |what: &str, faucet: &Proc, sw: &Proc| {
-        format!(
-            "{what}\n--- faucet.log\n{}\n--- faucet-app.log\n{}\n--- sluice.log\n{}",
-            faucet.log(),
-            std::fs::read_to_string(dir.path("faucet-app.log")).unwrap_or_default(),
-            sw.log()
-        )
-    };
 
     // L2 on VLAN 100 (Faucet programs the switch once it connects).
     assert!(
         lab.ping_ok_within(0, 1, Duration::from_secs(30)),
         "{}",
-        ctx("host 0 cannot ping host 1 on VLAN 100", &faucet, &sw)
+        logs(&dir, "host 0 cannot ping host 1 on VLAN 100", &faucet, &sw)
     );
     // Host 2 in the same subnet but on VLAN 200: unreachable.
     let p = lab.ping(0, 2, 2);
-    assert!(!p.status.success(), "{}", ctx("host 0 reached host 2 across VLANs", &faucet, &sw));
+    assert!(
+        !p.status.success(),
+        "{}",
+        logs(&dir, "host 0 reached host 2 across VLANs", &faucet, &sw)
+    );
 
     // The ACL on port 1.
     let blocked = SocketAddrV4::new(lab.ipv4(1), 5001);
     let open = SocketAddrV4::new(lab.ipv4(1), 5002);
-    assert!(tcp_connects(&lab, 0, 1, open), "{}", ctx("TCP to port 5002 refused", &faucet, &sw));
+    assert!(
+        tcp_connects(&lab, 0, 1, open),
+        "{}",
+        logs(&dir, "TCP to port 5002 refused", &faucet, &sw)
+    );
     assert!(
         !tcp_connects(&lab, 0, 1, blocked),
         "{}",
-        ctx("TCP to port 5001 got through the ACL", &faucet, &sw)
+        logs(&dir, "TCP to port 5001 got through the ACL", &faucet, &sw)
     );
     assert!(lab.ping(0, 1, 1).status.success(), "ping must pass the ACL");
 
@@ -193,14 +203,14 @@ fn faucet_switches_routes_and_filters_through_sluice() {
             break false;
         }
     };
-    assert!(routed, "{}", ctx("host 0 cannot ping host 2 through the router", &faucet, &sw));
+    assert!(routed, "{}", logs(&dir, "host 0 cannot ping host 2 through the router", &faucet, &sw));
 
     // TTL 1 through the router: Faucet answers time-exceeded from its VIP.
     let out = ping_ttl1(&lab, 0, &h2);
     assert!(
         out.contains("Time to live exceeded") && out.contains(&format!("10.{OCTET}.0.254")),
         "{}",
-        ctx(&format!("ping -t 1 through the router:\n{out}"), &faucet, &sw)
+        logs(&dir, &format!("ping -t 1 through the router:\n{out}"), &faucet, &sw)
     );
 
     faucet.assert_running();
@@ -229,32 +239,28 @@ fn faucet_generic_tfm_reconfigures_sluice_tables() {
     let listen = format!("ptcp:{ctl_port}:127.0.0.1");
     let mut sw = lab
         .start_switch(&dir, &["--controller", &ctrl, "--listen", &listen, "--fail-mode", "secure"]);
-    let ctx = |what: &str, faucet: &Proc, sw: &Proc| {
-        format!(
-            "{what}\n--- faucet.log\n{}\n--- faucet-app.log\n{}\n--- sluice.log\n{}",
-            faucet.log(),
-            std::fs::read_to_string(dir.path("faucet-app.log")).unwrap_or_default(),
-            sw.log()
-        )
-    };
     assert!(
         lab.ping_ok_within(0, 1, Duration::from_secs(30)),
         "{}",
-        ctx("GenericTFM: host 0 cannot ping host 1 on VLAN 100", &faucet, &sw)
+        logs(&dir, "GenericTFM: host 0 cannot ping host 1 on VLAN 100", &faucet, &sw)
     );
     let p = lab.ping(0, 2, 2);
-    assert!(!p.status.success(), "{}", ctx("GenericTFM: VLAN isolation broken", &faucet, &sw));
+    assert!(
+        !p.status.success(),
+        "{}",
+        logs(&dir, "GenericTFM: VLAN isolation broken", &faucet, &sw)
+    );
     let blocked = SocketAddrV4::new(lab.ipv4(1), 5001);
     let open = SocketAddrV4::new(lab.ipv4(1), 5002);
     assert!(
         tcp_connects(&lab, 0, 1, open),
         "{}",
-        ctx("GenericTFM: TCP 5002 refused", &faucet, &sw)
+        logs(&dir, "GenericTFM: TCP 5002 refused", &faucet, &sw)
     );
     assert!(
         !tcp_connects(&lab, 0, 1, blocked),
         "{}",
-        ctx("GenericTFM: TCP 5001 got through the ACL", &faucet, &sw)
+        logs(&dir, "GenericTFM: TCP 5001 got through the ACL", &faucet, &sw)
     );
     // Faucet logs every OFPT_ERROR the switch sends ("OFError type: …");
     // there must be none (a refused set request would be one).
@@ -262,12 +268,16 @@ fn faucet_generic_tfm_reconfigures_sluice_tables() {
     assert!(
         !app.contains("OFError"),
         "{}",
-        ctx("sluice refused some of Faucet's messages", &faucet, &sw)
+        logs(&dir, "sluice refused some of Faucet's messages", &faucet, &sw)
     );
     // The set request was applied: table 0 carries Faucet's name for it.
     let target = format!("tcp:127.0.0.1:{ctl_port}");
     let tf = netlab::ctl(&target, &["dump-table-features"]);
-    assert!(tf.ok(), "{}", ctx(&format!("dump-table-features: {}", tf.stderr), &faucet, &sw));
+    assert!(
+        tf.ok(),
+        "{}",
+        logs(&dir, &format!("dump-table-features: {}", tf.stderr), &faucet, &sw)
+    );
     for name in ["(\"vlan\")", "(\"eth_src\")", "(\"eth_dst\")", "(\"flood\")"] {
         assert!(tf.stdout.contains(name), "no table {name} in:\n{}", tf.stdout);
     }

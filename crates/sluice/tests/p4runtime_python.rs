@@ -163,15 +163,7 @@ fn ca(name: &str) -> Ca {
 /// `NAME-cert.pem` and `NAME-key.pem` in `dir`, a certificate for
 /// 127.0.0.1 signed by `ca`; their paths.
 fn leaf(dir: &Scratch, ca: &Ca, name: &str) -> (String, String) {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut p = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
-    p.subject_alt_names.push(rcgen::SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
-    p.distinguished_name.push(rcgen::DnType::CommonName, name);
-    let cert = p.signed_by(&key, &ca.cert, &ca.key).expect("certificate");
-    let (c, k) = (dir.path(&format!("{name}-cert.pem")), dir.path(&format!("{name}-key.pem")));
-    std::fs::write(&c, cert.pem()).expect("writing a certificate");
-    std::fs::write(&k, key.serialize_pem()).expect("writing a key");
-    (c.display().to_string(), k.display().to_string())
+    leaf_serial(dir, ca, name, None)
 }
 
 /// P4Runtime over mutual TLS with the OpenFlow channel's certificate
@@ -226,13 +218,13 @@ fn tls_mutual_authentication() {
     );
 }
 
-/// `leaf` with serial number `serial` (for a CRL to name).
-fn leaf_with_serial(dir: &Scratch, ca: &Ca, name: &str, serial: u64) -> (String, String) {
+/// [`leaf`], with serial number `serial` when given (for a CRL to name).
+fn leaf_serial(dir: &Scratch, ca: &Ca, name: &str, serial: Option<u64>) -> (String, String) {
     let key = rcgen::KeyPair::generate().expect("key");
     let mut p = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
     p.subject_alt_names.push(rcgen::SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
     p.distinguished_name.push(rcgen::DnType::CommonName, name);
-    p.serial_number = Some(rcgen::SerialNumber::from(serial));
+    p.serial_number = serial.map(rcgen::SerialNumber::from);
     let cert = p.signed_by(&key, &ca.cert, &ca.key).expect("certificate");
     let (c, k) = (dir.path(&format!("{name}-cert.pem")), dir.path(&format!("{name}-key.pem")));
     std::fs::write(&c, cert.pem()).expect("writing a certificate");
@@ -253,9 +245,9 @@ fn tls_crl_refuses_a_revoked_client() {
     let ca_pem = dir.path("ca.pem");
     std::fs::write(&ca_pem, good.cert.pem()).expect("writing the CA");
     let ca_pem = ca_pem.display().to_string();
-    let (sw_cert, sw_key) = leaf_with_serial(&dir, &good, "switch", 64);
-    let (cl_cert, cl_key) = leaf_with_serial(&dir, &good, "controller", 65);
-    let (rv_cert, rv_key) = leaf_with_serial(&dir, &good, "revoked", 66);
+    let (sw_cert, sw_key) = leaf_serial(&dir, &good, "switch", Some(64));
+    let (cl_cert, cl_key) = leaf_serial(&dir, &good, "controller", Some(65));
+    let (rv_cert, rv_key) = leaf_serial(&dir, &good, "revoked", Some(66));
     let crl = rcgen::CertificateRevocationListParams {
         this_update: rcgen::date_time_ymd(2025, 1, 1),
         next_update: rcgen::date_time_ymd(2100, 1, 1),

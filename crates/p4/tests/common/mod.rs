@@ -125,3 +125,16 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 "#
     )
 }
+
+/// One's complement sum of 16-bit words (the last byte padded), negated:
+/// the tests' own reference for `csum16`.
+pub fn csum16(bytes: &[u8]) -> u16 {
+    let mut s: u32 = 0;
+    for c in bytes.chunks(2) {
+        s += u32::from(c[0]) << 8 | u32::from(c.get(1).copied().unwrap_or(0));
+    }
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}

@@ -581,15 +581,6 @@ fn reload_outcome(d: &mut Daemon, src: &ConfigSource) -> ReloadOutcome {
             return refused(format!("{e:#}"));
         }
     };
-    let mut lines = Vec::new();
-    for key in &r.needs_restart {
-        warn!(key, "reload: this setting changed but needs a restart; the running value is kept");
-        lines.push(format!("{key}: changed but needs a restart; the running value is kept"));
-    }
-    for e in &r.target_errors {
-        error!("reload: target not started: {e}");
-        lines.push(format!("target not started: {e}"));
-    }
     info!(
         ports_added = ?r.ports_added,
         ports_removed = ?r.ports_removed,
@@ -599,18 +590,27 @@ fn reload_outcome(d: &mut Daemon, src: &ConfigSource) -> ReloadOutcome {
         needs_restart = r.needs_restart.len(),
         "configuration reloaded"
     );
-    let list = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
-    let nums = |v: &[u32]| list(&v.iter().map(u32::to_string).collect::<Vec<_>>());
-    lines.insert(
-        0,
-        format!("ports added: {}; removed: {}", nums(&r.ports_added), nums(&r.ports_removed)),
-    );
-    lines.insert(
-        1,
+    fn list<T: std::fmt::Display>(v: &[T]) -> String {
+        let v: Vec<String> = v.iter().map(T::to_string).collect();
+        if v.is_empty() {
+            "none".into()
+        } else {
+            v.join(", ")
+        }
+    }
+    let mut lines = vec![
+        format!("ports added: {}; removed: {}", list(&r.ports_added), list(&r.ports_removed)),
         format!("targets added: {}; removed: {}", list(&r.targets_added), list(&r.targets_removed)),
-    );
-    let settings: Vec<String> = r.settings.iter().map(|s| s.to_string()).collect();
-    lines.insert(2, format!("settings changed live: {}", list(&settings)));
+        format!("settings changed live: {}", list(&r.settings)),
+    ];
+    for key in &r.needs_restart {
+        warn!(key, "reload: this setting changed but needs a restart; the running value is kept");
+        lines.push(format!("{key}: changed but needs a restart; the running value is kept"));
+    }
+    for e in &r.target_errors {
+        error!("reload: target not started: {e}");
+        lines.push(format!("target not started: {e}"));
+    }
     ReloadOutcome { applied: true, lines }
 }
 

@@ -152,6 +152,37 @@ pub trait Entry {
     fn counters(&self) -> &Tally;
     /// Which counters a hit bumps.
     fn counting(&self) -> Counting;
+    /// The address of what a hit reads first (the staged walk prefetches
+    /// it): the entry itself, unless it is reached through a pointer.
+    #[inline]
+    fn hot_line(&self) -> *const u8 {
+        (self as *const Self).cast()
+    }
+}
+
+/// An entry behind an `Arc` (tables whose published copies share their
+/// entries) is walked as the entry.
+impl<E: Entry> Entry for Arc<E> {
+    #[inline]
+    fn ops(&self) -> &Arc<EntryOps> {
+        (**self).ops()
+    }
+    #[inline]
+    fn guards(&self) -> &GuardSet {
+        (**self).guards()
+    }
+    #[inline]
+    fn counters(&self) -> &Tally {
+        (**self).counters()
+    }
+    #[inline]
+    fn counting(&self) -> Counting {
+        (**self).counting()
+    }
+    #[inline]
+    fn hot_line(&self) -> *const u8 {
+        Arc::as_ptr(self).cast()
+    }
 }
 
 /// One table, as the walk sees it: entries in priority order and the
@@ -1261,7 +1292,7 @@ fn stage_burst<F: Frontend>(
                 Some(r) => {
                     *first = first_entry(f, &r.chain);
                     if let Some(e) = *first {
-                        prefetch(e);
+                        prefetch(e.hot_line());
                     }
                 }
                 None => {}

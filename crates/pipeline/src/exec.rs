@@ -760,7 +760,7 @@ impl sluice_core::walk::Frontend for Pipeline {
     }
 
     #[inline]
-    fn ctx(&self, table: u8, e: &FlowEntry) -> Ctx {
+    fn ctx(&self, table: u8, e: &Arc<FlowEntry>) -> Ctx {
         self.entry_ctx(table, e)
     }
 
@@ -787,7 +787,7 @@ impl sluice_core::walk::Frontend for Pipeline {
 
 /// A flow table as the core's fast walk sees it.
 impl sluice_core::walk::Table for FlowTable {
-    type Entry = FlowEntry;
+    type Entry = Arc<FlowEntry>;
 
     #[inline]
     fn counters(&self) -> &Arc<Tally> {
@@ -795,7 +795,7 @@ impl sluice_core::walk::Table for FlowTable {
     }
 
     #[inline]
-    fn entries(&self) -> &[FlowEntry] {
+    fn entries(&self) -> &[Arc<FlowEntry>] {
         FlowTable::entries(self)
     }
 

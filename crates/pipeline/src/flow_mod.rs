@@ -464,18 +464,18 @@ impl Pipeline {
                 } else {
                     vec![usize::from(fm.table_id)]
                 };
+                let also = |e: &FlowEntry| {
+                    (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask)
+                        && outputs_to(&e.instructions, fm.out_port, fm.out_group)
+                        && fields.selects(e, strict)
+                };
                 for t in tables {
-                    let removed = self.tables[t].remove_where(|e| {
-                        let selected = if strict {
-                            e.priority == fm.priority && e.rule == rule
-                        } else {
-                            rule.covers(&e.rule)
-                        };
-                        selected
-                            && (e.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask)
-                            && outputs_to(&e.instructions, fm.out_port, fm.out_group)
-                            && fields.selects(e, strict)
-                    });
+                    let removed = if strict {
+                        // The strict index finds the one (priority, rule).
+                        self.tables[t].remove_strict(&rule, fm.priority, also)
+                    } else {
+                        self.tables[t].remove_where(|e| rule.covers(&e.rule) && also(e))
+                    };
                     self.flows_removed(t as u8, removed, Removal::Deleted);
                 }
                 Ok(())
@@ -613,7 +613,12 @@ impl Pipeline {
     }
 
     /// Queue FLOW_REMOVED for the removed entries that asked for it.
-    pub(crate) fn flows_removed(&mut self, table: u8, removed: Vec<FlowEntry>, reason: Removal) {
+    pub(crate) fn flows_removed(
+        &mut self,
+        table: u8,
+        removed: Vec<Arc<FlowEntry>>,
+        reason: Removal,
+    ) {
         let now = self.now_ns;
         for e in removed {
             if e.flags & ff::SEND_FLOW_REM == 0 {
@@ -628,7 +633,7 @@ impl Pipeline {
                 duration_ns: now.saturating_sub(e.installed_ns),
                 packets: e.packet_count(),
                 bytes: e.byte_count(),
-                rule: e.r#match,
+                rule: e.r#match.clone(),
             });
             self.async_out.push(crate::exec::message_of(up));
         }

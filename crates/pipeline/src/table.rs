@@ -16,14 +16,19 @@
 //! `seq → index` map turns it into the entry's place in the vector in O(1).
 //!
 //! ## Cost of flow-mods
-//! - insert: binary search, `Vec::insert` (moves the entries after the
-//!   insertion point: O(n) memmove), classifier insert (O(log n) plus
-//!   O(number of masks) to keep the probe order), and marking the
-//!   `seq → index` map stale from the insertion point.
-//! - removal (`remove_where`): one O(n) pass over the vector (entries move
-//!   only from the first removed one on), one classifier
-//!   remove per removed entry, and the map marked stale from the first
-//!   removed position.
+//! The vector holds boxed entries, so every move below moves pointers
+//! (a rule alone is 48 words).
+//! - insert: binary search, `Vec::insert` (moves the pointers after the
+//!   insertion point: O(n) memmove of 8-byte pointers), classifier insert
+//!   (O(log n) plus O(number of masks) to keep the probe order), and
+//!   marking the `seq → index` map stale from the insertion point.
+//! - DELETE_STRICT ([`FlowTable::remove_strict`]): the strict index's
+//!   hash probe and a binary search find the entry; removing it moves the
+//!   pointers after it. Other deletes (`remove_where`): one O(n) pass
+//!   compacting in place. Either way one classifier remove per removed
+//!   entry, and the map marked stale from the first removed position.
+//! - A published copy replays a removal of a few entries by binary search
+//!   per entry, of many by one pass.
 //! - The stale part of the map is rebuilt on the next indexed lookup
 //!   (O(n − first stale position) once per batch of flow-mods, not per
 //!   flow-mod). Appends at the end of a priority level, the common case of
@@ -186,11 +191,11 @@ impl FlowEntry {
 /// One change to a table, as replayed on a published copy.
 #[derive(Clone, Debug)]
 pub(crate) enum TableOp {
-    Insert(FlowEntry),
+    Insert(Arc<FlowEntry>),
     /// Remove the entries with these (priority, seq).
     Remove(Vec<(u16, u64)>),
     /// Replace the entry with this (priority, seq).
-    Replace(u16, u64, FlowEntry),
+    Replace(u16, u64, Arc<FlowEntry>),
     Indexed(bool),
     Compiled(bool),
 }
@@ -368,7 +373,13 @@ fn spec_of(e: &FlowEntry) -> RuleSpec {
 #[derive(Clone, Debug)]
 pub struct FlowTable {
     /// Sorted by priority (highest first), then by `seq` (oldest first).
-    entries: Vec<FlowEntry>,
+    /// Behind pointers: an insert or remove in the middle moves pointers,
+    /// not entries (a rule alone is 48 words; moving whole entries was
+    /// most of a flow-mod's cost in a table of thousands, and the vectors
+    /// `remove_where` used to split off fragmented the heap). Shared: the
+    /// published copies hold the same entries, not clones of them (an
+    /// entry changed in place is copied first, [`FlowTable::update`]).
+    entries: Vec<Arc<FlowEntry>>,
     /// Tuple-space index (`Datapath::Classifier`), or `None` (reference).
     index: Option<Box<Index>>,
     /// Hash of (priority, rule) → seqs of the entries with that hash: a
@@ -494,10 +505,10 @@ impl FlowTable {
     /// [`FlowTable::apply`] of an op no one needs afterwards.
     fn apply_owned(&mut self, op: TableOp) {
         match op {
-            TableOp::Insert(e) => self.insert(e),
+            TableOp::Insert(e) => self.insert_shared(e),
             TableOp::Replace(priority, seq, e) => {
                 if let Some(i) = self.position(priority, seq) {
-                    self.replace(i, e);
+                    self.replace_shared(i, e);
                 }
             }
             other => self.apply(&other),
@@ -506,14 +517,11 @@ impl FlowTable {
 
     fn apply(&mut self, op: &TableOp) {
         match op {
-            TableOp::Insert(e) => self.insert(e.clone()),
-            TableOp::Remove(keys) => {
-                let keys: HashSet<(u16, u64)> = keys.iter().copied().collect();
-                self.remove_where(|e| keys.contains(&(e.priority, e.seq)));
-            }
+            TableOp::Insert(e) => self.insert_shared(e.clone()),
+            TableOp::Remove(keys) => self.remove_keys(keys),
             TableOp::Replace(priority, seq, e) => {
                 if let Some(i) = self.position(*priority, *seq) {
-                    self.replace(i, e.clone());
+                    self.replace_shared(i, e.clone());
                 }
             }
             TableOp::Indexed(on) => self.set_indexed(*on),
@@ -614,7 +622,7 @@ impl FlowTable {
             }
         }
         jit.stale = false;
-        let rules = codegen::rules_of(self.entries.iter());
+        let rules = codegen::rules_of(self.entries.iter().map(|e| &**e));
         if let Some(c) = background {
             jit.job = Some(codegen::submit(rules, jit.opts, self.guarded > 0, &**c));
             changed
@@ -679,7 +687,9 @@ impl FlowTable {
         self.index.is_some()
     }
 
-    pub fn entries(&self) -> &[FlowEntry] {
+    /// The entries in table order (priority, highest first; then oldest
+    /// first).
+    pub fn entries(&self) -> &[Arc<FlowEntry>] {
         &self.entries
     }
 
@@ -688,6 +698,9 @@ impl FlowTable {
     /// on them).
     pub(crate) fn update(&mut self, i: usize, f: impl FnOnce(&mut FlowEntry)) {
         let Some(e) = self.entries.get_mut(i) else { return };
+        // Copied first when the published copies share it: they keep the
+        // old entry until they replay the Replace below.
+        let e = Arc::make_mut(e);
         let before = (e.priority, e.seq, e.rule);
         let timed = has_timeout(e);
         let guards = e.guards.clone();
@@ -696,8 +709,8 @@ impl FlowTable {
         debug_assert_eq!(timed, has_timeout(e));
         debug_assert_eq!(guards, e.guards, "update changed the entry's guards");
         if self.log.on {
-            let e = e.clone();
-            self.log.cur.push(TableOp::Replace(e.priority, e.seq, e));
+            let (priority, seq) = (e.priority, e.seq);
+            self.log.cur.push(TableOp::Replace(priority, seq, self.entries[i].clone()));
         }
     }
 
@@ -859,12 +872,16 @@ impl FlowTable {
 
     /// Insert keeping the order invariant.
     pub fn insert(&mut self, e: FlowEntry) {
+        self.insert_shared(Arc::new(e))
+    }
+
+    fn insert_shared(&mut self, e: Arc<FlowEntry>) {
         let before =
             |x: &FlowEntry| (x.priority, u64::MAX - x.seq) > (e.priority, u64::MAX - e.seq);
         // Bulk loads append (same or falling priority, rising seq): check
         // the end before a binary search over the whole vector.
         let at = match self.entries.last() {
-            Some(last) if !before(last) => self.entries.partition_point(before),
+            Some(last) if !before(last) => self.entries.partition_point(|x| before(x)),
             _ => self.entries.len(),
         };
         if let Some(ix) = self.index.as_deref_mut() {
@@ -882,40 +899,104 @@ impl FlowTable {
 
     /// Remove the entries for which `f` is true; returns them in table order.
     /// `f` is called once per entry, in table order. Nothing is moved
-    /// unless something is removed, and then only the entries after the
-    /// first removed one.
-    pub fn remove_where(&mut self, mut f: impl FnMut(&FlowEntry) -> bool) -> Vec<FlowEntry> {
-        let Some(first_removed) = self.entries.iter().position(&mut f) else {
+    /// unless something is removed, and then only the pointers after the
+    /// first removed entry, in place.
+    pub fn remove_where(&mut self, mut f: impl FnMut(&FlowEntry) -> bool) -> Vec<Arc<FlowEntry>> {
+        let Some(first_removed) = self.entries.iter().position(|e| f(e)) else {
             return Vec::new();
         };
-        let mut tail = self.entries.split_off(first_removed).into_iter();
-        let mut removed: Vec<FlowEntry> = tail.next().into_iter().collect();
-        for e in tail {
-            if f(&e) {
-                removed.push(e);
-            } else {
-                self.entries.push(e);
+        // Compact in place: kept entries slide down in order, removed ones
+        // gather at the end (pointer swaps), then go in table order.
+        let mut kept = first_removed;
+        for i in first_removed + 1..self.entries.len() {
+            if !f(&self.entries[i]) {
+                self.entries.swap(kept, i);
+                kept += 1;
             }
         }
+        let mut removed = self.entries.split_off(kept);
+        removed.sort_unstable_by_key(|e| (std::cmp::Reverse(e.priority), e.seq));
+        self.forget(&removed, first_removed);
+        removed
+    }
+
+    /// Remove the entries with these (priority, seq) keys (absent ones
+    /// are skipped). A few keys are found by binary search and removed
+    /// one by one; many by one pass over the table.
+    fn remove_keys(&mut self, keys: &[(u16, u64)]) {
+        if keys.len().saturating_mul(32) > self.entries.len() {
+            let keys: HashSet<(u16, u64)> = keys.iter().copied().collect();
+            self.remove_where(|e| keys.contains(&(e.priority, e.seq)));
+            return;
+        }
+        let mut at: Vec<usize> = keys.iter().filter_map(|&(p, s)| self.position(p, s)).collect();
+        self.remove_at(&mut at);
+    }
+
+    /// Remove the entries at these positions; returns them in table order.
+    fn remove_at(&mut self, at: &mut Vec<usize>) -> Vec<Arc<FlowEntry>> {
+        at.sort_unstable();
+        at.dedup();
+        let Some(&first) = at.first() else { return Vec::new() };
+        let mut removed: Vec<Arc<FlowEntry>> =
+            at.iter().rev().map(|&i| self.entries.remove(i)).collect();
+        removed.reverse();
+        self.forget(&removed, first);
+        removed
+    }
+
+    /// Remove the entries with exactly this priority and rule that `also`
+    /// accepts (DELETE_STRICT): found through the strict index, not by a
+    /// scan; returned in table order.
+    pub fn remove_strict(
+        &mut self,
+        rule: &Rule,
+        priority: u16,
+        also: impl Fn(&FlowEntry) -> bool,
+    ) -> Vec<Arc<FlowEntry>> {
+        // A delete for all tables visits every table; most are empty,
+        // and the hash is the costly part of the probe.
+        if self.entries.is_empty() {
+            return Vec::new();
+        }
+        let Some(seqs) = self.strict.get(&strict_hash(priority, rule)) else {
+            return Vec::new();
+        };
+        let mut at: Vec<usize> = seqs
+            .as_slice()
+            .iter()
+            .filter_map(|&seq| self.position(priority, seq))
+            .filter(|&i| self.entries[i].rule == *rule && also(&self.entries[i]))
+            .collect();
+        self.remove_at(&mut at)
+    }
+
+    /// The bookkeeping for entries just taken out of `entries` (the first
+    /// of them was at `first`): counts, strict index, tuple-space index,
+    /// the copies' log, compiled code.
+    fn forget(&mut self, removed: &[Arc<FlowEntry>], first: usize) {
         self.timed -= removed.iter().filter(|e| has_timeout(e)).count();
         self.guarded -= removed.iter().filter(|e| !e.guards.is_empty()).count();
-        for e in &removed {
+        for e in removed {
             self.strict_remove(e.priority, &e.rule, e.seq);
         }
         if let Some(ix) = self.index.as_deref_mut() {
-            for e in &removed {
+            for e in removed {
                 ix.cls.remove(RuleId(e.seq));
                 ix.pos.remove(&e.seq);
             }
-            ix.stale_from = ix.stale_from.min(first_removed);
+            ix.stale_from = ix.stale_from.min(first);
         }
         self.log(|| TableOp::Remove(removed.iter().map(|e| (e.priority, e.seq)).collect()));
         self.entries_changed();
-        removed
     }
 
     /// Replace the entry at `i` (same rule and priority, so order holds).
     pub fn replace(&mut self, i: usize, e: FlowEntry) {
+        self.replace_shared(i, Arc::new(e))
+    }
+
+    fn replace_shared(&mut self, i: usize, e: Arc<FlowEntry>) {
         let Some(old) = self.entries.get(i) else { return };
         debug_assert!(old.priority == e.priority);
         let (old_priority, old_rule, old_seq) = (old.priority, old.rule, old.seq);
@@ -1059,5 +1140,69 @@ mod tests {
             assert_eq!(t.lookup_indexed(&key, &mut wc), t.lookup(&key), "port {port}");
             assert_eq!(t.lookup(&key), Some(0));
         }
+    }
+
+    /// DELETE_STRICT through the strict index and the copies' keyed
+    /// removes (a few keys one by one, many in one pass) leave the master
+    /// and a published copy with the same entries, and the index agreeing
+    /// with the scan in both.
+    #[test]
+    fn strict_and_keyed_removes_keep_copies_and_index_exact() {
+        use sluice_ofp::oxm::{FieldBytes, FieldId, Oxm};
+        let rule = |port: u32| {
+            let m = Match {
+                oxms: vec![Oxm::Basic {
+                    field: FieldId::InPort,
+                    value: FieldBytes::from_u128(port.into(), 4),
+                    mask: None,
+                }],
+            };
+            Rule::compile(&m).unwrap()
+        };
+        let mut t = FlowTable::new(1000, 2);
+        t.set_indexed(true);
+        t.start_log();
+        // Publications alternate between two copies (each sync replays
+        // the other copy's last ops, then the new ones).
+        let mut copies = [t.replica(), t.replica()];
+        let mut seq = 0;
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        for round in 0..40 {
+            // A burst of single changes (few keys per op), then every
+            // fourth round a bulk remove (many keys in one op).
+            for _ in 0..25 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let (port, priority) = ((x % 200) as u32, (x >> 32) as u16 % 3);
+                let gone = t.remove_strict(&rule(port), priority, |_| true);
+                assert!(gone.len() <= 1);
+                if gone.is_empty() {
+                    seq += 1;
+                    let mut e = entry(priority, seq);
+                    e.rule = rule(port);
+                    t.insert(e);
+                }
+                assert_eq!(t.find_strict(&rule(port), priority).is_some(), gone.is_empty());
+            }
+            if round % 4 == 3 {
+                t.remove_where(|e| e.seq % 3 == 0);
+            }
+            t.settle();
+            let copy = &mut copies[round % 2];
+            t.sync_copy(copy, false);
+            let keys = |t: &FlowTable| -> Vec<(u16, u64)> {
+                t.entries().iter().map(|e| (e.priority, e.seq)).collect()
+            };
+            assert_eq!(keys(&t), keys(copy), "round {round}");
+            for port in 0..200u32 {
+                let key = FlowKey { words: rule(port).value.words };
+                for tab in [&t, &*copy] {
+                    let mut wc = FlowMask::ZERO;
+                    assert_eq!(tab.lookup_indexed(&key, &mut wc), tab.lookup(&key), "port {port}");
+                }
+            }
+        }
+        assert!(!t.is_empty());
     }
 }

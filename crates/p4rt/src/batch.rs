@@ -236,6 +236,7 @@ fn undo(st: &mut State, engine: &mut Engine, digests: &mut Digests, u: Undo) -> 
                 if b.0.handle == h {
                     // Still the same entry (the update failed before
                     // replacing it): only its cells may have changed.
+                    index.insert(key.clone(), b.0.clone());
                     let (_, counter, meter) = **b;
                     if counter.is_some() || meter.is_some() {
                         engine.direct_write(&table, h, counter, meter)?;

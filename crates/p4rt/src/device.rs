@@ -43,6 +43,34 @@ pub struct Installed {
     pub spec: EntrySpec,
     /// Its hit watch, in tables that support idle timeouts.
     pub idle: Option<crate::idle::Watch>,
+    /// The controller's cookie, opaque to sluice: `metadata` and the
+    /// deprecated `controller_metadata` as last written, returned by reads.
+    pub cookie: Cookie,
+}
+
+/// A table entry's controller cookie (`TableEntry.metadata`, and the
+/// deprecated `controller_metadata` older clients still send).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cookie {
+    pub metadata: Vec<u8>,
+    pub controller_metadata: u64,
+}
+
+impl Cookie {
+    pub fn of(e: &p4v1::TableEntry) -> Cookie {
+        #[allow(deprecated)] // still sent by older clients
+        let controller_metadata = e.controller_metadata;
+        Cookie { metadata: e.metadata.clone(), controller_metadata }
+    }
+
+    /// Puts the cookie into an entry being read.
+    pub fn fill(&self, e: &mut p4v1::TableEntry) {
+        e.metadata = self.metadata.clone();
+        #[allow(deprecated)]
+        {
+            e.controller_metadata = self.controller_metadata;
+        }
+    }
 }
 
 /// What Write and SetForwardingPipelineConfig change.

@@ -141,15 +141,19 @@ fn read_tables(
         } else {
             Default::default()
         };
-        let watches: std::collections::HashMap<u64, &crate::idle::Watch> = st
+        let installed: std::collections::HashMap<u64, &crate::device::Installed> = st
             .index
             .get(&t.id)
-            .map(|m| m.values().filter_map(|i| Some((i.handle, i.idle.as_ref()?))).collect())
+            .map(|m| m.values().map(|i| (i.handle, i)).collect())
             .unwrap_or_default();
         for d in &entries {
             let mut e = entry_of(p, t, d);
             crate::resources::fill_entry(p, t, q, cells.get(&d.handle), &mut e);
-            let w = watches.get(&d.handle).copied();
+            let inst = installed.get(&d.handle).copied();
+            if let Some(i) = inst {
+                i.cookie.fill(&mut e);
+            }
+            let w = inst.and_then(|i| i.idle.as_ref());
             crate::idle::fill_entry(q, w, hits.get(&d.handle).copied(), now, &mut e);
             if let Some(k) = &filter {
                 match crate::write::entry_key(t, &e) {

@@ -253,11 +253,6 @@ pub fn check_entry(p: &Pipeline, e: &p4v1::TableEntry, with_action: bool) -> P4R
         crate::idle::check_write(t, e)?;
     }
     crate::resources::entry_resources(p, t, e)?;
-    #[allow(deprecated)] // still sent by older clients
-    let old_metadata = e.controller_metadata;
-    if !e.metadata.is_empty() || old_metadata != 0 {
-        return Err(P4Error::unimplemented("entry metadata is not implemented"));
-    }
     let (key, keys) = entry_key(t, e)?;
     let (action, args) = if with_action {
         action(p, t, e.action.as_ref(), false)?
@@ -377,7 +372,8 @@ pub fn table_update(
                 }
             }
             let idle = crate::idle::Watch::new(t, e, std::time::Instant::now());
-            index.insert(c.key, Installed { handle, spec: c.spec, idle });
+            let cookie = crate::device::Cookie::of(e);
+            index.insert(c.key, Installed { handle, spec: c.spec, idle, cookie });
             Ok(())
         }
         U::Modify => {
@@ -411,7 +407,9 @@ pub fn table_update(
                     // crate::batch, finds the entry by it).
                     let now = std::time::Instant::now();
                     let idle = old.idle.map(|w| w.modified(e.idle_timeout_ns, now));
-                    index.insert(c.key, Installed { handle, spec: c.spec, idle });
+                    // MODIFY writes every non-key field, the cookie too.
+                    let cookie = crate::device::Cookie::of(e);
+                    index.insert(c.key, Installed { handle, spec: c.spec, idle, cookie });
                     if kept.is_some() || meter.is_some() {
                         engine
                             .direct_write(&t.engine_name, handle, kept, meter)
@@ -425,7 +423,11 @@ pub fn table_update(
                         Ok(h) => {
                             let now = std::time::Instant::now();
                             let idle = old.idle.map(|w| w.modified(w.timeout_ns, now));
-                            index.insert(c.key, Installed { handle: h, spec: old.spec, idle });
+                            let cookie = old.cookie;
+                            index.insert(
+                                c.key,
+                                Installed { handle: h, spec: old.spec, idle, cookie },
+                            );
                         }
                         Err(_) => {
                             index.remove(&c.key);

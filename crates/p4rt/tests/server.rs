@@ -340,6 +340,49 @@ async fn write_and_read_each_match_kind() {
     assert!(e.message().contains("value sets"), "{e:?}");
 }
 
+/// `TableEntry.metadata` (and the deprecated `controller_metadata`) is the
+/// controller's cookie: kept with the entry, returned by reads, replaced
+/// by MODIFY, gone with the entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)]
+async fn entry_metadata_is_kept_and_read_back() {
+    let srv = start(Some("rt.p4")).await;
+    let mut c = client(srv.addr).await;
+    let mut s = Stream::open(&mut c, 1).await;
+    s.next_arbitration().await;
+    let info = p4info(&mut c).await;
+    let with = |port: u8, metadata: &[u8], old: u64| p4v1::TableEntry {
+        metadata: metadata.to_vec(),
+        controller_metadata: old,
+        ..l2_entry(&info, 1, port)
+    };
+    let l2 = table_id(&info, "I.l2");
+    async fn read_table(
+        c: &mut sluice_p4rt::proto::p4::v1::p4_runtime_client::P4RuntimeClient<
+            tonic::transport::Channel,
+        >,
+        table_id: u32,
+    ) -> Vec<p4v1::TableEntry> {
+        let q = p4v1::TableEntry { table_id, ..Default::default() };
+        let mut got = entries(read_all(c, p4v1::entity::Entity::TableEntry(q)).await.unwrap());
+        // In key order (a MODIFY may move an entry in the read order).
+        got.sort_by_key(|e| format!("{:?}", e.r#match));
+        got
+    }
+    let first = with(2, b"flow 17 of app X", 0x1234_5678_9abc);
+    c.write(write_req(1, vec![update(U::Insert, first.clone())])).await.unwrap();
+    c.write(write_req(1, vec![update(U::Insert, l2_entry(&info, 2, 3))])).await.unwrap();
+    assert_eq!(read_table(&mut c, l2).await, vec![first, l2_entry(&info, 2, 3)]);
+    // MODIFY replaces the cookie (here: new bytes, no old-style value).
+    let second = with(4, b"\x00\x01 moved", 0);
+    c.write(write_req(1, vec![update(U::Modify, second.clone())])).await.unwrap();
+    assert_eq!(read_table(&mut c, l2).await, vec![second, l2_entry(&info, 2, 3)]);
+    // Deleted and inserted again without one: no cookie left over.
+    c.write(write_req(1, vec![update(U::Delete, l2_entry(&info, 1, 0))])).await.unwrap();
+    c.write(write_req(1, vec![update(U::Insert, l2_entry(&info, 1, 5))])).await.unwrap();
+    assert_eq!(read_table(&mut c, l2).await, vec![l2_entry(&info, 1, 5), l2_entry(&info, 2, 3)]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_errors_carry_per_update_codes() {
     let srv = start(Some("rt.p4")).await;

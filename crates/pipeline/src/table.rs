@@ -1102,21 +1102,22 @@ mod tests {
         assert_eq!(t.find_strict(&Rule::ANY, 6).map(|i| t.entries()[i].seq), Some(9));
     }
 
+    /// `in_port=PORT`, compiled.
+    fn in_port_rule(port: u32) -> Rule {
+        use sluice_ofp::oxm::{FieldBytes, FieldId, Oxm};
+        let field = Oxm::Basic {
+            field: FieldId::InPort,
+            value: FieldBytes::from_u128(port.into(), 4),
+            mask: None,
+        };
+        Rule::compile(&Match { oxms: vec![field] }).unwrap()
+    }
+
     /// The index answers like the scan through inserts and removals that
     /// shift positions.
     #[test]
     fn index_follows_the_vector() {
-        use sluice_ofp::oxm::{FieldBytes, FieldId, Oxm};
-        let rule = |port: u32| {
-            let m = Match {
-                oxms: vec![Oxm::Basic {
-                    field: FieldId::InPort,
-                    value: FieldBytes::from_u128(port.into(), 4),
-                    mask: None,
-                }],
-            };
-            Rule::compile(&m).unwrap()
-        };
+        let rule = in_port_rule;
         let mut t = FlowTable::new(10, 2);
         t.set_indexed(true);
         let mut key = FlowKey::ZERO;
@@ -1148,17 +1149,7 @@ mod tests {
     /// with the scan in both.
     #[test]
     fn strict_and_keyed_removes_keep_copies_and_index_exact() {
-        use sluice_ofp::oxm::{FieldBytes, FieldId, Oxm};
-        let rule = |port: u32| {
-            let m = Match {
-                oxms: vec![Oxm::Basic {
-                    field: FieldId::InPort,
-                    value: FieldBytes::from_u128(port.into(), 4),
-                    mask: None,
-                }],
-            };
-            Rule::compile(&m).unwrap()
-        };
+        let rule = in_port_rule;
         let mut t = FlowTable::new(1000, 2);
         t.set_indexed(true);
         t.start_log();

@@ -364,6 +364,9 @@ impl<S: Switch> Core<S> {
         let now = self.now_ns();
         for msg in msgs {
             let is_pin = matches!(msg, Message::PacketIn(_));
+            if is_pin {
+                self.shared.counters.packet_in_frames.fetch_add(1, Relaxed);
+            }
             let Ok(bytes) = msg.try_encode(0) else {
                 warn!(ty = msg.msg_type(), "asynchronous message too long to encode: not sent");
                 if is_pin {

@@ -101,6 +101,7 @@ pub enum AgentEvent {
 /// Agent-wide counters.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
+    pub packet_in_frames: AtomicU64,
     pub packet_in_sent: AtomicU64,
     pub packet_in_dropped_rate: AtomicU64,
     pub packet_in_dropped_queue: AtomicU64,
@@ -113,6 +114,11 @@ pub(crate) struct Counters {
 /// A snapshot of the agent-wide counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AgentStats {
+    /// PACKET_INs the switch made, one per frame however many connections
+    /// it then went to (or none): the frames sent to the controller.
+    pub packet_in_frames: u64,
+    /// PACKET_IN messages queued on connections (one frame may count on
+    /// several).
     pub packet_in_sent: u64,
     /// PACKET_INs refused by a connection's token bucket.
     pub packet_in_dropped_rate: u64,
@@ -534,6 +540,7 @@ impl AgentObserver {
     pub fn stats(&self) -> AgentStats {
         let c = &self.shared.counters;
         AgentStats {
+            packet_in_frames: c.packet_in_frames.load(Relaxed),
             packet_in_sent: c.packet_in_sent.load(Relaxed),
             packet_in_dropped_rate: c.packet_in_dropped_rate.load(Relaxed),
             packet_in_dropped_queue: c.packet_in_dropped_queue.load(Relaxed),

@@ -20,8 +20,9 @@
 //!   tables' lookups they account for every received frame; frames a flow
 //!   output to a port the switch no longer has (`Tx::no_port`);
 //! - per configured controller (`target`): up or down, and per live
-//!   OpenFlow connection its role; agent counters (PACKET_INs sent,
-//!   dropped by rate or queue, unsent for want of a connection; probe
+//!   OpenFlow connection its role; agent counters (frames sent to the
+//!   controller, one each; PACKET_IN messages sent, dropped by rate or
+//!   queue, unsent for want of a connection, per connection; probe
 //!   timeouts, connection attempts).
 //!
 //! ## Format
@@ -464,8 +465,18 @@ pub fn render(dp: &Probe, agent: Option<&AgentObserver>) -> String {
             e.sample("sluice_openflow_connection_role", &l, 1.0);
         }
         let st = a.stats();
-        let agent_counters: [(&str, &str, u64); 6] = [
-            ("sluice_packet_in_sent_total", "PACKET_INs sent to controllers.", st.packet_in_sent),
+        let agent_counters: [(&str, &str, u64); 7] = [
+            (
+                "sluice_packet_in_frames_total",
+                "Frames sent to the controller: PACKET_INs made, one per frame however many \
+                 connections took it.",
+                st.packet_in_frames,
+            ),
+            (
+                "sluice_packet_in_sent_total",
+                "PACKET_IN messages queued on connections (a frame counts once per connection).",
+                st.packet_in_sent,
+            ),
             (
                 "sluice_packet_in_dropped_rate_total",
                 "PACKET_INs refused by a connection's rate limit.",

@@ -52,8 +52,9 @@
 //! - Code is immutable and shared (`Arc`) by the master and its copies.
 #![allow(clippy::type_complexity)]
 
-use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT};
-use sluice_tablejit::{CompileOptions, CompiledTable, NotResumable, ProbeTable, Rule};
+use crate::table::FlowEntry;
+use sluice_packet::key::{FlowKey, FlowMask, FIXED_LAYOUT, KEY_WORDS};
+use sluice_tablejit::{CompileOptions, CompiledTable, NotResumable, ProbeTable, Rule, RuleWords};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -175,11 +176,15 @@ const MAX_PORT_VARIANTS: usize = 16;
 /// left to the index. `resumable`: the table has guarded entries, so the
 /// straight-line code also gets the entry that resumes after a rejected
 /// candidate (probe tables always can).
-pub fn build(rules: &[Rule], opts: &JitOptions, resumable: bool) -> Option<Code> {
-    if rules.len() > opts.straight_max {
-        // More than MAX_PROBE_MASKS masks: the index serves the table.
-        return ProbeTable::build(rules).ok().map(Code::Probe);
+pub fn build(entries: &[Arc<FlowEntry>], opts: &JitOptions, resumable: bool) -> Option<Code> {
+    if entries.len() > opts.straight_max {
+        // Read from the entries in place (a copy of every rule is 384
+        // bytes each). More than MAX_PROBE_MASKS masks: the index serves
+        // the table.
+        return ProbeTable::build(entries).ok().map(Code::Probe);
     }
+    let rules = rules_of(entries);
+    let rules = &rules[..];
     let with = |known| CompileOptions { known, resumable };
     let any = CompiledTable::compile_with(rules, &with(None)).ok()?;
     Some(match per_port(rules, resumable) {
@@ -224,7 +229,9 @@ fn per_port(rules: &[Rule], resumable: bool) -> Option<(usize, u32, Vec<(u32, Co
 /// cancel) and the result.
 #[derive(Debug, Default)]
 pub struct Job {
-    rules: Mutex<Option<(Vec<Rule>, JitOptions, bool)>>,
+    /// The table's entries when the job was submitted (shared pointers, not
+    /// copies).
+    rules: Mutex<Option<(Vec<Arc<FlowEntry>>, JitOptions, bool)>>,
     cancelled: AtomicBool,
     done: AtomicBool,
     out: Mutex<Option<Arc<Code>>>,
@@ -262,7 +269,7 @@ impl Job {
 
 /// Hands `rules` to `compiler` as a new job.
 pub fn submit(
-    rules: Vec<Rule>,
+    rules: Vec<Arc<FlowEntry>>,
     opts: JitOptions,
     resumable: bool,
     compiler: &dyn Compiler,
@@ -272,7 +279,14 @@ pub fn submit(
     job
 }
 
-/// Rules of a table in the form the compiler takes.
-pub fn rules_of<'a>(entries: impl Iterator<Item = &'a crate::table::FlowEntry>) -> Vec<Rule> {
-    entries.map(|e| (e.rule.mask.words, e.rule.value.words)).collect()
+/// Rules of a (small) table in the form the straight-line compiler takes.
+pub fn rules_of(entries: &[Arc<FlowEntry>]) -> Vec<Rule> {
+    entries.iter().map(|e| (e.rule.mask.words, e.rule.value.words)).collect()
+}
+
+/// The probe compiler reads an entry's rule where it is.
+impl RuleWords for FlowEntry {
+    fn words(&self) -> (&[u64; KEY_WORDS], &[u64; KEY_WORDS]) {
+        (&self.rule.mask.words, &self.rule.value.words)
+    }
 }

@@ -622,7 +622,9 @@ impl FlowTable {
             }
         }
         jit.stale = false;
-        let rules = codegen::rules_of(self.entries.iter().map(|e| &**e));
+        // A snapshot of the entries (pointers): the code is built from it
+        // while the table goes on changing.
+        let rules = self.entries.clone();
         if let Some(c) = background {
             jit.job = Some(codegen::submit(rules, jit.opts, self.guarded > 0, &**c));
             changed

@@ -237,6 +237,26 @@ pub const MAX_RULES: usize = 256;
 /// One rule: `(mask, value)` over the key words.
 pub type Rule = ([u64; KEY_WORDS], [u64; KEY_WORDS]);
 
+/// A rule as [`ProbeTable::build`] reads it: its mask and value words.
+/// Besides [`Rule`] itself, a caller's own entries can implement it, so
+/// a large table is compiled from its entries in place rather than from
+/// a copy of every rule (384 bytes each).
+pub trait RuleWords {
+    fn words(&self) -> (&[u64; KEY_WORDS], &[u64; KEY_WORDS]);
+}
+
+impl RuleWords for Rule {
+    fn words(&self) -> (&[u64; KEY_WORDS], &[u64; KEY_WORDS]) {
+        (&self.0, &self.1)
+    }
+}
+
+impl<T: RuleWords + ?Sized> RuleWords for std::sync::Arc<T> {
+    fn words(&self) -> (&[u64; KEY_WORDS], &[u64; KEY_WORDS]) {
+        (**self).words()
+    }
+}
+
 /// A table compiled to native code; see the module docs.
 pub struct CompiledTable {
     native: Entry,

@@ -8,7 +8,7 @@
 
 use crate::jit::satisfiable;
 use crate::probe_jit::ProbeCode;
-use crate::Rule;
+use crate::RuleWords;
 use sluice_packet::key::{FlowKey, FlowMask, KEY_WORDS};
 use std::collections::HashMap;
 
@@ -157,7 +157,11 @@ impl Subtable {
 
     /// A subtable for `mask` holding `indices` (ascending) of `rules`; a
     /// value met again keeps its first (lowest) index.
-    fn build(mask: &[u64; KEY_WORDS], indices: &[u32], rules: &[Rule]) -> Result<Subtable, String> {
+    fn build<R: RuleWords>(
+        mask: &[u64; KEY_WORDS],
+        indices: &[u32],
+        rules: &[R],
+    ) -> Result<Subtable, String> {
         let words: Vec<(usize, u64)> =
             mask.iter().copied().enumerate().filter(|&(_, m)| m != 0).collect();
         let stride = words.len() + 1;
@@ -184,7 +188,7 @@ impl Subtable {
         };
         let mut buf = [0u64; KEY_WORDS];
         for &i in indices {
-            let Some((_, value)) = rules.get(i as usize) else {
+            let Some((_, value)) = rules.get(i as usize).map(R::words) else {
                 return Err("internal: rule index out of range".into());
             };
             // The value is within the mask (satisfiable), so its words are
@@ -234,14 +238,14 @@ impl ProbeTable {
     /// probes. `Err` above [`MAX_PROBE_RULES`] rules or
     /// [`MAX_PROBE_MASKS`] distinct masks (of satisfiable rules), if memory
     /// for the hash arrays cannot be had, or if Cranelift fails.
-    pub fn build(rules: &[Rule]) -> Result<ProbeTable, String> {
+    pub fn build<R: RuleWords>(rules: &[R]) -> Result<ProbeTable, String> {
         if rules.len() > MAX_PROBE_RULES {
             return Err(format!("{} rules, at most {MAX_PROBE_RULES} supported", rules.len()));
         }
         // Group by mask, in order of first appearance = of lowest index.
         let mut by_mask: HashMap<&[u64; KEY_WORDS], usize> = HashMap::new();
         let mut groups: Vec<(&[u64; KEY_WORDS], Vec<u32>)> = Vec::new();
-        for (i, (mask, value)) in rules.iter().enumerate() {
+        for (i, (mask, value)) in rules.iter().map(R::words).enumerate() {
             if !satisfiable(mask, value) {
                 continue;
             }

@@ -58,7 +58,7 @@ fn tables_are_send_and_sync() {
 
 #[test]
 fn empty_table_misses_and_adds_nothing() {
-    let t = ProbeTable::build(&[]).unwrap();
+    let t = ProbeTable::build::<Rule>(&[]).unwrap();
     assert!(t.is_empty());
     assert_eq!((t.len(), t.subtables(), t.stored_rules()), (0, 0, 0));
     let mut wc = FlowMask::ZERO;

@@ -235,7 +235,8 @@ fn undo(st: &mut State, engine: &mut Engine, digests: &mut Digests, u: Undo) -> 
             if let (Some(b), Some(h)) = (&before, now) {
                 if b.0.handle == h {
                     // Still the same entry (the update failed before
-                    // replacing it): only its cells may have changed.
+                    // replacing it): its record (cookie, idle watch) and
+                    // its cells may have changed.
                     index.insert(key.clone(), b.0.clone());
                     let (_, counter, meter) = **b;
                     if counter.is_some() || meter.is_some() {

@@ -16,8 +16,8 @@
 //! `seq → index` map turns it into the entry's place in the vector in O(1).
 //!
 //! ## Cost of flow-mods
-//! The vector holds boxed entries, so every move below moves pointers
-//! (a rule alone is 48 words).
+//! The vector holds shared pointers to the entries, so every move below
+//! moves pointers (a rule alone is 48 words).
 //! - insert: binary search, `Vec::insert` (moves the pointers after the
 //!   insertion point: O(n) memmove of 8-byte pointers), classifier insert
 //!   (O(log n) plus O(number of masks) to keep the probe order), and
@@ -338,6 +338,12 @@ impl Seqs {
 /// The strict index: [`strict_hash`] (already a good hash, so the map
 /// only folds it once more) → seqs.
 type StrictMap = HashMap<u64, Seqs, BuildHasherDefault<SeqHasher>>;
+
+/// An entry's place in table order: higher priority first, then older
+/// (lower seq) first.
+fn rank(priority: u16, seq: u64) -> (std::cmp::Reverse<u16>, u64) {
+    (std::cmp::Reverse(priority), seq)
+}
 
 fn has_timeout(e: &FlowEntry) -> bool {
     e.idle_timeout != 0 || e.hard_timeout != 0
@@ -850,9 +856,7 @@ impl FlowTable {
     /// Position of the entry with this priority and seq (binary search on
     /// the sort order).
     fn position(&self, priority: u16, seq: u64) -> Option<usize> {
-        let at = self
-            .entries
-            .partition_point(|x| (x.priority, u64::MAX - x.seq) > (priority, u64::MAX - seq));
+        let at = self.entries.partition_point(|x| rank(x.priority, x.seq) < rank(priority, seq));
         self.entries.get(at).filter(|e| e.priority == priority && e.seq == seq).map(|_| at)
     }
 
@@ -878,8 +882,7 @@ impl FlowTable {
     }
 
     fn insert_shared(&mut self, e: Arc<FlowEntry>) {
-        let before =
-            |x: &FlowEntry| (x.priority, u64::MAX - x.seq) > (e.priority, u64::MAX - e.seq);
+        let before = |x: &FlowEntry| rank(x.priority, x.seq) < rank(e.priority, e.seq);
         // Bulk loads append (same or falling priority, rising seq): check
         // the end before a binary search over the whole vector.
         let at = match self.entries.last() {
@@ -917,7 +920,7 @@ impl FlowTable {
             }
         }
         let mut removed = self.entries.split_off(kept);
-        removed.sort_unstable_by_key(|e| (std::cmp::Reverse(e.priority), e.seq));
+        removed.sort_unstable_by_key(|e| rank(e.priority, e.seq));
         self.forget(&removed, first_removed);
         removed
     }

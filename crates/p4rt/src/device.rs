@@ -102,8 +102,8 @@ pub struct DeviceConfig {
 pub struct PacketStats {
     pub packet_outs: AtomicU64,
     pub packet_ins: AtomicU64,
-    /// Packet-ins dropped: no primary, a full stream, or a frame shorter
-    /// than the packet_in header.
+    /// Packet-ins dropped: no primary, every primary's stream full, or a
+    /// frame shorter than the packet_in header.
     pub packet_ins_dropped: AtomicU64,
 }
 
@@ -192,9 +192,8 @@ impl Device {
     }
 
     /// A frame the program sent to the CPU port: its leading packet_in
-    /// header becomes metadata and the rest goes to the primary client as
-    /// a PacketIn. Dropped (and counted) when there is no primary or its
-    /// stream is full.
+    /// header becomes metadata and the rest goes to every role's primary
+    /// as a PacketIn. Dropped (and counted) when no primary took it.
     pub fn packet_in(&self, frame: &[u8]) {
         let header = self.pipeline().and_then(|p| p.packet_in.clone()).unwrap_or_default();
         let Some((metadata, payload)) = split_header(&header, frame) else {
@@ -207,7 +206,7 @@ impl Device {
                 metadata,
             })),
         };
-        let sent = lock(&self.arb).send_to_primary("", msg);
+        let sent = lock(&self.arb).send_to_primaries(msg);
         let c = if sent { &self.stats.packet_ins } else { &self.stats.packet_ins_dropped };
         c.fetch_add(1, Ordering::Relaxed);
     }

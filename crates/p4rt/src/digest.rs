@@ -5,7 +5,7 @@
 //! forwarding thread hands it over once per round
 //! ([`crate::device::Device::hand_over_digests`]: one short lock, a
 //! wake-up, nothing else); a task on the server's runtime ([`run`])
-//! turns it into `DigestList`s for the primary client.
+//! turns it into `DigestList`s for every role's primary client.
 //!
 //! # Basic design
 //! [`Digests`] is plain state with the clock passed in (tests drive it
@@ -23,8 +23,8 @@
 //!   `DigestListAck` for it arrives or it is `ack_timeout_ns` old; data in
 //!   the cache or the buffer is not buffered again. `ack_timeout_ns` 0
 //!   keeps no cache.
-//! - A list with no primary is dropped, counted, and not cached (nobody
-//!   saw it). A full stream holds the task back ([`run`]).
+//! - A list with no primary in any role is dropped, counted, and not
+//!   cached (nobody saw it). A full stream holds the task back ([`run`]).
 //!
 //! # Bounds
 //! At most [`MAX_WAITING`] digests wait between the forwarding thread and
@@ -109,9 +109,10 @@ pub struct DigestSaved(u32, Option<Configured>);
 /// Counts of the digest path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DigestCounts {
-    /// Lists sent to the primary.
+    /// Lists sent to at least one primary.
     pub lists: u64,
-    /// Lists dropped: no primary, or its stream stayed full ([`SEND_WAIT`]).
+    /// Lists dropped: no primary, or every primary's stream stayed full
+    /// ([`SEND_WAIT`]).
     pub lists_dropped: u64,
     /// Digests dropped before the task saw them ([`MAX_WAITING`]).
     pub digests_dropped: u64,
@@ -426,19 +427,19 @@ fn flush(
     }
 }
 
-/// How long the digest task waits for room on the primary's stream
-/// before it drops a list.
+/// How long the digest task waits for room on a primary's stream
+/// before that primary misses a list.
 pub const SEND_WAIT: Duration = Duration::from_secs(1);
 
 /// The digest task: runs [`Digests::process`] whenever the forwarding
-/// thread hands digests over or a deadline comes. Lists go to the
-/// primary's stream with back-pressure: a full stream holds the task
+/// thread hands digests over or a deadline comes. Lists go to every
+/// role's primary with back-pressure: a full stream holds the task
 /// (digests wait, up to [`MAX_WAITING`]) for at most [`SEND_WAIT`] per
-/// list, then the list is dropped and counted; such a list stays cached
+/// list and primary; a list no primary took is dropped and counted; such a list stays cached
 /// until its ack timeout, like any list sent and not acked. It runs until
 /// aborted ([`crate::server::serve`] aborts it when the server stops).
 pub async fn run(device: Arc<Device>) {
-    let mut out: Vec<(crate::stream::Tx, p4v1::DigestList)> = Vec::new();
+    let mut out: Vec<(Vec<crate::stream::Tx>, p4v1::DigestList)> = Vec::new();
     loop {
         let deadline = lock(&device.digests).next_deadline();
         let wait = deadline.map_or(IDLE, |d| d.saturating_duration_since(Instant::now()));
@@ -448,16 +449,24 @@ pub async fn run(device: Arc<Device>) {
             let _ = tokio::time::timeout(wait, device.digest_wake.notified()).await;
         }
         lock(&device.digests).process(Instant::now(), &mut |list| {
-            let Some(tx) = lock(&device.arb).primary_tx("") else { return false };
-            out.push((tx, list));
+            let txs = lock(&device.arb).primaries_tx();
+            if txs.is_empty() {
+                return false;
+            }
+            out.push((txs, list));
             true
         });
-        for (tx, list) in out.drain(..) {
+        for (txs, list) in out.drain(..) {
             let msg = p4v1::StreamMessageResponse {
                 update: Some(p4v1::stream_message_response::Update::Digest(list)),
             };
-            let sent =
-                matches!(tokio::time::timeout(SEND_WAIT, tx.send(Ok(msg))).await, Ok(Ok(())));
+            // Every role's primary gets the list; it counts as sent if
+            // one of them took it (an ack from any of them clears it).
+            let mut sent = false;
+            for tx in txs {
+                let r = tokio::time::timeout(SEND_WAIT, tx.send(Ok(msg.clone()))).await;
+                sent |= matches!(r, Ok(Ok(())));
+            }
             if !sent {
                 let mut ds = lock(&device.digests);
                 ds.counts.lists -= 1;

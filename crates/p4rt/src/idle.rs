@@ -5,7 +5,7 @@
 //! A table declared with `support_timeout = true` is NOTIFY_CONTROL in
 //! the P4Info. Its entries may be written with `idle_timeout_ns` (a TTL;
 //! 0: never expires). When an entry has not been hit for its TTL, the
-//! primary client of the default role gets an `IdleTimeoutNotification`
+//! primary client of every role gets an `IdleTimeoutNotification`
 //! on its stream. The entry stays installed (the controller decides what
 //! to do, usually a DELETE); its timer is reset by the notification, so
 //! an entry nobody hits is reported again after each further TTL, and a
@@ -237,8 +237,9 @@ pub fn scan(
     out
 }
 
-/// Scans every [`SCAN_PERIOD`] and sends the notifications due to the
-/// primary (dropped when there is none or its stream is full: the spec
+/// Scans every [`SCAN_PERIOD`] and sends the notifications due to every
+/// role's primary (dropped for one whose stream is full, or if there is
+/// none: the spec
 /// lets a server drop them, and the entry is reported again after
 /// another TTL).
 pub async fn run(device: Arc<Device>) {
@@ -259,7 +260,7 @@ pub async fn run(device: Arc<Device>) {
             let msg = p4v1::StreamMessageResponse {
                 update: Some(p4v1::stream_message_response::Update::IdleTimeoutNotification(m)),
             };
-            lock(&device.arb).send_to_primary("", msg);
+            lock(&device.arb).send_to_primaries(msg);
         }
     }
 }

@@ -4,7 +4,11 @@
 //! The first message on a stream must be a `MasterArbitrationUpdate`
 //! for this device (else the stream ends with FAILED_PRECONDITION, or
 //! NOT_FOUND for another device id). Clients are grouped by role name
-//! (unset: the default role). The server remembers the highest election
+//! (unset: the default role). Every role has full pipeline access: this
+//! switch agrees on no role-definition scheme, so a `role.config` is
+//! INVALID_ARGUMENT (spec §5.3), and so is a stream's later update that
+//! names another role or device (FAILED_PRECONDITION, as the spec says for
+//! a live stream). The server remembers the highest election
 //! id it has seen per role; the client holding it is the primary, and it
 //! stays the highest even after that client leaves (then there is no
 //! primary until a client sends an id at least as high). Every client gets
@@ -22,12 +26,13 @@
 //! (fields not given are 0) followed by the payload, injected at the CPU
 //! port (bmv2's convention). Errors (no CPU port, not primary, a bad
 //! metadata id or width, a full queue) come back as a `StreamError` with
-//! the packet. Frames the program sends to the CPU port go to the
-//! primary as PacketIn ([`crate::device::Device::packet_in`]).
+//! the packet. Frames the program sends to the CPU port go to every
+//! role's primary as PacketIn ([`crate::device::Device::packet_in`]), as
+//! do idle-timeout notifications ([`crate::idle`]).
 //!
 //! # Digests
-//! `DigestList`s go to the primary ([`crate::digest`]). A
-//! `DigestListAck` from the primary clears its list from the digest
+//! `DigestList`s go to every role's primary ([`crate::digest`]). A
+//! `DigestListAck` from any of them clears its list from the digest
 //! cache; from another client it is PERMISSION_DENIED, and for a digest
 //! id the P4Info lacks INVALID_ARGUMENT (a `StreamError` with the ack).
 //! Other stream messages are answered UNIMPLEMENTED. A message over the
@@ -99,14 +104,26 @@ impl Arbitration {
             .is_some_and(|c| self.primary(&c.role).is_some_and(|p| p.stream == stream))
     }
 
-    /// The role's primary's stream, if there is a primary.
-    pub fn primary_tx(&self, role: &str) -> Option<Tx> {
-        self.primary(role).map(|p| p.tx.clone())
+    /// The primary of every role, in the order the clients joined. Every
+    /// role has full pipeline access (a `role.config` is refused), so
+    /// each of them gets packet-ins and notifications.
+    fn primaries(&self) -> impl Iterator<Item = &Client> {
+        self.clients.iter().filter(|c| self.primary(&c.role).is_some_and(|p| p.stream == c.stream))
     }
 
-    /// Sends to the role's primary; false if none or its stream is full.
-    pub fn send_to_primary(&self, role: &str, msg: p4v1::StreamMessageResponse) -> bool {
-        self.primary(role).is_some_and(|p| p.tx.try_send(Ok(msg)).is_ok())
+    /// The streams of every role's primary.
+    pub fn primaries_tx(&self) -> Vec<Tx> {
+        self.primaries().map(|p| p.tx.clone()).collect()
+    }
+
+    /// Sends to every role's primary; false if none took it (there is no
+    /// primary, or every primary's stream is full).
+    pub fn send_to_primaries(&self, msg: p4v1::StreamMessageResponse) -> bool {
+        let mut sent = false;
+        for p in self.primaries() {
+            sent |= p.tx.try_send(Ok(msg.clone())).is_ok();
+        }
+        sent
     }
 
     fn update_for(&self, c: &Client, device_id: u64) -> p4v1::StreamMessageResponse {
@@ -149,6 +166,19 @@ impl Arbitration {
     ) -> Result<(), Status> {
         let role_msg = upd.role.clone();
         let role = role_msg.as_ref().map(|r| r.name.clone()).unwrap_or_default();
+        if let Some(cfg) = role_msg.as_ref().and_then(|r| r.config.as_ref()) {
+            return Err(Status::invalid_argument(format!(
+                "role `{role}`: role.config ({}) is not supported: every role has full \
+                 pipeline access on this switch, so leave role.config unset",
+                cfg.type_url
+            )));
+        }
+        let old_role = self.clients.iter().find(|c| c.stream == stream).map(|c| c.role.clone());
+        if let Some(old) = old_role.as_ref().filter(|o| **o != role) {
+            return Err(Status::failed_precondition(format!(
+                "this stream's role is `{old}`, not `{role}`: open a new stream to change role"
+            )));
+        }
         let election = u128_of(&upd.election_id);
         if let Some(e) = election {
             if self
@@ -162,7 +192,6 @@ impl Arbitration {
             }
         }
         let before = self.primary(&role).map(|p| p.stream);
-        let old_role = self.clients.iter().find(|c| c.stream == stream).map(|c| c.role.clone());
         self.clients.retain(|c| c.stream != stream);
         self.clients.push(Client {
             stream,
@@ -180,9 +209,6 @@ impl Arbitration {
             self.notify(&role, device_id, None);
         } else {
             self.notify(&role, device_id, Some(stream));
-        }
-        if let Some(old) = old_role.filter(|o| *o != role) {
-            self.notify(&old, device_id, None);
         }
         Ok(())
     }
@@ -270,12 +296,18 @@ pub async fn run(
         match msg.update {
             Some(Req::Arbitration(upd)) => {
                 if upd.device_id != device_id {
-                    let _ = tx
-                        .send(Err(Status::not_found(format!(
-                            "no device with id {} (this switch is device {device_id})",
-                            upd.device_id
-                        ))))
-                        .await;
+                    // Spec §5.3: NOT_FOUND on a new stream; a live one
+                    // cannot move to another device (FAILED_PRECONDITION).
+                    let why = format!(
+                        "no device with id {} (this switch is device {device_id})",
+                        upd.device_id
+                    );
+                    let status = if joined {
+                        Status::failed_precondition(why)
+                    } else {
+                        Status::not_found(why)
+                    };
+                    let _ = tx.send(Err(status)).await;
                     break;
                 }
                 let r = lock(&device.arb).arbitrate(stream, device_id, &upd, &tx);

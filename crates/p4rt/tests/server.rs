@@ -9,6 +9,8 @@ use p4v1::field_match::FieldMatchType as F;
 use p4v1::update::Type as U;
 use sluice_p4rt::proto::p4::config::v1 as cfg;
 use sluice_p4rt::proto::p4::v1 as p4v1;
+use sluice_p4rt::proto::p4::v1::p4_runtime_client::P4RuntimeClient;
+use tonic::transport::Channel;
 use tonic::Code;
 
 fn table_id(info: &cfg::P4Info, name: &str) -> u32 {
@@ -512,6 +514,55 @@ async fn arbitration_higher_election_id_wins() {
     c1.write(write_req(30, vec![update(U::Insert, l2_entry(&info, 2, 2))])).await.unwrap();
 }
 
+/// As the primary `election`, installs an l2 entry sending dst 00..0b to
+/// the CPU, runs a frame from port 7 to it through the engine and hands
+/// the CPU port's frame to the device as a packet-in: the frame sent.
+async fn punt_to_cpu(
+    srv: &Server,
+    c: &mut P4RuntimeClient<Channel>,
+    info: &cfg::P4Info,
+    election: u128,
+) -> Vec<u8> {
+    let to_cpu = p4v1::TableEntry {
+        action: Some(p4v1::TableAction {
+            r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
+                action_id: action_id(info, "I.to_cpu"),
+                params: vec![],
+            })),
+        }),
+        ..l2_entry(info, 0x0b, 0)
+    };
+    c.write(write_req(election, vec![update(U::Insert, to_cpu)])).await.unwrap();
+    let mut frame = vec![0, 0, 0, 0, 0, 0x0b, 0, 0, 0, 0, 0, 1, 0x88, 0xb5];
+    frame.extend_from_slice(b"payload");
+    let outs = {
+        use sluice_p4::target::Target as _;
+        sluice_p4rt::device::lock(&srv.device.engine).packet(7, &frame).unwrap()
+    };
+    assert_eq!(outs.len(), 1);
+    assert_eq!(outs[0].port, CPU);
+    srv.device.packet_in(&outs[0].data);
+    frame
+}
+
+/// The next message on `s` is `frame` as a packet-in from port 7.
+async fn expect_packet_in(s: &mut Stream, info: &cfg::P4Info, frame: &[u8]) {
+    match s.next().await {
+        p4v1::stream_message_response::Update::Packet(p) => {
+            assert_eq!(p.payload, frame);
+            let pi = info
+                .controller_packet_metadata
+                .iter()
+                .find(|m| m.preamble.as_ref().unwrap().name == "packet_in")
+                .unwrap();
+            let id = pi.metadata.iter().find(|m| m.name == "ingress_port").unwrap().id;
+            let md = p.metadata.iter().find(|m| m.metadata_id == id).unwrap();
+            assert_eq!(md.value, vec![7]);
+        }
+        other => panic!("expected a packet-in, got {other:?}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packet_out_and_packet_in() {
     let srv = start(Some("rt.p4")).await;
@@ -547,39 +598,8 @@ async fn packet_out_and_packet_in() {
     assert_eq!(outs[0].port, 3);
     assert_eq!(outs[0].data, frame);
     // Packet-in: an l2 entry sends dst 00..0b to the CPU.
-    let to_cpu = p4v1::TableEntry {
-        action: Some(p4v1::TableAction {
-            r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
-                action_id: action_id(&info, "I.to_cpu"),
-                params: vec![],
-            })),
-        }),
-        ..l2_entry(&info, 0x0b, 0)
-    };
-    c.write(write_req(1, vec![update(U::Insert, to_cpu)])).await.unwrap();
-    let mut frame = vec![0, 0, 0, 0, 0, 0x0b, 0, 0, 0, 0, 0, 1, 0x88, 0xb5];
-    frame.extend_from_slice(b"payload");
-    let outs = {
-        use sluice_p4::target::Target as _;
-        sluice_p4rt::device::lock(&srv.device.engine).packet(7, &frame).unwrap()
-    };
-    assert_eq!(outs.len(), 1);
-    assert_eq!(outs[0].port, CPU);
-    srv.device.packet_in(&outs[0].data);
-    match s.next().await {
-        p4v1::stream_message_response::Update::Packet(p) => {
-            assert_eq!(p.payload, frame);
-            let pi = info
-                .controller_packet_metadata
-                .iter()
-                .find(|m| m.preamble.as_ref().unwrap().name == "packet_in")
-                .unwrap();
-            let id = pi.metadata.iter().find(|m| m.name == "ingress_port").unwrap().id;
-            let md = p.metadata.iter().find(|m| m.metadata_id == id).unwrap();
-            assert_eq!(md.value, vec![7]);
-        }
-        other => panic!("expected a packet-in, got {other:?}"),
-    }
+    let frame = punt_to_cpu(&srv, &mut c, &info, 1).await;
+    expect_packet_in(&mut s, &info, &frame).await;
     // A backup may not send packets: a stream error with the packet.
     let mut c2 = client(srv.addr).await;
     let mut b = Stream::open(&mut c2, 0).await;
@@ -596,4 +616,63 @@ async fn packet_out_and_packet_in() {
         }
         other => panic!("expected a stream error, got {other:?}"),
     }
+}
+
+fn role(name: &str) -> Option<p4v1::Role> {
+    Some(p4v1::Role { name: name.into(), ..Default::default() })
+}
+
+/// Every role has full pipeline access, so each role's primary gets the
+/// packet-ins (spec §5: "unless specified otherwise by the role
+/// definitions"); a backup of either role gets none. A `role.config`
+/// (a scheme this switch does not share) is INVALID_ARGUMENT, and a live
+/// stream cannot change role or device (FAILED_PRECONDITION, spec §5.3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_roles_primary_gets_packet_ins() {
+    let srv = start(Some("rt.p4")).await;
+    let mut c1 = client(srv.addr).await;
+    let mut c2 = client(srv.addr).await;
+    let mut c3 = client(srv.addr).await;
+    let info = p4info(&mut c1).await;
+    let mut dflt = Stream::open(&mut c1, 5).await;
+    assert_eq!(dflt.next_arbitration().await, (Code::Ok as i32, 5));
+    let mut named = Stream::open_role(&mut c2, 1, role("telemetry")).await;
+    assert_eq!(named.next_arbitration().await, (Code::Ok as i32, 1));
+    let mut backup = Stream::open_role(&mut c3, 0, role("telemetry")).await;
+    assert_eq!(backup.next_arbitration().await, (Code::AlreadyExists as i32, 1));
+    let frame = punt_to_cpu(&srv, &mut c1, &info, 5).await;
+    expect_packet_in(&mut dflt, &info, &frame).await;
+    expect_packet_in(&mut named, &info, &frame).await;
+    // The backup got nothing: the next thing it hears is its own error.
+    backup.arbitrate_role(0, role("other")).await;
+    assert_eq!(backup.ended_with().await, Code::FailedPrecondition);
+    // The named role's primary writes too (full access).
+    c2.write(p4v1::WriteRequest {
+        role: "telemetry".into(),
+        ..write_req(1, vec![update(U::Insert, l2_entry(&info, 1, 2))])
+    })
+    .await
+    .unwrap();
+    let mut c4 = client(srv.addr).await;
+    let cfg = p4v1::Role {
+        name: "acl".into(),
+        config: Some(prost_types::Any {
+            type_url: "type.example/RoleConfig".into(),
+            value: vec![],
+        }),
+        ..Default::default()
+    };
+    let mut configured = Stream::open_role(&mut c4, 1, Some(cfg)).await;
+    assert_eq!(configured.ended_with().await, Code::InvalidArgument);
+    let mut c5 = client(srv.addr).await;
+    let mut moved = Stream::open(&mut c5, 1).await;
+    assert_eq!(moved.next_arbitration().await.0, Code::AlreadyExists as i32);
+    moved
+        .send(p4v1::stream_message_request::Update::Arbitration(p4v1::MasterArbitrationUpdate {
+            device_id: DEVICE + 1,
+            election_id: eid(1),
+            ..Default::default()
+        }))
+        .await;
+    assert_eq!(moved.ended_with().await, Code::FailedPrecondition);
 }

@@ -93,23 +93,46 @@ pub struct Stream {
 
 impl Stream {
     pub async fn open(c: &mut P4RuntimeClient<Channel>, election: u128) -> Stream {
+        Stream::open_role(c, election, None).await
+    }
+
+    /// A stream that arbitrates in `role` (`None`: the default role).
+    pub async fn open_role(
+        c: &mut P4RuntimeClient<Channel>,
+        election: u128,
+        role: Option<p4v1::Role>,
+    ) -> Stream {
         let (tx, rx) = mpsc::channel(16);
         let s = c
             .stream_channel(tokio_stream::wrappers::ReceiverStream::new(rx))
             .await
             .expect("stream");
         let s = Stream { tx, rx: s.into_inner() };
-        s.arbitrate(election).await;
+        s.arbitrate_role(election, role).await;
         s
     }
 
     pub async fn arbitrate(&self, election: u128) {
+        self.arbitrate_role(election, None).await;
+    }
+
+    pub async fn arbitrate_role(&self, election: u128, role: Option<p4v1::Role>) {
         let upd = p4v1::MasterArbitrationUpdate {
             device_id: DEVICE,
             election_id: eid(election),
+            role,
             ..Default::default()
         };
         self.send(p4v1::stream_message_request::Update::Arbitration(upd)).await;
+    }
+
+    /// The status the server ended the stream with (5 s at most).
+    pub async fn ended_with(&mut self) -> tonic::Code {
+        tokio::time::timeout(Duration::from_secs(5), self.rx.message())
+            .await
+            .expect("the stream ends within 5 s")
+            .expect_err("the stream ends with an error")
+            .code()
     }
 
     pub async fn send(&self, u: p4v1::stream_message_request::Update) {

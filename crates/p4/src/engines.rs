@@ -23,8 +23,8 @@ use crate::interp::{Digest, Interp};
 use crate::lower::engine::Compiled;
 use crate::parse::Loaded;
 use crate::target::{
-    Clock, CtlResult, DirectCells, EntryDump, EntrySpec, Manage, MeterConfig, Output, TableInfo,
-    Target,
+    Clock, CtlResult, DirectCells, DirectState, EntryDump, EntrySpec, Manage, Meter, MeterConfig,
+    Output, TableInfo, Target,
 };
 
 /// A program ready to run.
@@ -208,6 +208,22 @@ impl Manage for Engine {
         meter: Option<Option<MeterConfig>>,
     ) -> CtlResult<()> {
         self.manage_mut().direct_write(table, handle, counter, meter)
+    }
+
+    fn meter_states(&self, name: &str) -> CtlResult<Vec<Meter>> {
+        self.manage().meter_states(name)
+    }
+
+    fn meter_restore(&mut self, name: &str, index: usize, state: &Meter) -> CtlResult<()> {
+        self.manage_mut().meter_restore(name, index, state)
+    }
+
+    fn direct_state(&self, table: &str, handle: u64) -> CtlResult<DirectState> {
+        self.manage().direct_state(table, handle)
+    }
+
+    fn direct_restore(&mut self, table: &str, handle: u64, state: &DirectState) -> CtlResult<()> {
+        self.manage_mut().direct_restore(table, handle, state)
     }
 
     fn set_clock(&mut self, clock: Clock) {

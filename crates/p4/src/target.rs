@@ -12,7 +12,7 @@
 //! one, otherwise its expression as written (`hdr.ipv4.dstAddr`).
 
 use crate::ast::BigValue;
-pub use crate::meter::{Clock, MeterConfig};
+pub use crate::meter::{Clock, Meter, MeterConfig};
 
 /// How one key element of an entry matches.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -211,6 +211,15 @@ pub trait Manage: Target {
     ) -> CtlResult<()> {
         Err(format!("this engine cannot configure meter `{name}` (cell {index})"))
     }
+    /// An indexed meter's cells whole, buckets included (what
+    /// [`Manage::meter_restore`] puts back: a rollback loses no fill).
+    fn meter_states(&self, name: &str) -> CtlResult<Vec<Meter>> {
+        Err(format!("this engine has no meter `{name}`"))
+    }
+    /// Puts back one cell [`Manage::meter_states`] gave.
+    fn meter_restore(&mut self, name: &str, index: usize, _state: &Meter) -> CtlResult<()> {
+        Err(format!("this engine cannot restore meter `{name}` (cell {index})"))
+    }
     /// The direct counter and meter cells of a table's entries, in the
     /// order of [`Manage::dump`].
     fn direct_cells(&self, table: &str) -> CtlResult<Vec<DirectCells>> {
@@ -225,6 +234,23 @@ pub trait Manage: Target {
         _counter: Option<(u64, u64)>,
         _meter: Option<Option<MeterConfig>>,
     ) -> CtlResult<()> {
+        Err(format!(
+            "this engine has no direct counters or meters (table `{table}`, entry {handle})"
+        ))
+    }
+    /// Everything an entry's direct cells hold (handle [`DEFAULT_ENTRY`]:
+    /// the default entry's), the meter's buckets included: what a
+    /// rollback or a pipeline change puts back with
+    /// [`Manage::direct_restore`] so that nothing counted or earned is
+    /// lost.
+    fn direct_state(&self, table: &str, handle: u64) -> CtlResult<DirectState> {
+        Err(format!(
+            "this engine has no direct counters or meters (table `{table}`, entry {handle})"
+        ))
+    }
+    /// Puts back what [`Manage::direct_state`] gave (possibly another
+    /// engine's, for the same table after a pipeline change).
+    fn direct_restore(&mut self, table: &str, handle: u64, _state: &DirectState) -> CtlResult<()> {
         Err(format!(
             "this engine has no direct counters or meters (table `{table}`, entry {handle})"
         ))
@@ -251,6 +277,17 @@ pub trait Manage: Target {
 /// The handle naming a table's default entry in [`Manage::direct_write`]
 /// (no added entry gets it: handles count up from 0).
 pub const DEFAULT_ENTRY: u64 = u64::MAX;
+
+/// An entry's direct cells whole ([`Manage::direct_state`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DirectState {
+    /// `(packets, bytes)`.
+    pub counter: (u64, u64),
+    /// The direct meter's configuration and buckets.
+    pub meter: Meter,
+    /// `(packets, bytes)` coloured GREEN, YELLOW and RED.
+    pub colours: [(u64, u64); 3],
+}
 
 /// An entry's cells of its table's direct counter and direct meter.
 #[derive(Clone, Debug, PartialEq, Eq)]

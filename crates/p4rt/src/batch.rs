@@ -5,8 +5,10 @@
 //! Updates are applied in order, as under CONTINUE_ON_ERROR
 //! ([`crate::write::update`]), but before each one an undo record of
 //! what it may change is taken ([`Undo`]): the entry at its match key
-//! (spec, direct counter and meter cells), a table's default action, the
-//! register, counter or meter cells it addresses, a multicast group's
+//! (spec, and its direct cells whole: counter, meter buckets, colour
+//! counts), a table's default action with its direct cells, the
+//! register, counter or meter cells (meters with their buckets) it
+//! addresses, a multicast group's
 //! replicas, a digest's configuration with its buffers and cache. At the
 //! first update that fails, the records of the updates applied so far and
 //! of the failing one (it may have changed something before failing) are
@@ -31,12 +33,11 @@
 //! An entry deleted or modified and then restored gets a new engine
 //! handle (nothing outside the index sees handles) and, among entries of
 //! equal priority that overlap, comes after the others (the spec leaves
-//! the order of such entries to the target). A restored meter keeps its
-//! configuration, not its token buckets' fill.
+//! the order of such entries to the target).
 
 use sluice_p4::ast::BigValue;
 use sluice_p4::engines::Engine;
-use sluice_p4::target::{Manage as _, MeterConfig, Target as _};
+use sluice_p4::target::{DirectState, Manage as _, Meter, Target as _, DEFAULT_ENTRY};
 use tonic::Code;
 
 use crate::convert::{P4Error, P4Result};
@@ -47,12 +48,8 @@ use crate::proto::p4::v1 as p4v1;
 use p4v1::entity::Entity as E;
 
 /// An entry as it was: its index record and its direct cells (`None`
-/// where the table has no such resource).
-type EntryBefore = (Installed, Option<(u64, u64)>, Option<Option<MeterConfig>>);
-
-/// An entry's direct counter and meter cells (`None`: the table has no
-/// such resource).
-type DirectBefore = (Option<(u64, u64)>, Option<Option<MeterConfig>>);
+/// when the table has neither a direct counter nor a direct meter).
+type EntryBefore = (Installed, Option<DirectState>);
 
 /// What puts back the state one update may change.
 #[derive(Debug)]
@@ -66,11 +63,12 @@ enum Undo {
         key: Vec<u8>,
         before: Option<Box<EntryBefore>>,
     },
-    /// A table's default action.
+    /// A table's default action and its direct cells.
     Default {
         table: String,
         action: String,
         args: Vec<(String, BigValue)>,
+        direct: Option<DirectState>,
     },
     Register {
         name: String,
@@ -82,7 +80,7 @@ enum Undo {
     },
     Meter {
         name: String,
-        cells: Vec<(usize, Option<MeterConfig>)>,
+        cells: Vec<(usize, Meter)>,
     },
     /// The direct cells of the entry at `key` (found again by the index,
     /// else by `handle` for a const entry).
@@ -91,8 +89,7 @@ enum Undo {
         table: String,
         key: Vec<u8>,
         handle: u64,
-        counter: Option<(u64, u64)>,
-        meter: Option<Option<MeterConfig>>,
+        direct: Option<DirectState>,
     },
     Multicast {
         id: u32,
@@ -115,26 +112,21 @@ fn addressed(index: Option<&p4v1::Index>, len: usize) -> Vec<usize> {
     }
 }
 
-/// The direct cells of `handle` in table `t`, for the resources it has.
+/// The direct cells of `handle` (or [`DEFAULT_ENTRY`]) in table `t`;
+/// `None` if it has neither a direct counter nor a direct meter.
 fn direct_of(
     p: &Pipeline,
     engine: &Engine,
     t: &crate::pipeline::TableMap,
     handle: u64,
-) -> P4Result<DirectBefore> {
-    let has_counter = p.direct_counter_of(t.id).is_some();
-    let has_meter = p.direct_meter_of(t.id).is_some();
-    if !has_counter && !has_meter {
-        return Ok((None, None));
+) -> P4Result<Option<DirectState>> {
+    if p.direct_counter_of(t.id).is_none() && p.direct_meter_of(t.id).is_none() {
+        return Ok(None);
     }
-    let cells = engine.direct_cells(&t.engine_name).map_err(engine_err(&t.name))?;
-    let c = cells.into_iter().find(|c| c.handle == handle).ok_or_else(|| {
-        P4Error::new(
-            Code::Internal,
-            format!("table `{}`: entry handle {handle} has no direct cells", t.name),
-        )
+    let d = engine.direct_state(&t.engine_name, handle).map_err(|e| {
+        P4Error::new(Code::Internal, format!("table `{}`: direct cells: {e}", t.name))
     })?;
-    Ok((has_counter.then_some(c.counter), has_meter.then_some(c.meter)))
+    Ok(Some(d))
 }
 
 /// The undo record of `u`, taken before it is applied.
@@ -155,14 +147,12 @@ fn record(
             if e.is_default_action {
                 let (_, (action, args)) =
                     engine.dump(&t.engine_name).map_err(engine_err(&t.name))?;
-                return Ok(Undo::Default { table: t.engine_name.clone(), action, args });
+                let direct = direct_of(p, engine, t, DEFAULT_ENTRY)?;
+                return Ok(Undo::Default { table: t.engine_name.clone(), action, args, direct });
             }
             let Ok((key, _)) = crate::write::entry_key(t, e) else { return Ok(Undo::Nothing) };
             let before = match st.index.get(&t.id).and_then(|m| m.get(&key)) {
-                Some(i) => {
-                    let (counter, meter) = direct_of(p, engine, t, i.handle)?;
-                    Some(Box::new((i.clone(), counter, meter)))
-                }
+                Some(i) => Some(Box::new((i.clone(), direct_of(p, engine, t, i.handle)?))),
                 None => None,
             };
             Undo::Entry { table_id: t.id, table: t.engine_name.clone(), key, before }
@@ -187,11 +177,11 @@ fn record(
         }
         E::MeterEntry(m) => {
             let Some(x) = p.meters.get(&m.meter_id) else { return Ok(Undo::Nothing) };
-            let (_, cells) = engine.meter_cells(&x.name).map_err(engine_err(&x.name))?;
+            let cells = engine.meter_states(&x.name).map_err(engine_err(&x.name))?;
             let at = addressed(m.index.as_ref(), cells.len());
             Undo::Meter {
                 name: x.name.clone(),
-                cells: at.into_iter().map(|i| (i, cells[i])).collect(),
+                cells: at.into_iter().map(|i| (i, cells[i].clone())).collect(),
             }
         }
         E::DirectCounterEntry(p4v1::DirectCounterEntry { table_entry: Some(e), .. })
@@ -201,14 +191,12 @@ fn record(
             let Ok(handle) = crate::resources::handle_of(p, st, engine, t, e) else {
                 return Ok(Undo::Nothing);
             };
-            let (counter, meter) = direct_of(p, engine, t, handle)?;
             Undo::Direct {
                 table_id: t.id,
                 table: t.engine_name.clone(),
                 key,
                 handle,
-                counter,
-                meter,
+                direct: direct_of(p, engine, t, handle)?,
             }
         }
         E::DirectCounterEntry(_) | E::DirectMeterEntry(_) => Undo::Nothing,
@@ -238,9 +226,8 @@ fn undo(st: &mut State, engine: &mut Engine, digests: &mut Digests, u: Undo) -> 
                     // replacing it): its record (cookie, idle watch) and
                     // its cells may have changed.
                     index.insert(key.clone(), b.0.clone());
-                    let (_, counter, meter) = **b;
-                    if counter.is_some() || meter.is_some() {
-                        engine.direct_write(&table, h, counter, meter)?;
+                    if let Some(d) = &b.1 {
+                        engine.direct_restore(&table, h, d)?;
                     }
                     return Ok(());
                 }
@@ -249,15 +236,20 @@ fn undo(st: &mut State, engine: &mut Engine, digests: &mut Digests, u: Undo) -> 
                 engine.delete_entry(&table, now.handle)?;
             }
             if let Some(b) = before {
-                let (inst, counter, meter) = *b;
+                let (inst, direct) = *b;
                 let handle = engine.add_entry(&inst.spec)?;
                 index.insert(key, Installed { handle, ..inst });
-                if counter.is_some() || meter.is_some() {
-                    engine.direct_write(&table, handle, counter, meter)?;
+                if let Some(d) = direct {
+                    engine.direct_restore(&table, handle, &d)?;
                 }
             }
         }
-        Undo::Default { table, action, args } => engine.set_default(&table, &action, &args)?,
+        Undo::Default { table, action, args, direct } => {
+            engine.set_default(&table, &action, &args)?;
+            if let Some(d) = direct {
+                engine.direct_restore(&table, DEFAULT_ENTRY, &d)?;
+            }
+        }
         Undo::Register { name, cells } => {
             for (i, v) in cells {
                 engine.register_write(&name, i, &v)?;
@@ -270,12 +262,14 @@ fn undo(st: &mut State, engine: &mut Engine, digests: &mut Digests, u: Undo) -> 
         }
         Undo::Meter { name, cells } => {
             for (i, v) in cells {
-                engine.meter_write(&name, i, v)?;
+                engine.meter_restore(&name, i, &v)?;
             }
         }
-        Undo::Direct { table_id, table, key, handle, counter, meter } => {
+        Undo::Direct { table_id, table, key, handle, direct } => {
             let h = st.index.get(&table_id).and_then(|m| m.get(&key)).map_or(handle, |i| i.handle);
-            engine.direct_write(&table, h, counter, meter)?;
+            if let Some(d) = direct {
+                engine.direct_restore(&table, h, &d)?;
+            }
         }
         Undo::Multicast { id, before } => {
             engine.set_multicast_group(id, before.as_deref().unwrap_or(&[]))?;

@@ -84,6 +84,20 @@ impl Watch {
         Watch { timeout_ns, hits: 0, last_hit: self.last_hit, armed: now }
     }
 
+    /// The same entry's watch in a new engine (RECONCILE_AND_COMMIT),
+    /// given the old engine's count now: its count starts at 0; its last
+    /// hit and its TTL's start are kept, unless it was hit since the last
+    /// scan (then both are now).
+    pub fn carried(self, hits: Option<u64>, now: Instant) -> Watch {
+        let hit = hits.is_some_and(|h| h != self.hits);
+        Watch {
+            hits: 0,
+            last_hit: if hit { now } else { self.last_hit },
+            armed: if hit { now } else { self.armed },
+            ..self
+        }
+    }
+
     /// Time since the last hit, given the engine's count now.
     pub fn elapsed(&self, hits: Option<u64>, now: Instant) -> Duration {
         if hits.is_some_and(|h| h != self.hits) {

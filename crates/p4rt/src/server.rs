@@ -25,8 +25,10 @@
 //!   `DigestList`s (started by [`serve`]): [`crate::digest`].
 //! - Idle timeouts and the task that sends `IdleTimeoutNotification`s
 //!   (started by [`serve`]): [`crate::idle`]. RECONCILE_AND_COMMIT keeps
-//!   the kept entries' direct counter values, meter configurations and
-//!   idle timeouts (a timeout the new table cannot hold refuses it).
+//!   the kept entries' direct cells whole (counts, meter configuration
+//!   and bucket fill, per-colour counts) where the new table has them,
+//!   and their idle timeouts with the time of the last hit (a timeout the
+//!   new table cannot hold refuses the change).
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -45,6 +47,8 @@ use crate::proto::p4::v1 as p4v1;
 use crate::proto::p4::v1::p4_runtime_server::{P4Runtime, P4RuntimeServer};
 use crate::stream::{self, u128_of};
 use p4v1::set_forwarding_pipeline_config_request::Action as SetAction;
+use sluice_p4::engines::Engine;
+use sluice_p4::target::{DirectState, Manage as _};
 
 /// The P4Runtime version of the vendored protos.
 pub const API_VERSION: &str = "1.5.0";
@@ -120,26 +124,38 @@ pub fn write_status(results: &[P4Result<()>]) -> Status {
     Status::with_details(Code::Unknown, message, st.encode_to_vec().into())
 }
 
+/// An entry of the running pipeline that RECONCILE_AND_COMMIT keeps: the
+/// write that puts it in the new one, and what that write cannot carry.
+struct Kept {
+    update: p4v1::Update,
+    /// Its direct cells whole (counts, meter buckets, colour counts), if
+    /// the old table has a direct counter or meter.
+    direct: Option<DirectState>,
+    /// Its idle watch, carried over (last hit, TTL start).
+    watch: Option<crate::idle::Watch>,
+}
+
 /// Entries of `old` that `new` can hold, as writes to `new`.
 fn reconcile(
     old: &Pipeline,
     st: &State,
     engine: &sluice_p4::engines::Engine,
     new: &Pipeline,
-) -> P4Result<Vec<p4v1::Update>> {
-    let mut ups = Vec::new();
+) -> P4Result<Vec<Kept>> {
+    let now = std::time::Instant::now();
+    let mut kept = Vec::new();
     for oid in &old.table_order {
         let ot = &old.tables[oid];
         let Some(nt) = new.tables.values().find(|t| t.name == ot.name) else { continue };
+        let has_direct =
+            old.direct_counter_of(*oid).is_some() || old.direct_meter_of(*oid).is_some();
+        let hits = crate::idle::hits_of(engine, ot)?;
         let mut got = Vec::new();
         for default in [false, true] {
-            // With the entries' direct counter values and meter configs.
             let q = p4v1::Entity {
                 entity: Some(p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
                     table_id: *oid,
                     is_default_action: default,
-                    counter_data: old.direct_counter_of(*oid).map(|_| Default::default()),
-                    meter_config: old.direct_meter_of(*oid).map(|_| Default::default()),
                     ..Default::default()
                 })),
             };
@@ -153,17 +169,24 @@ fn reconcile(
             let why = |what: String| {
                 P4Error::invalid(format!("RECONCILE_AND_COMMIT: table `{}`: {what}", ot.name))
             };
+            let handle = crate::resources::handle_of(old, st, engine, ot, &e)?;
+            let direct = if has_direct {
+                Some(engine.direct_state(&ot.engine_name, handle).map_err(&why)?)
+            } else {
+                None
+            };
+            let watch = if e.is_default_action {
+                None
+            } else {
+                let (key, _) = crate::write::entry_key(ot, &e)?;
+                st.index
+                    .get(oid)
+                    .and_then(|m| m.get(&key))
+                    .and_then(|i| i.idle)
+                    .map(|w| w.carried(hits.get(&handle).copied(), now))
+            };
             e.table_id = nt.id;
             e.is_const = false;
-            // Direct cells the new table has no counter or meter for go;
-            // an idle timeout it cannot keep refuses the change (the
-            // insert below fails).
-            if new.direct_counter_of(nt.id).is_none() {
-                e.counter_data = None;
-            }
-            if new.direct_meter_of(nt.id).is_none() {
-                e.meter_config = None;
-            }
             for m in &mut e.r#match {
                 let name = &ot.field(m.field_id).map(|f| f.name.clone()).unwrap_or_default();
                 let nf = nt
@@ -201,13 +224,53 @@ fn reconcile(
             } else {
                 p4v1::update::Type::Insert
             };
-            ups.push(p4v1::Update {
+            let update = p4v1::Update {
                 r#type: ty as i32,
                 entity: Some(p4v1::Entity { entity: Some(p4v1::entity::Entity::TableEntry(e)) }),
-            });
+            };
+            kept.push(Kept { update, direct, watch });
         }
     }
-    Ok(ups)
+    Ok(kept)
+}
+
+/// Writes a kept entry into the new pipeline `p` (state `st`, engine
+/// `engine`) and puts back what the write cannot carry: the direct cells
+/// the new table has (a cell it lacks goes) and the idle watch (an idle
+/// timeout the new table cannot hold fails the write).
+fn keep(p: &Pipeline, st: &mut State, engine: &mut Engine, k: &Kept) -> P4Result<()> {
+    let fail = |what: String| {
+        P4Error::invalid(format!("RECONCILE_AND_COMMIT: an entry cannot be kept: {what}"))
+    };
+    crate::write::update(p, st, engine, &k.update).map_err(|e| fail(e.message))?;
+    let Some(p4v1::entity::Entity::TableEntry(e)) =
+        k.update.entity.as_ref().and_then(|x| x.entity.as_ref())
+    else {
+        return Ok(());
+    };
+    let t = p.table(e.table_id)?;
+    let handle = crate::resources::handle_of(p, st, engine, t, e)?;
+    if let Some(d) = &k.direct {
+        let counter = p.direct_counter_of(t.id).is_some();
+        let meter = p.direct_meter_of(t.id).is_some();
+        if counter || meter {
+            let d = DirectState {
+                counter: if counter { d.counter } else { (0, 0) },
+                meter: if meter { d.meter.clone() } else { Default::default() },
+                colours: if meter { d.colours } else { [(0, 0); 3] },
+            };
+            engine.direct_restore(&t.engine_name, handle, &d).map_err(fail)?;
+        }
+    }
+    if let Some(w) = k.watch {
+        let (key, _) = crate::write::entry_key(t, e)?;
+        if let Some(i) = st.index.get_mut(&t.id).and_then(|m| m.get_mut(&key)) {
+            if let Some(nw) = i.idle.as_mut() {
+                *nw = crate::idle::Watch { timeout_ns: nw.timeout_ns, ..w };
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Service {
@@ -252,18 +315,13 @@ impl Service {
             }
             SetAction::ReconcileAndCommit => {
                 let mut fresh = State::default();
+                // The running engine stays locked from the read of its
+                // entries to the swap: nothing it counts in between is
+                // lost.
+                let mut cur = lock(&self.device.engine);
                 if let Some(old) = st.pipeline.clone() {
-                    let ups = {
-                        let cur = lock(&self.device.engine);
-                        reconcile(&old, &st, &cur, &p)?
-                    };
-                    for u in &ups {
-                        crate::write::update(&p, &mut fresh, &mut engine, u).map_err(|e| {
-                            P4Error::invalid(format!(
-                                "RECONCILE_AND_COMMIT: an entry cannot be kept: {}",
-                                e.message
-                            ))
-                        })?;
+                    for k in &reconcile(&old, &st, &cur, &p)? {
+                        keep(&p, &mut fresh, &mut engine, k)?;
                     }
                     for (g, copies) in &st.mcast {
                         sluice_p4::target::Target::set_multicast_group(&mut engine, *g, copies)
@@ -271,7 +329,8 @@ impl Service {
                     }
                     fresh.mcast = st.mcast.clone();
                 }
-                *lock(&self.device.engine) = engine;
+                *cur = engine;
+                drop(cur);
                 lock(&self.device.digests).reset(Some(&p));
                 st.pipeline = Some(Arc::new(p));
                 st.index = fresh.index;

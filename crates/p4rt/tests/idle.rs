@@ -426,39 +426,60 @@ fn set_config(action: i32, source: Vec<u8>) -> p4v1::SetForwardingPipelineConfig
     }
 }
 
+/// What a rollback and RECONCILE_AND_COMMIT put back is the whole of an
+/// entry's direct cells (counts, meter configuration, the meter's bucket
+/// fill, per-colour counts) and its idle watch (TTL, time since the last
+/// hit). The meter runs on a clock standing at 0, so a refilled bucket
+/// would show as a GREEN packet where the drained one answers RED.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reconcile_keeps_direct_cells_and_timeouts() {
+async fn rollback_and_reconcile_keep_direct_cells_and_timeouts() {
     use p4v1::set_forwarding_pipeline_config_request::Action as A;
     let srv = start(Some("meter.p4")).await;
+    let now = Arc::new(AtomicU64::new(0));
+    lock(&srv.device.engine).set_clock(Clock::manual(now.clone()));
     let mut c = client(srv.addr).await;
     let mut s = Stream::open(&mut c, 1).await;
     s.next_arbitration().await;
     let ids = meter_ids(&mut c).await;
     let mut e = police_entry(&ids);
-    e.meter_config = Some(mc(100, 10, 200, 20));
+    e.meter_config = Some(mc(1, 1, 2, 2));
     e.counter_data = Some(data(40, 50));
     let mut d = default_of(ids.table);
     d.counter_data = Some(data(3, 4));
     d.meter_config = Some(mc(1, 2, 3, 4));
     c.write(write_req(1, vec![update(U::Insert, e.clone()), update(U::Modify, d)])).await.unwrap();
+    // GREEN, YELLOW, RED: both buckets are empty.
+    send(&srv, 0x0a, 3);
+    // A batch rolled back: its MODIFY (which refilled the buckets) is undone.
+    let batch = p4v1::WriteRequest {
+        atomicity: p4v1::write_request::Atomicity::RollbackOnError as i32,
+        ..write_req(1, vec![update(U::Modify, e.clone()), update(U::Insert, e.clone())])
+    };
+    c.write(batch).await.unwrap_err();
     let src = std::fs::read(program("meter.p4")).unwrap();
     c.set_forwarding_pipeline_config(set_config(A::ReconcileAndCommit as i32, src)).await.unwrap();
+    // The new engine reads the same standing clock.
+    lock(&srv.device.engine).set_clock(Clock::manual(now.clone()));
+    send(&srv, 0x0a, 1);
     let ask = |t: p4v1::TableEntry| p4v1::TableEntry {
         counter_data: Some(data(0, 0)),
         meter_config: Some(mc(0, 0, 0, 0)),
+        meter_counter_data: Some(p4v1::MeterCounterData::default()),
         action: None,
         ..t
     };
     let key = p4v1::TableEntry { meter_config: None, counter_data: None, ..e };
     let E::TableEntry(got) = one(&mut c, E::TableEntry(ask(key))).await else { panic!() };
-    assert_eq!(got.counter_data, Some(data(40, 50)));
-    assert_eq!(got.meter_config, Some(mc(100, 10, 200, 20)));
+    assert_eq!(got.counter_data, Some(data(44, 50 + 4 * 60)));
+    assert_eq!(got.meter_config, Some(mc(1, 1, 2, 2)));
+    // The fourth packet was RED: the buckets stayed drained.
+    assert_eq!(got.meter_counter_data, Some(colours((1, 60), (1, 60), (2, 120))));
     let E::TableEntry(got) = one(&mut c, E::TableEntry(ask(default_of(ids.table)))).await else {
         panic!()
     };
     assert_eq!((got.counter_data, got.meter_config), (Some(data(3, 4)), Some(mc(1, 2, 3, 4))));
 
-    // Idle timeouts are kept too.
+    // Idle timeouts are kept too, with the time since the last hit.
     let src = std::fs::read(program("idle.p4")).unwrap();
     c.set_forwarding_pipeline_config(set_config(A::VerifyAndCommit as i32, src.clone()))
         .await
@@ -469,10 +490,13 @@ async fn reconcile_keeps_direct_cells_and_timeouts() {
     c.write(write_req(1, vec![update(U::Insert, entry(flows, fwd, 0x0a, 2, 7_000_000_000))]))
         .await
         .unwrap();
+    let quiet = Duration::from_millis(200);
+    tokio::time::sleep(quiet).await;
     c.set_forwarding_pipeline_config(set_config(A::ReconcileAndCommit as i32, src)).await.unwrap();
     let v = elapsed(&mut c, flows).await;
     assert_eq!(v.len(), 1, "{v:?}");
     assert_eq!(v[0].2, 7_000_000_000);
+    assert!(v[0].1 >= quiet.as_nanos() as i64, "not hit for {quiet:?}, yet {v:?}");
 }
 
 /// The engines' hit counts (what idle timeouts watch): per entry, with

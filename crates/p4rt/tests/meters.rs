@@ -313,3 +313,41 @@ async fn counter_and_meter_errors() {
     let cfgs = lock(&srv.device.engine).meter_cells("I.port_rate").unwrap().1;
     assert!(cfgs[0].is_some() && cfgs[1].is_none(), "{cfgs:?}");
 }
+
+/// A batch rolled back puts an indexed meter back whole: the buckets it
+/// had drained, not full ones (the clock stands at 0, so a refilled
+/// bucket would let the next packet through).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolled_back_meter_keeps_its_buckets() {
+    let srv = start(Some("meter.p4")).await;
+    let now = Arc::new(AtomicU64::new(0));
+    lock(&srv.device.engine).set_clock(Clock::manual(now.clone()));
+    let mut c = client(srv.addr).await;
+    let mut s = Stream::open(&mut c, 1).await;
+    s.next_arbitration().await;
+    let ids = ids(&mut c).await;
+    let cell = |config| {
+        E::MeterEntry(p4v1::MeterEntry {
+            meter_id: ids.meter,
+            index: Some(p4v1::Index { index: 0 }),
+            config,
+            counter_data: None,
+        })
+    };
+    // 60-byte frames at ethertype 0 run cell 0: GREEN, YELLOW, RED.
+    c.write(write_req(1, vec![up(U::Modify, cell(Some(mc(1, 60, 2, 120))))])).await.unwrap();
+    assert_eq!(send(&srv, 0x0a, 3), 2);
+    // Reconfiguring refills the buckets; the failing INSERT undoes it.
+    let batch = p4v1::WriteRequest {
+        atomicity: p4v1::write_request::Atomicity::RollbackOnError as i32,
+        ..write_req(
+            1,
+            vec![up(U::Modify, cell(Some(mc(1, 60, 2, 120)))), up(U::Insert, cell(None))],
+        )
+    };
+    c.write(batch).await.unwrap_err();
+    assert_eq!(send(&srv, 0x0a, 1), 0, "the buckets stayed drained");
+    // Without the rollback, the same reconfiguration lets it through.
+    c.write(write_req(1, vec![up(U::Modify, cell(Some(mc(1, 60, 2, 120))))])).await.unwrap();
+    assert_eq!(send(&srv, 0x0a, 1), 1);
+}

@@ -51,8 +51,8 @@ use crate::ast::{self, BigValue, Decl, Expr, ExprKind, Local, Program, Type, Typ
 use crate::diag::{Diagnostic, Result, Span};
 use crate::parse::Loaded;
 use crate::target::{
-    ActionInfo, Clock, CtlResult, DirectCells, EntryDump, EntrySpec, KeyInfo, Manage, MeterConfig,
-    Output, TableInfo, Target, DEFAULT_ENTRY,
+    ActionInfo, Clock, CtlResult, DirectCells, DirectState, EntryDump, EntrySpec, KeyInfo, Manage,
+    Meter, MeterConfig, Output, TableInfo, Target, DEFAULT_ENTRY,
 };
 use crate::types::{Ty, TypeEnv};
 use crate::value::{Bits, Value};
@@ -1027,6 +1027,29 @@ impl Manage for Interp {
         }
     }
 
+    fn meter_states(&self, name: &str) -> CtlResult<Vec<Meter>> {
+        let id = self.extern_by_name(name)?;
+        match self.d.externs.get(&id) {
+            Some(ExternState::Meter(v)) => Ok(v.clone()),
+            _ => Err(format!("`{name}` is not a meter")),
+        }
+    }
+
+    fn meter_restore(&mut self, name: &str, index: usize, state: &Meter) -> CtlResult<()> {
+        let id = self.extern_by_name(name)?;
+        let path = self.extern_path(id);
+        match self.d.externs.get_mut(&id) {
+            Some(ExternState::Meter(v)) => {
+                let n = v.len();
+                *v.get_mut(index).ok_or_else(|| {
+                    format!("index {index} is outside meter `{path}` of {n} cells")
+                })? = state.clone();
+                Ok(())
+            }
+            _ => Err(format!("`{name}` is not a meter")),
+        }
+    }
+
     fn meter_write(
         &mut self,
         name: &str,
@@ -1063,6 +1086,44 @@ impl Manage for Interp {
             .collect();
         cells.sort_by_key(|c| c.handle);
         Ok(cells)
+    }
+
+    fn direct_state(&self, table: &str, handle: u64) -> CtlResult<DirectState> {
+        let tid = self.table_id(table)?;
+        let td = self.d.tables.get(tid).ok_or("internal error: table state")?;
+        if handle == DEFAULT_ENTRY {
+            let d = &td.default_cells;
+            return Ok(DirectState {
+                counter: d.counter,
+                meter: d.meter.clone(),
+                colours: d.colours,
+            });
+        }
+        let e = td.entries.iter().find(|e| e.handle == handle).ok_or_else(|| {
+            format!("table `{}` has no entry with handle {handle}", self.s.tables[tid].name)
+        })?;
+        Ok(DirectState { counter: e.counter, meter: e.meter.clone(), colours: e.colours })
+    }
+
+    fn direct_restore(&mut self, table: &str, handle: u64, state: &DirectState) -> CtlResult<()> {
+        let tid = self.table_id(table)?;
+        let name = &self.s.tables[tid].name;
+        let td = self.d.tables.get_mut(tid).ok_or("internal error: table state")?;
+        let (counter, meter, colours) = if handle == DEFAULT_ENTRY {
+            let d = &mut td.default_cells;
+            (&mut d.counter, &mut d.meter, &mut d.colours)
+        } else {
+            let e = td
+                .entries
+                .iter_mut()
+                .find(|e| e.handle == handle)
+                .ok_or_else(|| format!("table `{name}` has no entry with handle {handle}"))?;
+            (&mut e.counter, &mut e.meter, &mut e.colours)
+        };
+        *counter = state.counter;
+        *meter = state.meter.clone();
+        *colours = state.colours;
+        Ok(())
     }
 
     fn direct_write(

@@ -31,8 +31,11 @@
 //! between two packets. At the start of each round the forwarding
 //! thread injects the queued packet-outs at the CPU port (so a
 //! packet-out waits at most one poll round, 50 ms); what the program
-//! sends to the CPU port goes to the primary controller as a packet-in
-//! instead of to a port. At the end of each round it hands the digests
+//! sends to the CPU port goes to every role's primary controller as a
+//! packet-in instead of to a port. `sluice p4 ctl` commands run through
+//! the server's device (`Device::with_engine`), so its entry index
+//! follows what they do to the tables: P4Runtime reads, deletes and
+//! watches the entries a command added. At the end of each round it hands the digests
 //! the program queued to the server (`Device::hand_over_digests`), whose
 //! digest task sends them as `DigestList`s; `sluice p4 ctl digests` then
 //! sees none (the server took them).
@@ -171,6 +174,7 @@ pub fn run(engine: Engine, cfg: P4RunConfig, stop: &AtomicBool) -> anyhow::Resul
             interp: interp.clone(),
             session: sluice_p4::ctl::Session::default(),
             datapath_id: cfg.datapath_id,
+            device: p4rt.as_ref().map(|(_, _, d)| d.clone()),
         };
         let agent = rt.block_on(Agent::start(cfg.agent, sw))?;
         for (t, a) in agent.listeners() {
@@ -347,6 +351,8 @@ struct P4Switch {
     /// Multicast nodes and groups made by `mc_*` commands.
     session: sluice_p4::ctl::Session,
     datapath_id: u64,
+    /// The P4Runtime server's device, when one runs.
+    device: Option<Arc<sluice_p4rt::Device>>,
 }
 
 impl P4Switch {
@@ -360,7 +366,16 @@ impl P4Switch {
             }
             return CtlReply { ok: true, text };
         }
-        match self.session.execute(&mut *i, line) {
+        drop(i);
+        let session = &mut self.session;
+        let mut run = |e: &mut Engine| session.execute(e, line);
+        // With P4Runtime serving, its entry index follows what the
+        // command did to the tables.
+        let r = match &self.device {
+            Some(d) => d.with_engine(run),
+            None => run(&mut lock(&self.interp)),
+        };
+        match r {
             Ok(text) => CtlReply { ok: true, text },
             Err(text) => CtlReply { ok: false, text },
         }

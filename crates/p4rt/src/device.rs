@@ -191,6 +191,22 @@ impl Device {
         q.drain(..).collect()
     }
 
+    /// Runs `f` on the engine for another control plane (`sluice p4
+    /// ctl`, simple_switch_CLI's commands), then brings the entry index in
+    /// line with what `f` did to the tables ([`resync`]), so P4Runtime
+    /// reads, deletes, refuses duplicates of and watches for idle timeouts
+    /// the entries the command added, as if it had written them. Takes
+    /// `state` before `engine`, as a Write does.
+    pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        let mut st = lock(&self.state);
+        let mut engine = lock(&self.engine);
+        let r = f(&mut engine);
+        if let Some(p) = st.pipeline.clone() {
+            resync(&p, &mut st, &engine, Instant::now());
+        }
+        r
+    }
+
     /// A frame the program sent to the CPU port: its leading packet_in
     /// header becomes metadata and the rest goes to every role's primary
     /// as a PacketIn. Dropped (and counted) when no primary took it.
@@ -283,6 +299,57 @@ pub fn build_header(
         off += w;
     }
     Ok(out)
+}
+
+/// Makes the index of every table of `p` hold exactly the engine's
+/// entries: a record for each entry the engine has (const tables
+/// aside), found by handle, else by key (the record of an entry another
+/// control plane replaced keeps its cookie and TTL, its hit count
+/// restarting), else new (no cookie; the table's idle watch with no
+/// TTL); records of entries the engine no longer has go. A table the
+/// engine cannot dump keeps its index (and the error is logged).
+pub fn resync(p: &Pipeline, st: &mut State, engine: &Engine, now: Instant) {
+    use sluice_p4::target::Manage as _;
+    for t in p.tables.values().filter(|t| !t.is_const) {
+        let dump = match engine.dump(&t.engine_name) {
+            Ok((d, _)) => d,
+            Err(e) => {
+                tracing::warn!(table = %t.name, error = %e, "P4Runtime index: no dump");
+                continue;
+            }
+        };
+        let index = st.index.entry(t.id).or_default();
+        let mut key_of: HashMap<u64, Vec<u8>> =
+            index.iter().map(|(k, i)| (i.handle, k.clone())).collect();
+        let mut fresh = HashMap::with_capacity(dump.len());
+        for d in &dump {
+            let e = crate::read::entry_of(p, t, d);
+            let Ok(c) = crate::write::check_entry(p, &e, true) else {
+                tracing::warn!(table = %t.name, handle = d.handle, "P4Runtime index: entry not representable");
+                continue;
+            };
+            let same = key_of.remove(&d.handle).and_then(|k| index.remove(&k));
+            let inst = match same {
+                Some(i) => Installed { spec: c.spec, ..i },
+                None => match index.remove(&c.key) {
+                    Some(i) => Installed {
+                        handle: d.handle,
+                        spec: c.spec,
+                        idle: i.idle.map(|w| w.modified(w.timeout_ns, now)),
+                        cookie: i.cookie,
+                    },
+                    None => Installed {
+                        handle: d.handle,
+                        spec: c.spec,
+                        idle: crate::idle::Watch::new(t, &e, now),
+                        cookie: Cookie::default(),
+                    },
+                },
+            };
+            fresh.insert(c.key, inst);
+        }
+        *index = fresh;
+    }
 }
 
 #[cfg(test)]

@@ -676,3 +676,36 @@ async fn every_roles_primary_gets_packet_ins() {
         .await;
     assert_eq!(moved.ended_with().await, Code::FailedPrecondition);
 }
+
+/// `sluice p4 ctl`'s commands run through `Device::with_engine` while
+/// P4Runtime serves: the entries a command adds join P4Runtime's index
+/// (read, refused as duplicates, deleted), and entries a command removes
+/// leave it (deleting one again is NOT_FOUND, inserting it again works).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctl_commands_keep_the_p4runtime_index() {
+    let srv = start(Some("rt.p4")).await;
+    let mut c = client(srv.addr).await;
+    let info = p4info(&mut c).await;
+    let mut s = Stream::open(&mut c, 1).await;
+    s.next_arbitration().await;
+    let mine = p4v1::TableEntry { metadata: b"mine".to_vec(), ..l2_entry(&info, 0x01, 2) };
+    c.write(write_req(1, vec![update(U::Insert, mine.clone())])).await.unwrap();
+    let mut session = sluice_p4::ctl::Session::default();
+    let mut ctl = |line: &str| srv.device.with_engine(|e| session.execute(e, line)).unwrap();
+    ctl("table_add l2 fwd 0x0b => 3");
+    let q = p4v1::TableEntry { table_id: table_id(&info, "I.l2"), ..Default::default() };
+    let got = entries(read_all(&mut c, p4v1::entity::Entity::TableEntry(q.clone())).await.unwrap());
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0].metadata, b"mine", "the P4Runtime entry keeps its cookie");
+    assert_eq!(got[1].r#match, l2_entry(&info, 0x0b, 3).r#match);
+    let e =
+        c.write(write_req(1, vec![update(U::Insert, l2_entry(&info, 0x0b, 4))])).await.unwrap_err();
+    assert_eq!(update_codes(&e)[0].0, Code::AlreadyExists as i32, "{e:?}");
+    c.write(write_req(1, vec![update(U::Delete, l2_entry(&info, 0x0b, 0))])).await.unwrap();
+    ctl("table_clear l2");
+    let e = c.write(write_req(1, vec![update(U::Delete, mine.clone())])).await.unwrap_err();
+    assert_eq!(update_codes(&e)[0].0, Code::NotFound as i32, "{e:?}");
+    c.write(write_req(1, vec![update(U::Insert, mine)])).await.unwrap();
+    let got = entries(read_all(&mut c, p4v1::entity::Entity::TableEntry(q)).await.unwrap());
+    assert_eq!(got.len(), 1, "{got:?}");
+}

@@ -259,8 +259,7 @@ fn good_batch(ids: &Ids) -> Vec<p4v1::Update> {
 
 async fn rollback_mode(atomicity: Atomicity) {
     let srv = start(Some("atomic.p4")).await;
-    let mut c = client(srv.addr).await;
-    let _s = Stream::open(&mut c, 1).await;
+    let (mut c, _s) = primary(&srv).await;
     let ids = ids(&mut c).await;
     setup(&mut c, &ids).await;
     let ports = [port_for(&srv, A), port_for(&srv, B), port_for(&srv, C)];
@@ -329,8 +328,7 @@ async fn dataplane_atomic_failure_leaves_the_switch_as_before() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn digest_entries_roll_back() {
     let srv = start(Some("digest.p4")).await;
-    let mut c = client(srv.addr).await;
-    let _s = Stream::open(&mut c, 1).await;
+    let (mut c, _s) = primary(&srv).await;
     let info = p4info(&mut c).await;
     let id = info.digests[0].preamble.as_ref().unwrap().id;
     let digest = |ty: U, ack_ns: i64| {
@@ -385,8 +383,7 @@ async fn digest_entries_roll_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packets_never_see_half_a_batch() {
     let srv = start(Some("atomic.p4")).await;
-    let mut c = client(srv.addr).await;
-    let _s = Stream::open(&mut c, 1).await;
+    let (mut c, _s) = primary(&srv).await;
     let ids = ids(&mut c).await;
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));

@@ -140,9 +140,7 @@ async fn idle_timeouts(reference: bool) {
     }
     let want = if reference { "reference" } else { "compiled" };
     assert_eq!(lock(&srv.device.engine).name(), want);
-    let mut c = client(srv.addr).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
+    let (mut c, mut s) = primary(&srv).await;
     let info = p4info(&mut c).await;
     use cfg::table::IdleTimeoutBehavior as B;
     let flows = table(&info, "I.flows");
@@ -322,9 +320,7 @@ fn send(srv: &Server, src: u8, n: usize) {
 async fn default_entry_cells_and_colour_counts() {
     let srv = start(Some("meter.p4")).await;
     lock(&srv.device.engine).set_clock(Clock::manual(Arc::new(AtomicU64::new(0))));
-    let mut c = client(srv.addr).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
+    let (mut c, _s) = primary(&srv).await;
     let ids = meter_ids(&mut c).await;
     let dc = |data| {
         E::DirectCounterEntry(p4v1::DirectCounterEntry {
@@ -437,9 +433,7 @@ async fn rollback_and_reconcile_keep_direct_cells_and_timeouts() {
     let srv = start(Some("meter.p4")).await;
     let now = Arc::new(AtomicU64::new(0));
     lock(&srv.device.engine).set_clock(Clock::manual(now.clone()));
-    let mut c = client(srv.addr).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
+    let (mut c, _s) = primary(&srv).await;
     let ids = meter_ids(&mut c).await;
     let mut e = police_entry(&ids);
     e.meter_config = Some(mc(1, 1, 2, 2));

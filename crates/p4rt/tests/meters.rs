@@ -102,9 +102,7 @@ async fn direct_and_indexed_counters_and_meters() {
     let srv = start(Some("meter.p4")).await;
     let now = Arc::new(AtomicU64::new(0));
     lock(&srv.device.engine).set_clock(Clock::manual(now.clone()));
-    let mut c = client(srv.addr).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
+    let (mut c, _s) = primary(&srv).await;
     let ids = ids(&mut c).await;
 
     // Insert with a meter configuration and a starting count.
@@ -229,9 +227,7 @@ async fn direct_and_indexed_counters_and_meters() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counter_and_meter_errors() {
     let srv = start(Some("meter.p4")).await;
-    let mut c = client(srv.addr).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
+    let (mut c, _s) = primary(&srv).await;
     let ids = ids(&mut c).await;
     c.write(write_req(1, vec![update(U::Insert, entry(&ids, 0x0a, 2))])).await.unwrap();
     let me = |id, index: Option<i64>, config| {
@@ -322,9 +318,7 @@ async fn a_rolled_back_meter_keeps_its_buckets() {
     let srv = start(Some("meter.p4")).await;
     let now = Arc::new(AtomicU64::new(0));
     lock(&srv.device.engine).set_clock(Clock::manual(now.clone()));
-    let mut c = client(srv.addr).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
+    let (mut c, _s) = primary(&srv).await;
     let ids = ids(&mut c).await;
     let cell = |config| {
         E::MeterEntry(p4v1::MeterEntry {

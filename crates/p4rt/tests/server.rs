@@ -211,9 +211,7 @@ async fn capabilities_and_pipeline_config() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_and_read_each_match_kind() {
     let srv = start(Some("rt.p4")).await;
-    let mut c = client(srv.addr).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
+    let (mut c, _s) = primary(&srv).await;
     let info = p4info(&mut c).await;
     let lpm = p4v1::TableEntry {
         table_id: table_id(&info, "I.routes"),
@@ -349,9 +347,7 @@ async fn write_and_read_each_match_kind() {
 #[allow(deprecated)]
 async fn entry_metadata_is_kept_and_read_back() {
     let srv = start(Some("rt.p4")).await;
-    let mut c = client(srv.addr).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
+    let (mut c, _s) = primary(&srv).await;
     let info = p4info(&mut c).await;
     let with = |port: u8, metadata: &[u8], old: u64| p4v1::TableEntry {
         metadata: metadata.to_vec(),
@@ -388,9 +384,7 @@ async fn entry_metadata_is_kept_and_read_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_errors_carry_per_update_codes() {
     let srv = start(Some("rt.p4")).await;
-    let mut c = client(srv.addr).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
+    let (mut c, _s) = primary(&srv).await;
     let info = p4info(&mut c).await;
     c.write(write_req(1, vec![update(U::Insert, l2_entry(&info, 1, 2))])).await.unwrap();
     let mut unknown_table = l2_entry(&info, 3, 1);

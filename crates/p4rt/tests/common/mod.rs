@@ -81,6 +81,15 @@ pub async fn p4info(
     r.config.unwrap().p4info.unwrap()
 }
 
+/// A client that is `srv`'s primary (election id 1, default role): the
+/// client and its stream, the arbitration answer already read.
+pub async fn primary(srv: &Server) -> (P4RuntimeClient<Channel>, Stream) {
+    let mut c = client(srv.addr).await;
+    let mut s = Stream::open(&mut c, 1).await;
+    assert_eq!(s.next_arbitration().await.0, tonic::Code::Ok as i32, "primary");
+    (c, s)
+}
+
 pub fn eid(v: u128) -> Option<p4v1::Uint128> {
     Some(p4v1::Uint128 { high: (v >> 64) as u64, low: v as u64 })
 }

@@ -444,10 +444,16 @@ async fn rollback_and_reconcile_keep_direct_cells_and_timeouts() {
     c.write(write_req(1, vec![update(U::Insert, e.clone()), update(U::Modify, d)])).await.unwrap();
     // GREEN, YELLOW, RED: both buckets are empty.
     send(&srv, 0x0a, 3);
-    // A batch rolled back: its MODIFY (which refilled the buckets) is undone.
+    // A batch rolled back: its MODIFY (which refilled the buckets) is
+    // undone, and so is its MODIFY of the default entry's cells.
+    let mut d2 = default_of(ids.table);
+    d2.counter_data = Some(data(9, 9));
+    d2.meter_config = Some(mc(5, 6, 7, 8));
+    let ups =
+        vec![update(U::Modify, e.clone()), update(U::Modify, d2), update(U::Insert, e.clone())];
     let batch = p4v1::WriteRequest {
         atomicity: p4v1::write_request::Atomicity::RollbackOnError as i32,
-        ..write_req(1, vec![update(U::Modify, e.clone()), update(U::Insert, e.clone())])
+        ..write_req(1, ups)
     };
     c.write(batch).await.unwrap_err();
     let src = std::fs::read(program("meter.p4")).unwrap();

@@ -108,10 +108,8 @@ async fn ack(s: &Stream, l: &p4v1::DigestList) {
 #[tokio::test]
 async fn digest_entries_write_read_and_errors() {
     let srv = start(Some("digest.p4")).await;
-    let mut c = client(srv.addr).await;
+    let (mut c, _s) = primary(&srv).await;
     let id = digest_id(&mut c).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
     let all = p4v1::entity::Entity::DigestEntry(p4v1::DigestEntry::default());
     assert!(read_all(&mut c, all.clone()).await.unwrap().is_empty(), "nothing configured");
     write1(&mut c, U::Insert, entry(id, 4, SECOND, 2 * SECOND)).await.unwrap();
@@ -152,10 +150,8 @@ async fn digest_entries_write_read_and_errors() {
 #[tokio::test]
 async fn digest_lists_carry_the_data_and_the_cache_waits_for_the_ack() {
     let srv = start(Some("digest.p4")).await;
-    let mut c = client(srv.addr).await;
+    let (mut c, mut s) = primary(&srv).await;
     let id = digest_id(&mut c).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
     // Not configured: nothing is sent; the next list is the one after.
     frame_in(&srv, 0x10, 4);
     write1(&mut c, U::Insert, entry(id, 1, 0, 600 * SECOND)).await.unwrap();
@@ -203,10 +199,8 @@ async fn digest_lists_carry_the_data_and_the_cache_waits_for_the_ack() {
 #[tokio::test]
 async fn max_list_size_batches_distinct_data() {
     let srv = start(Some("digest.p4")).await;
-    let mut c = client(srv.addr).await;
+    let (mut c, mut s) = primary(&srv).await;
     let id = digest_id(&mut c).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
     // Three per list, a timeout far beyond the test, no cache.
     write1(&mut c, U::Insert, entry(id, 3, 600 * SECOND, 0)).await.unwrap();
     for m in [1, 2, 2, 1, 3, 4, 5, 6] {

@@ -678,10 +678,8 @@ async fn every_roles_primary_gets_packet_ins() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctl_commands_keep_the_p4runtime_index() {
     let srv = start(Some("rt.p4")).await;
-    let mut c = client(srv.addr).await;
+    let (mut c, _s) = primary(&srv).await;
     let info = p4info(&mut c).await;
-    let mut s = Stream::open(&mut c, 1).await;
-    s.next_arbitration().await;
     let mine = p4v1::TableEntry { metadata: b"mine".to_vec(), ..l2_entry(&info, 0x01, 2) };
     c.write(write_req(1, vec![update(U::Insert, mine.clone())])).await.unwrap();
     let mut session = sluice_p4::ctl::Session::default();

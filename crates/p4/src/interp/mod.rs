@@ -324,6 +324,20 @@ impl Interp {
         }
     }
 
+    /// Cell `index` of the meter `name` names.
+    fn meter_cell(&mut self, name: &str, index: usize) -> CtlResult<&mut crate::meter::Meter> {
+        let id = self.extern_by_name(name)?;
+        let path = self.extern_path(id);
+        match self.d.externs.get_mut(&id) {
+            Some(ExternState::Meter(v)) => {
+                let n = v.len();
+                v.get_mut(index)
+                    .ok_or_else(|| format!("index {index} is outside meter `{path}` of {n} cells"))
+            }
+            _ => Err(format!("`{name}` is not a meter")),
+        }
+    }
+
     fn extern_by_name(&self, name: &str) -> CtlResult<usize> {
         let names: Vec<(String, usize)> = self
             .s
@@ -1036,18 +1050,8 @@ impl Manage for Interp {
     }
 
     fn meter_restore(&mut self, name: &str, index: usize, state: &Meter) -> CtlResult<()> {
-        let id = self.extern_by_name(name)?;
-        let path = self.extern_path(id);
-        match self.d.externs.get_mut(&id) {
-            Some(ExternState::Meter(v)) => {
-                let n = v.len();
-                *v.get_mut(index).ok_or_else(|| {
-                    format!("index {index} is outside meter `{path}` of {n} cells")
-                })? = state.clone();
-                Ok(())
-            }
-            _ => Err(format!("`{name}` is not a meter")),
-        }
+        *self.meter_cell(name, index)? = state.clone();
+        Ok(())
     }
 
     fn meter_write(
@@ -1056,19 +1060,8 @@ impl Manage for Interp {
         index: usize,
         config: Option<MeterConfig>,
     ) -> CtlResult<()> {
-        let id = self.extern_by_name(name)?;
-        let path = self.extern_path(id);
-        match self.d.externs.get_mut(&id) {
-            Some(ExternState::Meter(v)) => {
-                let n = v.len();
-                let cell = v.get_mut(index).ok_or_else(|| {
-                    format!("index {index} is outside meter `{path}` of {n} cells")
-                })?;
-                cell.configure(config);
-                Ok(())
-            }
-            _ => Err(format!("`{name}` is not a meter")),
-        }
+        self.meter_cell(name, index)?.configure(config);
+        Ok(())
     }
 
     fn direct_cells(&self, table: &str) -> CtlResult<Vec<DirectCells>> {

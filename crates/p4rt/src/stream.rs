@@ -6,9 +6,9 @@
 //! NOT_FOUND for another device id). Clients are grouped by role name
 //! (unset: the default role). Every role has full pipeline access: this
 //! switch agrees on no role-definition scheme, so a `role.config` is
-//! INVALID_ARGUMENT (spec §5.3), and so is a stream's later update that
-//! names another role or device (FAILED_PRECONDITION, as the spec says for
-//! a live stream). The server remembers the highest election
+//! INVALID_ARGUMENT (spec §5.3), and a live stream's later update that
+//! names another role or device ends it with FAILED_PRECONDITION (as
+//! §5.3 says). The server remembers the highest election
 //! id it has seen per role; the client holding it is the primary, and it
 //! stays the highest even after that client leaves (then there is no
 //! primary until a client sends an id at least as high). Every client gets

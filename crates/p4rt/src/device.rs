@@ -303,11 +303,13 @@ pub fn build_header(
 
 /// Makes the index of every table of `p` hold exactly the engine's
 /// entries: a record for each entry the engine has (const tables
-/// aside), found by handle, else by key (the record of an entry another
-/// control plane replaced keeps its cookie and TTL, its hit count
-/// restarting), else new (no cookie; the table's idle watch with no
-/// TTL); records of entries the engine no longer has go. A table the
-/// engine cannot dump keeps its index (and the error is logged).
+/// aside), found by handle (kept as it is), else by key (the record of
+/// an entry another control plane replaced keeps its cookie and TTL, its
+/// hit count restarting), else new (no cookie; the table's idle watch
+/// with no TTL); records of entries the engine no longer has go. A table
+/// the engine cannot dump keeps its index (and the error is logged).
+/// Only entries the index does not know by handle are converted, so a
+/// command costs one dump per table.
 pub fn resync(p: &Pipeline, st: &mut State, engine: &Engine, now: Instant) {
     use sluice_p4::target::Manage as _;
     for t in p.tables.values().filter(|t| !t.is_const) {
@@ -323,27 +325,31 @@ pub fn resync(p: &Pipeline, st: &mut State, engine: &Engine, now: Instant) {
             index.iter().map(|(k, i)| (i.handle, k.clone())).collect();
         let mut fresh = HashMap::with_capacity(dump.len());
         for d in &dump {
+            // An entry the index knows by its handle is unchanged (the
+            // CLI has no modify): its record moves over as it is.
+            if let Some(k) = key_of.remove(&d.handle) {
+                if let Some(i) = index.remove(&k) {
+                    fresh.insert(k, i);
+                    continue;
+                }
+            }
             let e = crate::read::entry_of(p, t, d);
             let Ok(c) = crate::write::check_entry(p, &e, true) else {
                 tracing::warn!(table = %t.name, handle = d.handle, "P4Runtime index: entry not representable");
                 continue;
             };
-            let same = key_of.remove(&d.handle).and_then(|k| index.remove(&k));
-            let inst = match same {
-                Some(i) => Installed { spec: c.spec, ..i },
-                None => match index.remove(&c.key) {
-                    Some(i) => Installed {
-                        handle: d.handle,
-                        spec: c.spec,
-                        idle: i.idle.map(|w| w.modified(w.timeout_ns, now)),
-                        cookie: i.cookie,
-                    },
-                    None => Installed {
-                        handle: d.handle,
-                        spec: c.spec,
-                        idle: crate::idle::Watch::new(t, &e, now),
-                        cookie: Cookie::default(),
-                    },
+            let inst = match index.remove(&c.key) {
+                Some(i) => Installed {
+                    handle: d.handle,
+                    spec: c.spec,
+                    idle: i.idle.map(|w| w.modified(w.timeout_ns, now)),
+                    cookie: i.cookie,
+                },
+                None => Installed {
+                    handle: d.handle,
+                    spec: c.spec,
+                    idle: crate::idle::Watch::new(t, &e, now),
+                    cookie: Cookie::default(),
                 },
             };
             fresh.insert(c.key, inst);

@@ -324,6 +324,28 @@ impl Interp {
         }
     }
 
+    /// The direct cells (counter, meter, colour counts) of table `tid`'s
+    /// entry `handle`, or of its default entry ([`DEFAULT_ENTRY`]).
+    #[allow(clippy::type_complexity)]
+    fn cells_mut(
+        &mut self,
+        tid: usize,
+        handle: u64,
+    ) -> CtlResult<(&mut (u64, u64), &mut crate::meter::Meter, &mut [(u64, u64); 3])> {
+        let name = &self.s.tables[tid].name;
+        let td = self.d.tables.get_mut(tid).ok_or("internal error: table state")?;
+        if handle == DEFAULT_ENTRY {
+            let d = &mut td.default_cells;
+            return Ok((&mut d.counter, &mut d.meter, &mut d.colours));
+        }
+        let e = td
+            .entries
+            .iter_mut()
+            .find(|e| e.handle == handle)
+            .ok_or_else(|| format!("table `{name}` has no entry with handle {handle}"))?;
+        Ok((&mut e.counter, &mut e.meter, &mut e.colours))
+    }
+
     /// Cell `index` of the meter `name` names.
     fn meter_cell(&mut self, name: &str, index: usize) -> CtlResult<&mut crate::meter::Meter> {
         let id = self.extern_by_name(name)?;
@@ -1100,19 +1122,7 @@ impl Manage for Interp {
 
     fn direct_restore(&mut self, table: &str, handle: u64, state: &DirectState) -> CtlResult<()> {
         let tid = self.table_id(table)?;
-        let name = &self.s.tables[tid].name;
-        let td = self.d.tables.get_mut(tid).ok_or("internal error: table state")?;
-        let (counter, meter, colours) = if handle == DEFAULT_ENTRY {
-            let d = &mut td.default_cells;
-            (&mut d.counter, &mut d.meter, &mut d.colours)
-        } else {
-            let e = td
-                .entries
-                .iter_mut()
-                .find(|e| e.handle == handle)
-                .ok_or_else(|| format!("table `{name}` has no entry with handle {handle}"))?;
-            (&mut e.counter, &mut e.meter, &mut e.colours)
-        };
+        let (counter, meter, colours) = self.cells_mut(tid, handle)?;
         *counter = state.counter;
         *meter = state.meter.clone();
         *colours = state.colours;
@@ -1134,17 +1144,7 @@ impl Manage for Interp {
         if meter.is_some() && ts.direct_meter.is_none() {
             return Err(format!("table `{}` has no direct meter", ts.name));
         }
-        let td = self.d.tables.get_mut(tid).ok_or("internal error: table state")?;
-        let (cell, cfg) = if handle == DEFAULT_ENTRY {
-            let d = &mut td.default_cells;
-            (&mut d.counter, &mut d.meter)
-        } else {
-            let e =
-                td.entries.iter_mut().find(|e| e.handle == handle).ok_or_else(|| {
-                    format!("table `{}` has no entry with handle {handle}", ts.name)
-                })?;
-            (&mut e.counter, &mut e.meter)
-        };
+        let (cell, cfg, _) = self.cells_mut(tid, handle)?;
         if let Some(c) = counter {
             *cell = c;
         }

@@ -183,6 +183,19 @@ pub enum Insn {
     Jump {
         to: u16,
     },
+    /// Stores `value` (reduced to the slot's width) into the slot.
+    Set {
+        to: Slot,
+        value: u64,
+    },
+    /// [`Insn::Bin`] with a constant second operand.
+    BinImm {
+        op: BinOp,
+        dst: Reg,
+        a: Reg,
+        imm: u64,
+        width: u8,
+    },
 }
 
 /// Why a program was refused.
@@ -285,6 +298,16 @@ impl KeyProg {
                         return Err(KeyProgError::BadSlot { at, slot: to });
                     }
                 }
+                Insn::Set { to, .. } => {
+                    if !to.is_valid() {
+                        return Err(KeyProgError::BadSlot { at, slot: to });
+                    }
+                }
+                Insn::BinImm { dst, a, width: w, .. } => {
+                    reg(dst)?;
+                    reg(a)?;
+                    width(w)?;
+                }
                 Insn::Bin { dst, a, b, width: w, .. } => {
                     reg(dst)?;
                     reg(a)?;
@@ -329,6 +352,249 @@ impl KeyProg {
         &self.insns
     }
 
+    /// Every key bit the program loads (whatever
+    /// [`KeyProg::with_reads`] narrowed its reads to).
+    pub fn loads(&self) -> FlowMask {
+        let mut m = FlowMask::ZERO;
+        for i in self.insns.iter() {
+            if let Insn::Load { from, .. } = i {
+                m.words[usize::from(from.word)] |= from.mask();
+            }
+        }
+        m
+    }
+
+    /// Every key bit the program may write.
+    pub fn writes(&self) -> FlowMask {
+        let mut m = FlowMask::ZERO;
+        for i in self.insns.iter() {
+            if let Insn::Store { to, .. } | Insn::Set { to, .. } = i {
+                m.words[usize::from(to.word)] |= to.mask();
+            }
+        }
+        m
+    }
+
+    /// One past the highest register the program names.
+    fn regs_used(&self) -> usize {
+        let mut n = 0;
+        for i in self.insns.iter() {
+            let r = match *i {
+                Insn::Const { dst, .. } | Insn::Load { dst, .. } => dst,
+                Insn::Store { src, .. } => src,
+                Insn::Bin { dst, a, b, .. } => dst.max(a).max(b),
+                Insn::BinImm { dst, a, .. }
+                | Insn::Not { dst, a, .. }
+                | Insn::Neg { dst, a, .. }
+                | Insn::SExt { dst, a, .. }
+                | Insn::Trunc { dst, a, .. }
+                | Insn::Mov { dst, a } => dst.max(a),
+                Insn::JumpIfZero { cond, .. } => cond,
+                Insn::Jump { .. } | Insn::Set { .. } => continue,
+            };
+            n = n.max(usize::from(r) + 1);
+        }
+        n
+    }
+
+    /// `self` then `next` as one program (reading what either reads),
+    /// `next`'s registers renamed past `self`'s so each still starts from
+    /// zeroed registers; `None` when together they need more than
+    /// [`REGS`] registers or [`MAX_INSNS`] instructions.
+    pub fn then(&self, next: &KeyProg) -> Option<KeyProg> {
+        let base = self.regs_used();
+        if base + next.regs_used() > REGS || self.insns.len() + next.insns.len() > MAX_INSNS {
+            return None;
+        }
+        let (b, at) = (base as u8, self.insns.len() as u16);
+        let mut insns = self.insns.to_vec();
+        insns.extend(next.insns.iter().map(|&i| match i {
+            Insn::Const { dst, value } => Insn::Const { dst: dst + b, value },
+            Insn::Load { dst, from } => Insn::Load { dst: dst + b, from },
+            Insn::Store { src, to } => Insn::Store { src: src + b, to },
+            Insn::Set { to, value } => Insn::Set { to, value },
+            Insn::Bin { op, dst, a, b: c, width } => {
+                Insn::Bin { op, dst: dst + b, a: a + b, b: c + b, width }
+            }
+            Insn::BinImm { op, dst, a, imm, width } => {
+                Insn::BinImm { op, dst: dst + b, a: a + b, imm, width }
+            }
+            Insn::Not { dst, a, width } => Insn::Not { dst: dst + b, a: a + b, width },
+            Insn::Neg { dst, a, width } => Insn::Neg { dst: dst + b, a: a + b, width },
+            Insn::SExt { dst, a, from } => Insn::SExt { dst: dst + b, a: a + b, from },
+            Insn::Trunc { dst, a, width } => Insn::Trunc { dst: dst + b, a: a + b, width },
+            Insn::Mov { dst, a } => Insn::Mov { dst: dst + b, a: a + b },
+            Insn::JumpIfZero { cond, to } => Insn::JumpIfZero { cond: cond + b, to: to + at },
+            Insn::Jump { to } => Insn::Jump { to: to + at },
+        }));
+        let mut reads = self.reads;
+        for (w, r) in reads.words.iter_mut().zip(next.reads.words.iter()) {
+            *w |= r;
+        }
+        KeyProg::new(insns).ok().map(|p| p.with_reads(reads))
+    }
+
+    /// The same effect on the key in as few instructions as this pass
+    /// finds, for a program run often (a cache entry's): constants
+    /// folded through registers (which start at zero) and through slots
+    /// (a load of a slot the program set), a store of a known value made
+    /// an [`Insn::Set`], a constant second operand an [`Insn::BinImm`], a
+    /// store that a later one overwrites unread dropped, and what no
+    /// store depends on dropped. In a program with jumps, only the
+    /// straight-line part before the first jump is simplified (what
+    /// follows keeps every register it reads, and the jumps are moved).
+    pub fn simplified(&self) -> KeyProg {
+        let first_jump = self
+            .insns
+            .iter()
+            .position(|i| matches!(i, Insn::Jump { .. } | Insn::JumpIfZero { .. }))
+            .unwrap_or(self.insns.len());
+        let (head, tail) = self.insns.split_at(first_jump);
+        let ix = |r: Reg| usize::from(r) & (REGS - 1);
+        // Registers the rest reads: live after the head.
+        let mut live = [false; REGS];
+        for &i in tail {
+            let srcs: [Option<Reg>; 2] = match i {
+                Insn::Store { src, .. } => [Some(src), None],
+                Insn::Bin { a, b, .. } => [Some(a), Some(b)],
+                Insn::BinImm { a, .. }
+                | Insn::Not { a, .. }
+                | Insn::Neg { a, .. }
+                | Insn::SExt { a, .. }
+                | Insn::Trunc { a, .. }
+                | Insn::Mov { a, .. } => [Some(a), None],
+                Insn::JumpIfZero { cond, .. } => [Some(cond), None],
+                _ => [None, None],
+            };
+            for r in srcs.into_iter().flatten() {
+                live[ix(r)] = true;
+            }
+        }
+        let mut known = [Some(0u64); REGS];
+        // Slots holding a value the program stored, exactly.
+        let mut held: Vec<(Slot, u64)> = Vec::new();
+        let overlap = |a: Slot, b: Slot| a.word == b.word && a.mask() & b.mask() != 0;
+        let mut out = Vec::with_capacity(self.insns.len());
+        for &i in head {
+            // The instruction's result when its operands are known.
+            let folded = match i {
+                Insn::Const { value, .. } => Some(value),
+                Insn::Bin { op, a, b, width, .. } => {
+                    known[ix(a)].zip(known[ix(b)]).map(|(x, y)| bin(op, x, y, width))
+                }
+                Insn::BinImm { op, a, imm, width, .. } => {
+                    known[ix(a)].map(|x| bin(op, x, imm, width))
+                }
+                Insn::Not { a, width, .. } => known[ix(a)].map(|x| !x & ones(width)),
+                Insn::Neg { a, width, .. } => known[ix(a)].map(|x| x.wrapping_neg() & ones(width)),
+                Insn::SExt { a, from, .. } => known[ix(a)].map(|x| sext(x, from) as u64),
+                Insn::Trunc { a, width, .. } => known[ix(a)].map(|x| x & ones(width)),
+                Insn::Mov { a, .. } => known[ix(a)],
+                _ => None,
+            };
+            match i {
+                Insn::Store { to, .. } | Insn::Set { to, .. } => {
+                    let value = match i {
+                        Insn::Store { src, .. } => known[ix(src)],
+                        Insn::Set { value, .. } => Some(value),
+                        _ => None,
+                    };
+                    held.retain(|&(s, _)| !overlap(s, to));
+                    match value {
+                        Some(value) => {
+                            held.push((to, value & ones(to.width)));
+                            out.push(Insn::Set { to, value });
+                        }
+                        None => out.push(i),
+                    }
+                }
+                Insn::Load { dst, from } => {
+                    known[ix(dst)] = held.iter().find(|&&(s, _)| s == from).map(|&(_, v)| v);
+                    out.push(match known[ix(dst)] {
+                        Some(value) => Insn::Const { dst, value },
+                        None => i,
+                    });
+                }
+                Insn::Const { dst, .. }
+                | Insn::Bin { dst, .. }
+                | Insn::BinImm { dst, .. }
+                | Insn::Not { dst, .. }
+                | Insn::Neg { dst, .. }
+                | Insn::SExt { dst, .. }
+                | Insn::Trunc { dst, .. }
+                | Insn::Mov { dst, .. } => {
+                    known[ix(dst)] = folded;
+                    out.push(match (folded, i) {
+                        (Some(value), _) => Insn::Const { dst, value },
+                        (None, Insn::Bin { op, dst, a, b, width }) => match known[ix(b)] {
+                            Some(imm) => Insn::BinImm { op, dst, a, imm, width },
+                            None => i,
+                        },
+                        _ => i,
+                    });
+                }
+                Insn::Jump { .. } | Insn::JumpIfZero { .. } => out.push(i),
+            }
+        }
+        // Backwards: keep what a store depends on, and a store only if no
+        // later store in the head overwrites it before a load reads it.
+        let mut covered = FlowMask::ZERO;
+        let mut keep = vec![true; out.len()];
+        for (k, &i) in out.iter().enumerate().rev() {
+            let (dst, srcs): (Reg, [Option<Reg>; 2]) = match i {
+                Insn::Store { to, .. } | Insn::Set { to, .. } => {
+                    let c = &mut covered.words[usize::from(to.word)];
+                    if *c & to.mask() == to.mask() {
+                        keep[k] = false;
+                        continue;
+                    }
+                    *c |= to.mask();
+                    if let Insn::Store { src, .. } = i {
+                        live[ix(src)] = true;
+                    }
+                    continue;
+                }
+                Insn::Jump { .. } | Insn::JumpIfZero { .. } => continue,
+                Insn::Load { dst, from } => {
+                    // Only a load something uses reads the slot.
+                    if live[ix(dst)] {
+                        covered.words[usize::from(from.word)] &= !from.mask();
+                    }
+                    (dst, [None, None])
+                }
+                Insn::Const { dst, .. } => (dst, [None, None]),
+                Insn::Bin { dst, a, b, .. } => (dst, [Some(a), Some(b)]),
+                Insn::BinImm { dst, a, .. }
+                | Insn::Not { dst, a, .. }
+                | Insn::Neg { dst, a, .. }
+                | Insn::SExt { dst, a, .. }
+                | Insn::Trunc { dst, a, .. }
+                | Insn::Mov { dst, a } => (dst, [Some(a), None]),
+            };
+            if !live[ix(dst)] {
+                keep[k] = false;
+                continue;
+            }
+            live[ix(dst)] = false;
+            for r in srcs.into_iter().flatten() {
+                live[ix(r)] = true;
+            }
+        }
+        let mut insns: Vec<Insn> =
+            out.into_iter().zip(keep).filter_map(|(i, k)| k.then_some(i)).collect();
+        // The rest, its jump targets moved by what the head lost.
+        let shift = first_jump - insns.len();
+        insns.extend(tail.iter().map(|&i| match i {
+            Insn::Jump { to } => Insn::Jump { to: to - shift as u16 },
+            Insn::JumpIfZero { cond, to } => Insn::JumpIfZero { cond, to: to - shift as u16 },
+            i => i,
+        }));
+        match KeyProg::new(insns) {
+            Ok(p) => p.with_reads(self.reads),
+            Err(_) => self.clone(),
+        }
+    }
+
     /// Runs the program on `key`.
     pub fn run(&self, key: &mut FlowKey) {
         let mut r = [0u64; REGS];
@@ -345,6 +611,10 @@ impl KeyProg {
                 Insn::Bin { op, dst, a, b, width } => {
                     r[ix(dst)] = bin(op, r[ix(a)], r[ix(b)], width);
                 }
+                Insn::BinImm { op, dst, a, imm, width } => {
+                    r[ix(dst)] = bin(op, r[ix(a)], imm, width);
+                }
+                Insn::Set { to, value } => to.set(key, value),
                 Insn::Not { dst, a, width } => r[ix(dst)] = !r[ix(a)] & ones(width),
                 Insn::Neg { dst, a, width } => r[ix(dst)] = r[ix(a)].wrapping_neg() & ones(width),
                 Insn::SExt { dst, a, from } => r[ix(dst)] = sext(r[ix(a)], from) as u64,
@@ -550,5 +820,148 @@ mod tests {
         assert_eq!(bin(BinOp::Add, u64::MAX, 1, 64), 0);
         assert_eq!(bin(BinOp::AddSat, u64::MAX, 1, 64), u64::MAX);
         assert_eq!(bin(BinOp::Shl, 1, 64, 64), 0);
+    }
+
+    /// Random programs over a few slots and registers: with jumps or
+    /// not, every instruction kind.
+    fn arb_prog() -> impl proptest::strategy::Strategy<Value = KeyProg> {
+        use proptest::prelude::*;
+        let slot = (0u8..2, 0u8..4).prop_map(|(w, k)| {
+            let (shift, width) = [(0, 8), (8, 16), (24, 1), (0, 64)][usize::from(k)];
+            Slot { word: w, shift, width }
+        });
+        let reg = 0u8..6;
+        let width = prop_oneof![Just(1u8), Just(8), Just(16), Just(64), 1u8..=64];
+        let value = prop_oneof![Just(0u64), Just(1), Just(u64::MAX), any::<u64>()];
+        let op = (0usize..22).prop_map(|i| {
+            use BinOp::*;
+            [
+                Add, Sub, Mul, And, Or, Xor, Shl, Shr, Sar, AddSat, SubSat, AddSatS, SubSatS, Eq,
+                Ne, Lt, Le, LtS, LeS, Div, Rem, Add,
+            ][i]
+        });
+        let insn = prop_oneof![
+            (reg.clone(), value.clone()).prop_map(|(dst, value)| Insn::Const { dst, value }),
+            (reg.clone(), slot.clone()).prop_map(|(dst, from)| Insn::Load { dst, from }),
+            (reg.clone(), slot.clone()).prop_map(|(src, to)| Insn::Store { src, to }),
+            (slot, value.clone()).prop_map(|(to, value)| Insn::Set { to, value }),
+            (op.clone(), reg.clone(), reg.clone(), reg.clone(), width.clone())
+                .prop_map(|(op, dst, a, b, width)| Insn::Bin { op, dst, a, b, width }),
+            (op, reg.clone(), reg.clone(), value, width.clone())
+                .prop_map(|(op, dst, a, imm, width)| Insn::BinImm { op, dst, a, imm, width }),
+            (0u8..6, reg.clone(), reg.clone(), width).prop_map(|(k, dst, a, w)| match k {
+                0 => Insn::Not { dst, a, width: w },
+                1 => Insn::Neg { dst, a, width: w },
+                2 => Insn::SExt { dst, a, from: w },
+                3 => Insn::Trunc { dst, a, width: w },
+                _ => Insn::Mov { dst, a },
+            }),
+            (reg, 1u16..4).prop_map(|(cond, d)| Insn::JumpIfZero { cond, to: d }),
+            (1u16..4).prop_map(|d| Insn::Jump { to: d }),
+        ];
+        (proptest::collection::vec(insn, 0..24), any::<bool>()).prop_map(|(v, jumps)| {
+            // Jump distances made targets; without `jumps`, none.
+            let n = v.len();
+            let v: Vec<Insn> = v
+                .into_iter()
+                .enumerate()
+                .filter_map(|(at, i)| {
+                    let to = |d: u16| ((at + usize::from(d)).min(n)) as u16;
+                    match i {
+                        Insn::JumpIfZero { cond, to: d } => {
+                            jumps.then(|| Insn::JumpIfZero { cond, to: to(d) })
+                        }
+                        Insn::Jump { to: d } => jumps.then(|| Insn::Jump { to: to(d) }),
+                        i => Some(i),
+                    }
+                })
+                .collect();
+            // Dropping jumps moved the rest: retarget within bounds.
+            let n = v.len();
+            let v = v
+                .into_iter()
+                .enumerate()
+                .map(|(at, i)| match i {
+                    Insn::JumpIfZero { cond, to } => {
+                        Insn::JumpIfZero { cond, to: (usize::from(to).clamp(at + 1, n)) as u16 }
+                    }
+                    Insn::Jump { to } => {
+                        Insn::Jump { to: (usize::from(to).clamp(at + 1, n)) as u16 }
+                    }
+                    i => i,
+                })
+                .collect();
+            KeyProg::new(v).unwrap()
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// What a composed program runs (`walk::compose`): a simplified
+        /// program, and two programs run as one, change the key exactly
+        /// as the originals do.
+        #[test]
+        fn simplified_and_joined_programs_agree(
+            a in arb_prog(),
+            b in arb_prog(),
+            words in proptest::array::uniform3(proptest::prelude::any::<u64>()),
+        ) {
+            let mut k = FlowKey::ZERO;
+            k.words[..3].copy_from_slice(&words);
+            let (mut want, mut got) = (k, k);
+            a.run(&mut want);
+            a.simplified().run(&mut got);
+            proptest::prop_assert_eq!(want, got, "simplified {:?}", a.simplified());
+            b.run(&mut want);
+            let mut joined = k;
+            match a.then(&b) {
+                Some(j) => {
+                    j.run(&mut joined);
+                    proptest::prop_assert_eq!(want, joined, "joined {:?}", j);
+                    let mut s = k;
+                    j.simplified().run(&mut s);
+                    proptest::prop_assert_eq!(want, s, "joined and simplified");
+                    proptest::prop_assert!(j.simplified().insns().len() <= j.insns().len());
+                }
+                None => proptest::prop_assert!(a.regs_used() + b.regs_used() > REGS),
+            }
+        }
+    }
+
+    #[test]
+    fn a_composed_router_action_shrinks() {
+        // An action setting two MACs, the TTL and the port, then what
+        // the traffic manager does: 14 instructions become 7 (the port
+        // forwarded from the slot it was set in, the first store to it
+        // overwritten unread).
+        let (src, dst, ttl, spec, eport) =
+            (slot(2, 0, 48), slot(1, 0, 48), slot(1, 56, 8), slot(5, 0, 9), slot(5, 9, 9));
+        let act = KeyProg::new(vec![
+            Insn::Const { dst: 0, value: 0x0200_0000_00fe },
+            Insn::Store { src: 0, to: src },
+            Insn::Const { dst: 0, value: 0x0200_0000_0101 },
+            Insn::Store { src: 0, to: dst },
+            Insn::Load { dst: 0, from: ttl },
+            Insn::Const { dst: 1, value: 1 },
+            Insn::Bin { op: BinOp::Sub, dst: 0, a: 0, b: 1, width: 8 },
+            Insn::Store { src: 0, to: ttl },
+            Insn::Const { dst: 0, value: 3 },
+            Insn::Store { src: 0, to: spec },
+        ])
+        .unwrap();
+        let tm = KeyProg::new(vec![
+            Insn::Load { dst: 0, from: spec },
+            Insn::Store { src: 0, to: eport },
+            Insn::Const { dst: 1, value: 512 },
+            Insn::Store { src: 1, to: spec },
+        ])
+        .unwrap();
+        let j = act.then(&tm).unwrap().simplified();
+        assert_eq!(j.insns().len(), 7, "{:?}", j.insns());
+        let mut k = FlowKey::ZERO;
+        ttl.set(&mut k, 64);
+        j.run(&mut k);
+        assert_eq!((ttl.get(&k), eport.get(&k), spec.get(&k)), (63, 3, 0));
+        assert_eq!(src.get(&k), 0x0200_0000_00fe);
     }
 }

@@ -39,7 +39,12 @@ pub const MAX_FRAME: usize = 65_535;
 /// from the frame, instead of the fixed parser and the extract program.
 /// Must not panic on any frame.
 pub trait Parse: Send + Sync + fmt::Debug {
-    fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo);
+    /// Parses `data` into `key` and `info` and returns how many leading
+    /// bytes of it the result may depend on, besides the frame's length
+    /// and `meta` ([`usize::MAX`]: not known). The raw-header cache learns
+    /// a frame only when that is within its window, so an answer too small
+    /// would let two frames that parse differently share a key.
+    fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) -> usize;
 }
 
 /// One packet being processed.
@@ -66,6 +71,9 @@ pub struct Pkt {
     /// [`Pkt::extract`] (none: the fixed parser). Set with
     /// [`Pkt::set_parser`] before loading a frame.
     pub parser: Option<Arc<dyn Parse>>,
+    /// What the last parse by [`Pkt::parser`] returned (see
+    /// [`Parse::parse`]).
+    pub parser_extent: usize,
 }
 
 impl Default for Pkt {
@@ -88,6 +96,7 @@ impl Pkt {
             stale: false,
             extract: None,
             parser: None,
+            parser_extent: usize::MAX,
         }
     }
 
@@ -156,12 +165,12 @@ impl Pkt {
 
     /// After a parse: how many leading bytes of the frame it may have read
     /// (the fixed parser's and the extract program's extents, see
-    /// [`sluice_packet::parse::extent`]); `None` with a front end's own
-    /// parser, whose reads are not bounded.
+    /// [`sluice_packet::parse::extent`]), or what a front end's own
+    /// parser said ([`Parse::parse`]); `None` when not known.
     #[inline]
     pub fn parse_extent(&self) -> Option<usize> {
         if self.parser.is_some() {
-            return None;
+            return Some(self.parser_extent).filter(|&x| x != usize::MAX);
         }
         let fixed = sluice_packet::parse::extent(&self.info);
         Some(self.extract.as_ref().map_or(fixed, |x| fixed.max(x.extent(&self.info))))
@@ -178,6 +187,7 @@ impl Pkt {
         self.meta = other.meta;
         self.key = other.key;
         self.info = other.info;
+        self.parser_extent = other.parser_extent;
         self.queue = other.queue;
         self.edited = other.edited;
         self.stale = other.stale;
@@ -194,7 +204,7 @@ impl Pkt {
     pub fn reparse(&mut self) {
         let data = self.buf.data();
         if let Some(p) = &self.parser {
-            p.parse(data, &self.meta, &mut self.key, &mut self.info);
+            self.parser_extent = p.parse(data, &self.meta, &mut self.key, &mut self.info);
         } else {
             parse_into(data, &self.meta, &mut self.key, &mut self.info);
             if let Some(x) = &self.extract {

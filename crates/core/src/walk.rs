@@ -56,6 +56,7 @@ use crate::cache::{
 use crate::extract::Extract;
 use crate::graph::{Graph, Next, Node};
 use crate::guard::{Answers, Chain as GuardChain, Guard, GuardAt, GuardInput, GuardSet};
+use crate::keyop::KeyProg;
 use crate::op::{DeferredSet, Edited, EntryOps, Op};
 use crate::pkt::{Parse, Pkt};
 use crate::prefetch;
@@ -241,6 +242,14 @@ pub trait Frontend: Sized {
     /// The front end's own parser, if it replaces the fixed parser (see
     /// [`Pkt::parser`]).
     fn parser(&self) -> Option<&Arc<dyn Parse>> {
+        None
+    }
+    /// Key bits only key programs ([`Op::Key`]), lookups and branches
+    /// read (P4's locals and condition bits): of the ops, only those
+    /// programs and ops other than [`Op::Output`] may read them. A
+    /// composed program drops a key program that writes nothing but such
+    /// bits when nothing after it reads them ([`compose`]).
+    fn scratch(&self) -> Option<&FlowMask> {
         None
     }
     /// The context entry `e` of table `table` runs its ops in.
@@ -784,7 +793,71 @@ pub fn compose<F: Frontend>(f: &F, chain: &Chain) -> Option<Box<Program<F::Ctx>>
     if let Some(ctx) = last_ctx {
         steps.extend(set.ordered().map(|op| Step::Act { op: op.clone(), ctx }));
     }
-    hops.next().is_none().then(|| steps.into())
+    hops.next().is_none().then(|| join_keys(steps, f.scratch()).into())
+}
+
+/// A composed program's key programs made cheaper to run: one writing
+/// only `scratch` bits that nothing after it reads is dropped (its
+/// results fed the branches and lookups the chain has already decided),
+/// and each stretch of them with only counter steps between becomes one
+/// program ([`KeyProg::then`]), simplified ([`KeyProg::simplified`]),
+/// run after those counter steps (which neither read nor write the key).
+fn join_keys<C: Copy>(steps: Vec<Step<C>>, scratch: Option<&FlowMask>) -> Vec<Step<C>> {
+    let mut dead = vec![false; steps.len()];
+    if let Some(scratch) = scratch {
+        let mut live = FlowMask::ZERO;
+        for (i, step) in steps.iter().enumerate().rev() {
+            let Step::Act { op, .. } = step else { continue };
+            match op {
+                Op::Key(p) => {
+                    let w = p.writes();
+                    let only_scratch = w.words.iter().zip(&scratch.words).all(|(w, s)| w & !s == 0);
+                    if only_scratch && w.words.iter().zip(&live.words).all(|(w, l)| w & l == 0) {
+                        dead[i] = true;
+                        continue;
+                    }
+                    for ((l, r), s) in
+                        live.words.iter_mut().zip(p.loads().words).zip(&scratch.words)
+                    {
+                        *l |= r & s;
+                    }
+                }
+                Op::Output { .. } => {}
+                _ => live = *scratch,
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(steps.len());
+    let mut pending: Option<(KeyProg, C)> = None;
+    let flush = |out: &mut Vec<Step<C>>, pending: &mut Option<(KeyProg, C)>| {
+        if let Some((p, ctx)) = pending.take() {
+            out.push(Step::Act { op: Op::Key(Arc::new(p.simplified())), ctx });
+        }
+    };
+    for (step, dead) in steps.into_iter().zip(dead) {
+        match step {
+            Step::Act { op: Op::Key(_), .. } if dead => {}
+            Step::Act { op: Op::Key(p), ctx } => {
+                pending = Some(match pending.take() {
+                    None => ((*p).clone(), ctx),
+                    Some((q, c)) => match q.then(&p) {
+                        Some(j) => (j, ctx),
+                        None => {
+                            out.push(Step::Act { op: Op::Key(Arc::new(q.simplified())), ctx: c });
+                            ((*p).clone(), ctx)
+                        }
+                    },
+                });
+            }
+            s @ (Step::Hit { .. } | Step::MissOn { .. }) => out.push(s),
+            s => {
+                flush(&mut out, &mut pending);
+                out.push(s);
+            }
+        }
+    }
+    flush(&mut out, &mut pending);
+    out
 }
 
 /// Run a composed program: what [`walk`] does along the program's chain
@@ -1204,12 +1277,14 @@ impl<B: AsRef<PacketBuf> + AsMut<PacketBuf>> Frames for Lent<'_, B> {
 
 /// One stage-by-stage burst of at most [`BURST`] frames.
 ///
-/// With both caches on and the fixed parser, each frame first probes the
-/// raw-header cache ([`RawKey`]: its first [`RAW_BYTES`] bytes, length and
-/// metadata); a hit gives the key and parse summary its parse would give
-/// and the exact entry for that key, so the frame is neither parsed nor
-/// hashed as a key. A miss is parsed and probes the exact cache, and when
-/// its parse read no byte past [`RAW_BYTES`] and the exact cache now holds
+/// With both caches on, each frame first probes the raw-header cache
+/// ([`RawKey`]: its first [`RAW_BYTES`] bytes, length and metadata, and
+/// which parser or extract program parses it); a hit gives the key and
+/// parse summary its parse would give and the exact entry for that key,
+/// so the frame is neither parsed nor hashed as a key. A miss is parsed
+/// and probes the exact cache, and when its parse read no byte past
+/// [`RAW_BYTES`] ([`Pkt::parse_extent`]: the fixed parser's own account,
+/// or what a front end's parser returned) and the exact cache now holds
 /// its key, the raw cache learns the frame.
 fn stage_burst<F: Frontend>(
     f: &F,
@@ -1228,8 +1303,12 @@ fn stage_burst<F: Frontend>(
     let mut loaded = [false; BURST];
     let (extract, parser) = (f.extract(), f.parser());
     let mode = f.cache_mode();
-    let raw_on = mode == CacheMode::On && parser.is_none();
-    let xid = extract.map_or(0, |x| Arc::as_ptr(x) as usize);
+    let raw_on = mode == CacheMode::On;
+    // What parses the frame is part of a raw entry's identity.
+    let xid = match parser {
+        Some(p) => Arc::as_ptr(p).cast::<u8>() as usize,
+        None => extract.map_or(0, |x| Arc::as_ptr(x) as usize),
+    };
     // The cache is set apart for the burst, so a hit's program can be run
     // straight from it while the worker is borrowed mutably.
     let mut cache = std::mem::take(&mut w.cache);

@@ -23,7 +23,7 @@ use sluice_packet::parse::{Meta, ParseInfo};
 struct Words;
 
 impl Parse for Words {
-    fn parse(&self, data: &[u8], _meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) {
+    fn parse(&self, data: &[u8], _meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) -> usize {
         *key = FlowKey::ZERO;
         for (w, chunk) in key.words.iter_mut().zip(data.chunks(8)).take(2) {
             let mut b = [0u8; 8];
@@ -31,6 +31,7 @@ impl Parse for Words {
             *w = u64::from_be_bytes(b);
         }
         *info = ParseInfo::default();
+        16
     }
 }
 

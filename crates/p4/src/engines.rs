@@ -152,6 +152,19 @@ impl Target for Engine {
             Engine::Reference(i) => i.packet_into(port, data, out),
         }
     }
+
+    fn burst_into(
+        &mut self,
+        port: u32,
+        frames: &[&[u8]],
+        out: &mut dyn FnMut(u32, &[u8]),
+        refused: &mut dyn FnMut(usize, String),
+    ) {
+        match self {
+            Engine::Compiled(c) => c.burst_into(port, frames, out, refused),
+            Engine::Reference(i) => i.burst_into(port, frames, out, refused),
+        }
+    }
 }
 
 impl Manage for Engine {

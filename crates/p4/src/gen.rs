@@ -956,6 +956,33 @@ pub fn check(p: &Program, modes: &[(CacheMode, bool)]) -> Check {
                 }
             }
         }
+        // Then as a port's receive bursts (runs of one ingress port),
+        // twice: the first learns raw-header cache entries, the second
+        // hits them. The outputs are the packets' outputs in order.
+        for round in 0..2 {
+            let mut at = 0;
+            while at < p.packets.len() {
+                let port = p.packets[at].0;
+                let run = p.packets[at..].iter().take_while(|x| x.0 == port).count();
+                let frames: Vec<&[u8]> = p.packets[at..at + run].iter().map(|x| &x.1[..]).collect();
+                let mut got = Vec::new();
+                let mut refused = Vec::new();
+                c.burst_into(
+                    port,
+                    &frames,
+                    &mut |port, d| got.push(Output { port, data: d.to_vec() }),
+                    &mut |i, e| refused.push((i, e)),
+                );
+                let want: Vec<Output> = want[at..at + run].iter().flatten().cloned().collect();
+                if got != want || !refused.is_empty() {
+                    return Check::Mismatch(format!(
+                        "{mode:?} indexed {indexed}, burst {round} of frames {at}..{} from port {port}: engine {got:?} (refused {refused:?}), interpreter {want:?}",
+                        at + run
+                    ));
+                }
+                at += run;
+            }
+        }
     }
     Check::Agreed
 }

@@ -98,6 +98,25 @@ pub trait Target {
         }
         Ok(())
     }
+    /// [`Target::packet_into`] for frames received together on `port`,
+    /// in order: the outputs are what running them one at a time gives,
+    /// in the same order. A frame the program refuses goes to `refused`
+    /// (its index in `frames` and why) and the others still run. An
+    /// engine may look several frames up before running the first (the
+    /// compiled engine's staged burst).
+    fn burst_into(
+        &mut self,
+        port: u32,
+        frames: &[&[u8]],
+        out: &mut dyn FnMut(u32, &[u8]),
+        refused: &mut dyn FnMut(usize, String),
+    ) {
+        for (i, f) in frames.iter().enumerate() {
+            if let Err(e) = self.packet_into(port, f, out) {
+                refused(i, e);
+            }
+        }
+    }
 }
 
 /// How a key element matches, as declared.

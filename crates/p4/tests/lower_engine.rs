@@ -277,3 +277,103 @@ fn ints_typed_by_their_context_agree_with_the_interpreter() {
         assert_eq!(c.packet(1, &frame).expect("engine packet"), want, "{frame:02x?}");
     }
 }
+
+/// A received burst runs through the raw-header cache (the frame's first
+/// bytes and length as the key of its parse) only as far as the parse
+/// stayed within those bytes: frames alike there but told apart by a
+/// header the parser extracts past them must each go their own way, in
+/// every burst (where a wrongly learned frame would hit), while frames parsed within the window are served from it.
+#[test]
+fn bursts_use_the_raw_cache_only_within_the_parse() {
+    let text = r#"#include <core.p4>
+#include <v1model.p4>
+header sel_t { bit<8> port; }
+struct H { sel_t near; sel_t far; }
+struct M { }
+parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.near);
+        transition select(hdr.near.port) { 0: skip; default: accept; }
+    }
+    state skip { pkt.advance(792); pkt.extract(hdr.far); transition accept; }
+}
+control V(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    apply {
+        if (hdr.far.isValid()) { sm.egress_spec = (bit<9>)hdr.far.port; }
+        else { sm.egress_spec = (bit<9>)hdr.near.port; }
+    }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H hdr, inout M m) { apply { } }
+control D(packet_out pkt, in H hdr) { apply { pkt.emit(hdr.near); pkt.emit(hdr.far); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"#;
+    let loaded = parse::load_str("far.p4", text).expect("load");
+    let mut c = Compiled::new(&loaded).expect("compiles");
+    c.set_cache_mode(CacheMode::On);
+    // Byte 0 zero: the parser skips to byte 100 and reads the port there
+    // (past the raw window). Byte 0 non-zero: the port is byte 0.
+    let far = |port: u8| {
+        let mut f = vec![0u8; 120];
+        f[100] = port;
+        f
+    };
+    let near = |port: u8| {
+        let mut f = vec![0u8; 120];
+        f[0] = port;
+        f
+    };
+    let frames = [far(3), far(4), near(5), far(6), near(5), far(3)];
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    let ports = |c: &mut Compiled| {
+        let mut got = Vec::new();
+        c.burst_into(1, &refs, &mut |p, d| got.push((p, d.len())), &mut |i, e| {
+            panic!("frame {i} refused: {e}")
+        });
+        got
+    };
+    // What `advance` skipped is not emitted: a `far` frame leaves with
+    // its two headers and the 19 bytes after them.
+    let want = vec![(3, 21), (4, 21), (5, 120), (6, 21), (5, 120), (3, 21)];
+    // The first burst installs exact entries, the second learns raw ones
+    // (a frame whose key the exact cache holds), the third hits them.
+    assert_eq!(ports(&mut c), want, "first burst");
+    assert_eq!(ports(&mut c), want, "second burst");
+    let before = c.cache_stats();
+    assert_eq!(ports(&mut c), want, "third burst");
+    let after = c.cache_stats();
+    // The `near` frames (parsed within the window) hit the raw cache;
+    // the `far` ones never do.
+    assert_eq!(after.raw_hits - before.raw_hits, 2, "{before:?} -> {after:?}");
+    // One at a time the same.
+    for (f, w) in frames.iter().zip(&want) {
+        let out = c.packet(1, f).expect("packet");
+        assert_eq!(out.iter().map(|o| (o.port, o.data.len())).collect::<Vec<_>>(), vec![*w]);
+    }
+}
+
+/// A cache entry's composed program drops the key programs whose results
+/// only fed decisions it has already taken, but keeps a local that a
+/// later action reads: the second packet (served by the composed program)
+/// leaves as the first did.
+#[test]
+fn a_composed_program_keeps_locals_read_later() {
+    let text = one_header_program(
+        "bit<8> tmp;
+         table t { key = { hdr.h.a: exact; } actions = { NoAction; } default_action = NoAction(); }",
+        "tmp = hdr.h.a + 1; t.apply(); if (tmp != 0) { hdr.h.b = tmp; } sm.egress_spec = 2;",
+    );
+    let loaded = parse::load_str("local.p4", &text).expect("load");
+    let mut interp = Interp::new(&loaded).expect("interp");
+    for mode in [CacheMode::On, CacheMode::Megaflow] {
+        let mut c = Compiled::new(&loaded).expect("compiles");
+        c.set_cache_mode(mode);
+        for frame in [[7u8, 0, 9], [7, 0, 9], [8, 0, 9], [8, 0, 9]] {
+            let want = interp.packet(1, &frame).expect("interp");
+            assert_eq!(want[0].data[..2], [frame[0], frame[0] + 1]);
+            assert_eq!(c.packet(1, &frame).expect("packet"), want, "{mode:?} {frame:?}");
+        }
+        assert!(c.cache_stats().composed > 0, "{mode:?}: {:?}", c.cache_stats());
+    }
+}

@@ -67,7 +67,7 @@ use std::collections::HashMap;
 mod ext;
 
 use sluice_core::keyop::{ones, BinOp as KOp, Insn, KeyProg, Reg, Slot, MAX_INSNS, REGS};
-use sluice_packet::key::KEY_WORDS;
+use sluice_packet::key::{FlowMask, KEY_WORDS};
 
 use super::layout::{FieldTy, Layout, Root};
 use super::refuse;
@@ -110,6 +110,17 @@ impl Scratch {
             named: HashMap::new(),
             ext: super::externs::ExtCalls::default(),
         }
+    }
+
+    /// Every key bit scratch slots may take (the words after the
+    /// layout's): what `Front::scratch` tells the core.
+    pub fn bits(l: &Layout) -> FlowMask {
+        let first = (Scratch::new(l).next_bit / 64) as usize;
+        let mut m = FlowMask::ZERO;
+        for w in m.words.iter_mut().skip(first) {
+            *w = u64::MAX;
+        }
+        m
     }
 
     /// The slot named `name` (`width` bits, 1 to 64), allocated on first

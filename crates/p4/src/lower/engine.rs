@@ -68,7 +68,7 @@ use sluice_core::graph::{Graph, KeyTest, Node};
 use sluice_core::guard::GuardSet;
 use sluice_core::keyop::{Insn, KeyProg, Slot};
 use sluice_core::op::{EntryOps, Op};
-use sluice_core::pkt::{Parse, Pkt};
+use sluice_core::pkt::{Parse, Pkt, MAX_FRAME};
 use sluice_core::tally::{Shard, Tally};
 use sluice_core::walk::{self, CacheMode, Counting, Flow, Frontend, Table, Tx, Worker};
 use sluice_packet::key::{FlowKey, FlowMask};
@@ -546,9 +546,11 @@ impl V1Parse {
 }
 
 impl Parse for V1Parse {
-    fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) {
+    /// The parse program's extent: a `verify_checksum` reads the key, or
+    /// the bytes of a header the program extracted.
+    fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) -> usize {
         let mut at = [u32::MAX; super::parser::MAX_MARKS];
-        self.prog.run_marked(data, meta.in_port, key, &mut at);
+        let read = self.prog.run_marked(data, meta.in_port, key, &mut at);
         *info =
             ParseInfo { len: data.len().min(usize::from(u16::MAX)) as u16, ..ParseInfo::default() };
         for (i, c) in self.verify.iter().enumerate() {
@@ -560,6 +562,7 @@ impl Parse for V1Parse {
                 }
             }
         }
+        read
     }
 }
 
@@ -686,6 +689,11 @@ pub struct Front {
     /// Registers, counters and digests (one lock per extern call; a
     /// program without externs never takes it).
     state: Mutex<ExtState>,
+    /// The key words past the layout's: locals, computed keys and
+    /// condition bits ([`super::action::Scratch`]). The deparser and
+    /// egress port read only the layout's; extern calls (`Op::Group`) may
+    /// read these, and the core takes them to.
+    scratch: FlowMask,
 }
 
 /// A worker's own buffers.
@@ -728,6 +736,9 @@ impl Frontend for Front {
     }
     fn parser(&self) -> Option<&Arc<dyn Parse>> {
         Some(&self.parser)
+    }
+    fn scratch(&self) -> Option<&FlowMask> {
+        Some(&self.scratch)
     }
     fn ctx(&self, _table: u8, _e: &CoreEntry) -> Self::Ctx {}
     fn meter(&self, _w: &mut Worker<Self>, _id: u32, _pkt: &mut Pkt) -> Flow {
@@ -953,6 +964,7 @@ impl Compiled {
             },
             ext: Arc::new(scratch.ext.calls.clone()),
             state: Mutex::new(ExtState::new(instances.iter())),
+            scratch: super::action::Scratch::bits(l),
         };
         let mut c = Compiled {
             interp,
@@ -1256,8 +1268,8 @@ impl Target for Compiled {
     ) -> CtlResult<()> {
         let pkt = &mut *self.pkt;
         pkt.set_parser(Some(&self.front.parser));
-        if !pkt.load(data, Meta { in_port: port, ..Meta::default() }) {
-            return Err("frame too large".into());
+        if data.len() > MAX_FRAME || !pkt.load(data, Meta { in_port: port, ..Meta::default() }) {
+            return Err(too_large(data));
         }
         let mut tx = |p: u32, _q: Option<u32>, f: &[u8]| out(p, f);
         walk::run(&self.front, &mut self.worker, pkt, &mut tx);
@@ -1284,6 +1296,47 @@ impl Target for Compiled {
         }
         Ok(())
     }
+
+    /// Without multicast groups, the frames run as one staged burst
+    /// ([`walk::burst`]: the raw-header and exact caches probed for all of
+    /// them first, the hits' programs prefetched). A packet asking for a
+    /// group then has no copies, as one at a time. With groups, each
+    /// frame runs on its own: its copies must leave before the next
+    /// frame's outputs.
+    fn burst_into(
+        &mut self,
+        port: u32,
+        frames: &[&[u8]],
+        out: &mut dyn FnMut(u32, &[u8]),
+        refused: &mut dyn FnMut(usize, String),
+    ) {
+        if !self.interp.d.mcast.is_empty() {
+            for (i, f) in frames.iter().enumerate() {
+                if let Err(e) = self.packet_into(port, f, out) {
+                    refused(i, e);
+                }
+            }
+            return;
+        }
+        let meta = Meta { in_port: port, ..Meta::default() };
+        let mut tx = |p: u32, _q: Option<u32>, f: &[u8]| out(p, f);
+        // Runs of frames that fit, each as one burst, in order.
+        let mut from = 0;
+        for (i, f) in frames.iter().enumerate() {
+            if f.len() > MAX_FRAME {
+                walk::burst(&self.front, &mut self.worker, meta, &frames[from..i], &mut tx);
+                refused(i, too_large(f));
+                from = i + 1;
+            }
+        }
+        walk::burst(&self.front, &mut self.worker, meta, &frames[from..], &mut tx);
+        self.worker.ext.replicate = None;
+    }
+}
+
+/// Why a frame longer than a packet holds is refused.
+fn too_large(data: &[u8]) -> String {
+    format!("frame too large ({} bytes, at most {MAX_FRAME})", data.len())
 }
 
 /// The control plane beyond [`Target`]: the interpreter's table state

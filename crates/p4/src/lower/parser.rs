@@ -619,14 +619,22 @@ impl ParseProg {
     }
 
     /// Parses `data` received on `port` into `key` (the whole key).
-    pub fn run(&self, data: &[u8], port: u32, key: &mut FlowKey) {
-        self.run_marked(data, port, key, &mut []);
+    /// Returns how many leading bytes of `data` it read (see
+    /// [`ParseProg::run_marked`]).
+    pub fn run(&self, data: &[u8], port: u32, key: &mut FlowKey) -> usize {
+        self.run_marked(data, port, key, &mut [])
     }
 
     /// [`ParseProg::run`], recording where the headers [`ParseProg::mark`]
     /// named were last extracted into `at` (bits from the packet's start;
     /// entries of headers not extracted are left as they were).
-    pub fn run_marked(&self, data: &[u8], port: u32, key: &mut FlowKey, at: &mut [u32]) {
+    ///
+    /// Returns how many leading bytes of `data` the key may depend on:
+    /// those extracted or looked ahead at. The rest of what it computes
+    /// depends only on `port` and `data.len()` (a bounds check's outcome,
+    /// `packet_length`), so two frames alike in those and in those bytes
+    /// parse to the same key.
+    pub fn run_marked(&self, data: &[u8], port: u32, key: &mut FlowKey, at: &mut [u32]) -> usize {
         let l = &*self.layout;
         *key = FlowKey::ZERO;
         l.write_defaults(key);
@@ -636,7 +644,7 @@ impl ParseProg {
         if let Some(f) = self.packet_length {
             write(l, key, f, data.len() as u128);
         }
-        let mut r = Run { p: self, data, pos: 0, key, at };
+        let mut r = Run { p: self, data, pos: 0, read: 0, key, at };
         let mut result = Err(self.codes.timeout);
         let mut cur = self.start;
         // States run per level (one invocation of a parser each, as the
@@ -686,7 +694,7 @@ impl ParseProg {
         for &f in &self.hidden {
             write(l, r.key, f, 0);
         }
-        let pos = r.pos;
+        let (pos, read) = (r.pos, r.read);
         l.cursor.set(key, pos as u64);
         if let Some(f) = self.parser_error {
             let code = match result {
@@ -695,14 +703,16 @@ impl ParseProg {
             };
             write(l, key, f, code.into());
         }
+        read.div_ceil(8)
     }
 }
 
 impl Parse for ParseProg {
-    fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) {
-        self.run(data, meta.in_port, key);
+    fn parse(&self, data: &[u8], meta: &Meta, key: &mut FlowKey, info: &mut ParseInfo) -> usize {
+        let read = self.run(data, meta.in_port, key);
         *info =
             ParseInfo { len: data.len().min(usize::from(u16::MAX)) as u16, ..ParseInfo::default() };
+        read
     }
 }
 
@@ -770,6 +780,9 @@ struct Run<'a> {
     p: &'a ParseProg,
     data: &'a [u8],
     pos: usize,
+    /// The bit after the last one read from `data` (extracted or looked
+    /// ahead at).
+    read: usize,
     key: &'a mut FlowKey,
     /// Where marked headers were extracted ([`ParseProg::mark`]).
     at: &'a mut [u32],
@@ -928,6 +941,7 @@ impl Run<'_> {
                 s.set(self.key, bits_at(self.data, pos + off as usize, u32::from(s.width)));
             }
             self.pos = pos + fl.bits as usize;
+            self.read = self.read.max(self.pos);
             hd.valid.set(self.key, 1);
             self.union_exclusive(h);
             return Ok(());
@@ -959,6 +973,7 @@ impl Run<'_> {
             }
         }
         self.pos = pos;
+        self.read = self.read.max(pos);
         hd.valid.set(self.key, 1);
         self.union_exclusive(h);
         Ok(())
@@ -991,6 +1006,7 @@ impl Run<'_> {
                     return Err(self.p.codes.too_short);
                 }
                 let p = self.pos + *off as usize;
+                self.read = self.read.max(p + *width as usize);
                 if *width > 64 {
                     let lo = *width - 64;
                     (u128::from(bits_at(self.data, p, 64)) << lo)

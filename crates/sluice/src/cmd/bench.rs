@@ -1073,14 +1073,17 @@ fn p4_mac(n: usize, packets: usize, rng: &mut Rng) -> Workload {
     w
 }
 
-/// A P4 case on the reference interpreter: entries installed with
-/// `sluice_p4::ctl`, every output checked against the workload's model.
+/// A P4 case: entries installed with `sluice_p4::ctl`, frames handed
+/// over `burst` at a time as a port's receive burst (`Target::burst_into`;
+/// one at a time with `packet_into` when `burst` ≤ 1), every output
+/// checked against the workload's model.
 fn run_p4_case(
     name: &str,
     w: &Workload,
     limit: Duration,
     cache: Option<CacheMode>,
     indexed: bool,
+    burst: usize,
 ) -> Result<Option<(Measured, Vec<String>)>> {
     use sluice_p4::engines::{CacheMode as P4Cache, Engine, Fallback};
     use sluice_p4::target::Target as _;
@@ -1116,20 +1119,51 @@ fn run_p4_case(
     let mut drive_p4 = |seq: &[(u32, u32)], what: &str| -> Result<Pass> {
         let mut pass = Pass::default();
         // The output ports (reused: the frames are lent, not copied).
-        let mut got: Vec<u32> = Vec::with_capacity(8);
+        let mut got: Vec<u32> = Vec::with_capacity(burst);
+        let mut want: Vec<u32> = Vec::with_capacity(burst);
+        let mut refs: Vec<&[u8]> = Vec::with_capacity(burst);
         let start = Instant::now();
         for chunk in seq.chunks(CHUNK) {
-            for &(i, want) in chunk {
-                got.clear();
-                interp
-                    .packet_into(IN_PORT, &w.frames[i as usize], &mut |p, f| {
-                        got.push(p);
-                        std::hint::black_box(f);
-                    })
-                    .map_err(|e| anyhow::anyhow!("{name}: {what}: {e}"))?;
-                let ok = if want == 0 { got.is_empty() } else { got == [want] };
-                if !ok {
-                    bail!("{name}: {what}: frame {i} went to {got:?}, not port {want}");
+            if burst <= 1 {
+                for &(i, want) in chunk {
+                    got.clear();
+                    interp
+                        .packet_into(IN_PORT, &w.frames[i as usize], &mut |p, f| {
+                            got.push(p);
+                            std::hint::black_box(f);
+                        })
+                        .map_err(|e| anyhow::anyhow!("{name}: {what}: {e}"))?;
+                    let ok = if want == 0 { got.is_empty() } else { got == [want] };
+                    if !ok {
+                        bail!("{name}: {what}: frame {i} went to {got:?}, not port {want}");
+                    }
+                }
+            } else {
+                for b in chunk.chunks(burst) {
+                    got.clear();
+                    refs.clear();
+                    refs.extend(b.iter().map(|&(i, _)| &w.frames[i as usize][..]));
+                    // The forwarded frames' ports, in order (as `CheckTx`).
+                    want.clear();
+                    want.extend(b.iter().map(|s| s.1).filter(|&p| p != 0));
+                    let mut bad = None;
+                    interp.burst_into(
+                        IN_PORT,
+                        &refs,
+                        &mut |p, f| {
+                            got.push(p);
+                            std::hint::black_box(f);
+                        },
+                        &mut |i, e| {
+                            bad.get_or_insert((i, e));
+                        },
+                    );
+                    if let Some((i, e)) = bad {
+                        bail!("{name}: {what}: frame {} refused: {e}", b[i].0);
+                    }
+                    if got != want {
+                        bail!("{name}: {what}: a burst's frames went to {got:?}, not {want:?}");
+                    }
                 }
             }
             pass.packets += chunk.len() as u64;
@@ -1496,7 +1530,8 @@ pub fn run(a: Args) -> Result<()> {
                     run_case_threads(&name, &w, datapath, c, limit, burst, threads)
                 }
                 Some(c) if !p4 => run_case(&name, &w, datapath, c, limit, burst),
-                c => match run_p4_case(&name, &w, limit, c, datapath != Datapath::Reference) {
+                c => match run_p4_case(&name, &w, limit, c, datapath != Datapath::Reference, burst)
+                {
                     Ok(Some(r)) => Ok(r),
                     Ok(None) => continue,
                     Err(e) => Err(e),

@@ -9,18 +9,20 @@
 //! thread owns the ports (opened in `netns` if given): it waits in
 //! `poll(2)` on the ports that have a descriptor (1 ms rounds when a
 //! pcap port has none), takes bursts of up to 32 frames per port, runs
-//! each through the program with the port number as `ingress_port`, and
-//! sends what comes out on the ports the program chose (an output to a
-//! port the switch does not have is counted and dropped). Transport
-//! checksums a local stack left to the device are completed first, as
-//! the OpenFlow workers do (`csum.rs`).
+//! each burst through the program (`Target::burst_into`, the port number
+//! as `ingress_port`; the compiled engine probes its caches for the whole
+//! burst first), and sends what comes out on the ports the program chose
+//! (an output to a port the switch does not have is counted and
+//! dropped). Transport checksums a local stack left to the device are
+//! completed first, as the OpenFlow workers do (`csum.rs`).
 //!
 //! The agent answers each `P4_CTL_REQUEST` (`sluice_ofp::p4ctl`) with the
 //! result of the command line (`sluice_p4::ctl`'s vocabulary, plus
 //! `digests`: the digests queued since the last call, one per line,
 //! oldest first; at most `sluice_p4::interp::MAX_DIGESTS` wait, later
-//! ones are dropped and the count is reported as a `#` line), FEATURES_REQUEST and BARRIER_REQUEST as any switch
-//! does, and everything else with `OFPBRC_BAD_TYPE` (an experimenter
+//! ones are dropped and the count is reported as a `#` line),
+//! FEATURES_REQUEST and BARRIER_REQUEST as any switch does, and
+//! everything else with `OFPBRC_BAD_TYPE` (an experimenter
 //! message of another kind: `OFPBRC_BAD_EXPERIMENTER` or
 //! `OFPBRC_BAD_EXP_TYPE`). Commands and packets take turns on one lock:
 //! a command sees the tables between two packets, never during one.

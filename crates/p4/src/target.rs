@@ -111,10 +111,21 @@ pub trait Target {
         out: &mut dyn FnMut(u32, &[u8]),
         refused: &mut dyn FnMut(usize, String),
     ) {
-        for (i, f) in frames.iter().enumerate() {
-            if let Err(e) = self.packet_into(port, f, out) {
-                refused(i, e);
-            }
+        frame_by_frame(self, port, frames, out, refused);
+    }
+}
+
+/// [`Target::burst_into`] as [`Target::packet_into`] per frame, in order.
+pub fn frame_by_frame<T: Target + ?Sized>(
+    t: &mut T,
+    port: u32,
+    frames: &[&[u8]],
+    out: &mut dyn FnMut(u32, &[u8]),
+    refused: &mut dyn FnMut(usize, String),
+) {
+    for (i, f) in frames.iter().enumerate() {
+        if let Err(e) = t.packet_into(port, f, out) {
+            refused(i, e);
         }
     }
 }

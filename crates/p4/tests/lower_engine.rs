@@ -282,7 +282,8 @@ fn ints_typed_by_their_context_agree_with_the_interpreter() {
 /// bytes and length as the key of its parse) only as far as the parse
 /// stayed within those bytes: frames alike there but told apart by a
 /// header the parser extracts past them must each go their own way, in
-/// every burst (where a wrongly learned frame would hit), while frames parsed within the window are served from it.
+/// every burst (where a wrongly learned frame would hit), while frames
+/// parsed within the window are served from it.
 #[test]
 fn bursts_use_the_raw_cache_only_within_the_parse() {
     let text = r#"#include <core.p4>

@@ -1311,11 +1311,7 @@ impl Target for Compiled {
         refused: &mut dyn FnMut(usize, String),
     ) {
         if !self.interp.d.mcast.is_empty() {
-            for (i, f) in frames.iter().enumerate() {
-                if let Err(e) = self.packet_into(port, f, out) {
-                    refused(i, e);
-                }
-            }
+            crate::target::frame_by_frame(self, port, frames, out, refused);
             return;
         }
         let meta = Meta { in_port: port, ..Meta::default() };

@@ -198,6 +198,25 @@ pub enum Insn {
     },
 }
 
+impl Insn {
+    /// The register the instruction writes, and those it reads.
+    fn regs(self) -> (Option<Reg>, [Option<Reg>; 2]) {
+        match self {
+            Insn::Const { dst, .. } | Insn::Load { dst, .. } => (Some(dst), [None, None]),
+            Insn::Store { src, .. } => (None, [Some(src), None]),
+            Insn::Bin { dst, a, b, .. } => (Some(dst), [Some(a), Some(b)]),
+            Insn::BinImm { dst, a, .. }
+            | Insn::Not { dst, a, .. }
+            | Insn::Neg { dst, a, .. }
+            | Insn::SExt { dst, a, .. }
+            | Insn::Trunc { dst, a, .. }
+            | Insn::Mov { dst, a } => (Some(dst), [Some(a), None]),
+            Insn::JumpIfZero { cond, .. } => (None, [Some(cond), None]),
+            Insn::Jump { .. } | Insn::Set { .. } => (None, [None, None]),
+        }
+    }
+}
+
 /// Why a program was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyProgError {
@@ -379,20 +398,10 @@ impl KeyProg {
     fn regs_used(&self) -> usize {
         let mut n = 0;
         for i in self.insns.iter() {
-            let r = match *i {
-                Insn::Const { dst, .. } | Insn::Load { dst, .. } => dst,
-                Insn::Store { src, .. } => src,
-                Insn::Bin { dst, a, b, .. } => dst.max(a).max(b),
-                Insn::BinImm { dst, a, .. }
-                | Insn::Not { dst, a, .. }
-                | Insn::Neg { dst, a, .. }
-                | Insn::SExt { dst, a, .. }
-                | Insn::Trunc { dst, a, .. }
-                | Insn::Mov { dst, a } => dst.max(a),
-                Insn::JumpIfZero { cond, .. } => cond,
-                Insn::Jump { .. } | Insn::Set { .. } => continue,
-            };
-            n = n.max(usize::from(r) + 1);
+            let (dst, srcs) = i.regs();
+            for r in srcs.into_iter().chain([dst]).flatten() {
+                n = n.max(usize::from(r) + 1);
+            }
         }
         n
     }
@@ -454,19 +463,7 @@ impl KeyProg {
         // Registers the rest reads: live after the head.
         let mut live = [false; REGS];
         for &i in tail {
-            let srcs: [Option<Reg>; 2] = match i {
-                Insn::Store { src, .. } => [Some(src), None],
-                Insn::Bin { a, b, .. } => [Some(a), Some(b)],
-                Insn::BinImm { a, .. }
-                | Insn::Not { a, .. }
-                | Insn::Neg { a, .. }
-                | Insn::SExt { a, .. }
-                | Insn::Trunc { a, .. }
-                | Insn::Mov { a, .. } => [Some(a), None],
-                Insn::JumpIfZero { cond, .. } => [Some(cond), None],
-                _ => [None, None],
-            };
-            for r in srcs.into_iter().flatten() {
+            for r in i.regs().1.into_iter().flatten() {
                 live[ix(r)] = true;
             }
         }
@@ -541,7 +538,7 @@ impl KeyProg {
         let mut covered = FlowMask::ZERO;
         let mut keep = vec![true; out.len()];
         for (k, &i) in out.iter().enumerate().rev() {
-            let (dst, srcs): (Reg, [Option<Reg>; 2]) = match i {
+            match i {
                 Insn::Store { to, .. } | Insn::Set { to, .. } => {
                     let c = &mut covered.words[usize::from(to.word)];
                     if *c & to.mask() == to.mask() {
@@ -554,23 +551,13 @@ impl KeyProg {
                     }
                     continue;
                 }
-                Insn::Jump { .. } | Insn::JumpIfZero { .. } => continue,
-                Insn::Load { dst, from } => {
-                    // Only a load something uses reads the slot.
-                    if live[ix(dst)] {
-                        covered.words[usize::from(from.word)] &= !from.mask();
-                    }
-                    (dst, [None, None])
+                // Only a load something uses reads the slot.
+                Insn::Load { dst, from } if live[ix(dst)] => {
+                    covered.words[usize::from(from.word)] &= !from.mask();
                 }
-                Insn::Const { dst, .. } => (dst, [None, None]),
-                Insn::Bin { dst, a, b, .. } => (dst, [Some(a), Some(b)]),
-                Insn::BinImm { dst, a, .. }
-                | Insn::Not { dst, a, .. }
-                | Insn::Neg { dst, a, .. }
-                | Insn::SExt { dst, a, .. }
-                | Insn::Trunc { dst, a, .. }
-                | Insn::Mov { dst, a } => (dst, [Some(a), None]),
-            };
+                _ => {}
+            }
+            let (Some(dst), srcs) = i.regs() else { continue };
             if !live[ix(dst)] {
                 keep[k] = false;
                 continue;

@@ -843,7 +843,7 @@ fn join_keys<C: Copy>(steps: Vec<Step<C>>, scratch: Option<&FlowMask>) -> Vec<St
                     Some((q, c)) => match q.then(&p) {
                         Some(j) => (j, ctx),
                         None => {
-                            out.push(Step::Act { op: Op::Key(Arc::new(q.simplified())), ctx: c });
+                            flush(&mut out, &mut Some((q, c)));
                             ((*p).clone(), ctx)
                         }
                     },

@@ -62,6 +62,7 @@ fn reason(msg: &str) -> String {
 fn compiled_programs_pass_as_the_interpreter_does() {
     let (mut ok, mut reasons) = (Vec::new(), BTreeMap::<String, usize>::new());
     let mut failures = Vec::new();
+    let (mut in_place, mut emitted) = (0, 0);
     for (name, p4, stf_path) in programs() {
         let Ok(loaded) = parse::load_file(&p4) else { continue };
         let script = std::fs::read_to_string(&stf_path).expect("read stf");
@@ -87,6 +88,9 @@ fn compiled_programs_pass_as_the_interpreter_does() {
             c.set_cache_mode(mode);
             c.set_indexed(indexed);
             let report = stf::run(&mut c, &script);
+            let (i, e) = c.deparse_counts();
+            in_place += i;
+            emitted += e;
             if !report.passed() {
                 println!("FAIL {name} ({mode:?}, indexed {indexed}): {}", report.summary());
                 failures.push(format!("{name} {mode:?} {indexed}"));
@@ -108,6 +112,10 @@ fn compiled_programs_pass_as_the_interpreter_does() {
         ok.len(),
         top.join("; ")
     );
+    // Each in-place frame was checked against the emitted one (a debug
+    // build's `Front::forward`).
+    println!("engine: {in_place} frames deparsed in place, {emitted} emitted");
+    assert!(in_place > 0 && emitted > 0, "{in_place} in place, {emitted} emitted");
     assert!(failures.is_empty(), "compiled programs that fail: {failures:?}");
     assert!(ok.iter().any(|n| n == "router"), "examples/p4/router.p4 must compile and pass");
     assert!(ok.len() >= FLOOR, "only {} programs compile and pass (floor {FLOOR})", ok.len());
@@ -376,5 +384,67 @@ fn a_composed_program_keeps_locals_read_later() {
             assert_eq!(c.packet(1, &frame).expect("packet"), want, "{mode:?} {frame:?}");
         }
         assert!(c.cache_stats().composed > 0, "{mode:?}: {:?}", c.cache_stats());
+    }
+}
+
+/// The deparser writes into the received frame itself when the headers
+/// leave where they came from, and then only the fields some op may
+/// write: here a field of the stack element that the entry's action
+/// data picks (learned when the entry comes, not when the program was
+/// compiled with zero action data). A header made valid by an action
+/// moves what follows: that frame is emitted anew. Every frame is as
+/// the interpreter's (and, in this debug build, the engine checks each
+/// in-place frame against the emitted one).
+#[test]
+fn the_deparser_rewrites_in_place_only_what_ops_may_write() {
+    let text = r#"#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+header x_t { bit<16> v; }
+struct H { h_t[2] st; x_t extra; }
+struct M { }
+parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.st.next); pkt.extract(hdr.st.next); transition accept; }
+}
+control V(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    action put(bit<1> i, bit<8> v) { hdr.st[i].b = v; sm.egress_spec = 2; }
+    action grow() { hdr.extra.setValid(); hdr.extra.v = 0xabcd; sm.egress_spec = 3; }
+    table t {
+        key = { hdr.st[0].a: exact; }
+        actions = { put; grow; NoAction; }
+        default_action = NoAction();
+    }
+    apply { sm.egress_spec = 1; t.apply(); }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H hdr, inout M m) { apply { } }
+control D(packet_out pkt, in H hdr) { apply { pkt.emit(hdr.st); pkt.emit(hdr.extra); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"#;
+    let script = "\
+add t hdr.st[0].a:0x01 put(i:1, v:0x77)
+add t hdr.st[0].a:0x02 grow()
+packet 1 01 00 05 06 99
+expect 2 01 00 05 77 99
+packet 1 02 00 05 06 99
+expect 3 02 00 05 06 abcd 99
+packet 1 03 00 05 06 99
+expect 1 03 00 05 06 99
+packet 1 01 00 05 06 99
+expect 2 01 00 05 77 99
+";
+    let loaded = parse::load_str("inplace.p4", text).expect("load");
+    let mut interp = Interp::new(&loaded).expect("interp");
+    let report = stf::run(&mut interp, script);
+    assert!(report.passed(), "interpreter: {}", report.summary());
+    for (mode, indexed) in MODES {
+        let mut c = Compiled::new(&loaded).expect("compiles");
+        c.set_cache_mode(mode);
+        c.set_indexed(indexed);
+        let report = stf::run(&mut c, script);
+        assert!(report.passed(), "{mode:?} indexed {indexed}: {}", report.summary());
+        // `put` twice and `NoAction` in place; `grow` emitted.
+        assert_eq!(c.deparse_counts(), (3, 1), "{mode:?} indexed {indexed}");
     }
 }

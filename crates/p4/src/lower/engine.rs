@@ -397,6 +397,70 @@ impl<'a> BitOut<'a> {
     }
 }
 
+/// Writes the low `width` (at most 64) bits of `v` at bit `bit` of
+/// `frame`, most significant first; bits past its end are left out.
+#[inline]
+fn put_bits(frame: &mut [u8], bit: usize, width: u8, v: u64) {
+    let w = usize::from(width.min(64));
+    if w == 0 {
+        return;
+    }
+    let v = v & sluice_core::keyop::ones(w as u8);
+    let first = bit / 8;
+    let off = bit % 8;
+    // Whole bytes: stored, never loaded (a load of bytes just stored
+    // by a narrower or offset store waits for it to retire: the fields
+    // of one header are written back to back).
+    if off == 0 && w % 8 == 0 {
+        let n = w / 8;
+        if let Some(d) = frame.get_mut(first..first + n) {
+            // Four, two and one bytes at a time, most significant first
+            // (a byte loop becomes a call to `memcpy`).
+            let mut at = 0;
+            let mut left = n;
+            for k in [4usize, 2, 1] {
+                while left >= k {
+                    left -= k;
+                    let part = v >> (left * 8);
+                    match (k, d.get_mut(at..at + k)) {
+                        (4, Some(x)) => x.copy_from_slice(&(part as u32).to_be_bytes()),
+                        (2, Some(x)) => x.copy_from_slice(&(part as u16).to_be_bytes()),
+                        (_, Some(x)) => x.copy_from_slice(&[part as u8]),
+                        (_, None) => return,
+                    }
+                    at += k;
+                }
+            }
+            return;
+        }
+    }
+    // Within eight bytes there: one load, merge and store (a
+    // variable-length copy would be a call).
+    if off + w <= 64 {
+        if let Some(d) = frame.get_mut(first..first + 8) {
+            let d: &mut [u8; 8] = d.try_into().expect("eight bytes");
+            let shift = 64 - off - w;
+            let mask = sluice_core::keyop::ones(w as u8) << shift;
+            let cur = u64::from_be_bytes(*d);
+            *d = ((cur & !mask) | (v << shift)).to_be_bytes();
+            return;
+        }
+    }
+    // At most 71 bits from `first`: nine bytes, read, merged, written.
+    let n = (off + w).div_ceil(8);
+    let Some(d) = frame.get_mut(first..first + n) else { return };
+    let mut acc = 0u128;
+    for b in d.iter() {
+        acc = (acc << 8) | u128::from(*b);
+    }
+    let shift = n * 8 - off - w;
+    let mask = u128::from(sluice_core::keyop::ones(w as u8)) << shift;
+    acc = (acc & !mask) | (u128::from(v) << shift);
+    for (i, b) in d.iter_mut().enumerate() {
+        *b = (acc >> ((n - 1 - i) * 8)) as u8;
+    }
+}
+
 /// Appends a varbit field's current value: the low `length` bits of its
 /// slots (right-aligned, most significant slot first; a length over the
 /// maximum, which no program writes, is taken as the maximum).
@@ -584,6 +648,34 @@ struct Deparse {
     egress_port: Slot,
     /// `egress_spec`: the drop port there means no output.
     spec: Slot,
+    /// By header index: where the parse wrote one more than the byte
+    /// offset the header was extracted from
+    /// ([`super::parser::ParseProg::record_positions`]).
+    pos: Vec<Option<Slot>>,
+    /// Every key bit an op of the program, a checksum update or an
+    /// extern call may write (grown as table entries bring actions
+    /// compiled with other action data, [`Deparse::learn`]). A header
+    /// bit outside it still holds what the parse extracted.
+    writes: FlowMask,
+    /// The in-place deparser's steps, one per emitted header, made from
+    /// the above ([`Deparse::plan_of`]).
+    plan: Vec<InPlace>,
+}
+
+/// What the in-place deparser does for one emitted header.
+#[derive(Debug)]
+struct InPlace {
+    valid: Slot,
+    /// Where the parse recorded its extraction (none: the header cannot
+    /// be deparsed in place when valid).
+    pos: Option<Slot>,
+    /// Its width in bytes (0: not a whole number of bytes, or a varbit).
+    bytes: u32,
+    /// Its slots that [`Deparse::writes`] touches, with their bit
+    /// offsets in the header: all that is written.
+    dirty: Box<[(Slot, u32)]>,
+    /// The patched checksums ([`Deparse::patch`]) summed over it.
+    patches: Box<[u8]>,
 }
 
 /// Where the deparser emitted the headers of checksums it patches:
@@ -597,6 +689,142 @@ struct Emitted {
 }
 
 impl Deparse {
+    /// Adds what `ops` may write to [`Deparse::writes`].
+    fn learn(&mut self, ops: &[Op], ext: &[ExtCall]) {
+        let mut m = self.writes;
+        for op in ops {
+            let w = match op {
+                Op::Key(p) => p.writes(),
+                Op::Group(id) => {
+                    let mut w = FlowMask::ZERO;
+                    if let Some(s) = ext.get(*id as usize).and_then(ExtCall::dst) {
+                        w.words[usize::from(s.word)] |= s.mask();
+                    }
+                    w
+                }
+                _ => continue,
+            };
+            for (a, b) in m.words.iter_mut().zip(w.words) {
+                *a |= b;
+            }
+        }
+        if m != self.writes {
+            self.writes = m;
+            self.plan = self.plan_of();
+        }
+    }
+
+    /// [`Deparse::plan`] for the current writes.
+    fn plan_of(&self) -> Vec<InPlace> {
+        let l = &*self.layout;
+        let m = &self.writes;
+        let mut plan = Vec::new();
+        for &h in &self.emit {
+            let Some(hd) = l.headers.get(h) else { continue };
+            let flat = self.flat.get(h).and_then(|f| f.as_ref());
+            let slots = flat.map_or(&[][..], |f| &f.slots[..]);
+            plan.push(InPlace {
+                valid: hd.valid,
+                pos: self.pos.get(h).copied().flatten(),
+                bytes: flat.filter(|f| f.bits % 8 == 0).map_or(0, |f| f.bits / 8),
+                dirty: slots
+                    .iter()
+                    .filter(|(s, _)| m.words[usize::from(s.word)] & s.mask() != 0)
+                    .copied()
+                    .collect(),
+                patches: (0..self.update.len())
+                    .filter(|&i| {
+                        self.patch.get(i) == Some(&true)
+                            && self.update[i].whole.is_some_and(|w| w.header == h)
+                    })
+                    .map(|i| i as u8)
+                    .collect(),
+            });
+        }
+        plan
+    }
+
+    /// Records in `at` that header `h` begins at bit `pos` of the
+    /// output, if a checksum in `patch` covers it.
+    #[inline]
+    fn note_patches(&self, h: usize, pos: u32, at: &mut Emitted) {
+        for (i, c) in self.update.iter().enumerate() {
+            if self.patch.get(i) == Some(&true) && c.whole.is_some_and(|w| w.header == h) {
+                match at.at.get_mut(at.n) {
+                    Some(slot) => {
+                        *slot = (i as u8, pos);
+                        at.n += 1;
+                    }
+                    None => at.over = true,
+                }
+            }
+        }
+    }
+
+    /// Deparses `key` into `frame` itself, when the valid headers in
+    /// emit order are where the parse extracted them, one after the
+    /// other from the frame's first byte up to the cursor, each on a
+    /// byte boundary and without a varbit field: then every header bit
+    /// outside [`Deparse::writes`] already holds its value, and only
+    /// the written slots ([`InPlace::dirty`]) are stored (an L2 switch
+    /// stores none; a router its MAC addresses and TTL). The payload
+    /// stays where it is. Records the patched checksums' headers in `at`
+    /// as [`Deparse::emit_into`] does.
+    ///
+    /// False when the headers are not so; the frame may then have
+    /// changed, but only before the cursor (each header written lies
+    /// where the parse extracted it), which emitting replaces.
+    fn in_place(&self, key: &FlowKey, frame: &mut [u8], at: &mut Emitted) -> bool {
+        let mut next = 0u32;
+        for e in &self.plan {
+            if e.valid.get(key) == 0 {
+                continue;
+            }
+            match e.pos {
+                Some(p) if e.bytes > 0 && p.get(key) == u64::from(next) + 1 => {}
+                _ => return false,
+            }
+            let base = next as usize * 8;
+            for &i in e.patches.iter() {
+                match at.at.get_mut(at.n) {
+                    Some(slot) => {
+                        *slot = (i, base as u32);
+                        at.n += 1;
+                    }
+                    None => at.over = true,
+                }
+            }
+            for &(s, off) in e.dirty.iter() {
+                put_bits(frame, base + off as usize, s.width, s.get(key));
+            }
+            next += e.bytes;
+        }
+        self.layout.cursor.get(key) == u64::from(next) * 8
+    }
+
+    /// The whole output frame for `key` and the received `data` into
+    /// `out`: the valid headers in emit order, the checksums patched,
+    /// then `data` from the cursor on.
+    fn emit_frame(&self, key: &FlowKey, data: &[u8], out: &mut Vec<u8>) {
+        let mut at = Emitted::default();
+        self.emit_into(key, out, &mut at);
+        if at.n > 0 && !self.patch_out(out, &at) {
+            // A header to patch not on a byte boundary (or too many):
+            // every checksum from the key, and the headers again.
+            let mut all = *key;
+            for (c, &p) in self.update.iter().zip(&self.patch) {
+                if p {
+                    if let Some(h) = c.compute(&all) {
+                        c.dst.set(&mut all, h);
+                    }
+                }
+            }
+            self.emit_into(&all, out, &mut Emitted::default());
+        }
+        let from = ((self.layout.cursor.get(key) / 8) as usize).min(data.len());
+        out.extend_from_slice(data.get(from..).unwrap_or(&[]));
+    }
+
     /// Writes the valid headers of `key` in emit order into `out`,
     /// recording in `at` where the headers of the checksums in `patch`
     /// begin.
@@ -608,17 +836,7 @@ impl Deparse {
             if hd.valid.get(key) == 0 {
                 continue;
             }
-            for (i, c) in self.update.iter().enumerate() {
-                if self.patch.get(i) == Some(&true) && c.whole.is_some_and(|w| w.header == h) {
-                    match at.at.get_mut(at.n) {
-                        Some(slot) => {
-                            *slot = (i as u8, bits.bit_pos());
-                            at.n += 1;
-                        }
-                        None => at.over = true,
-                    }
-                }
-            }
+            self.note_patches(h, bits.bit_pos(), at);
             if let Some(Some(fl)) = self.flat.get(h) {
                 for &(s, _) in fl.slots.iter() {
                     bits.put(s.get(key), s.width);
@@ -704,6 +922,9 @@ pub struct WorkerExt {
     tmp: Vec<u8>,
     /// The key after ingress when it asked for multicast.
     replicate: Option<FlowKey>,
+    /// Frames deparsed in place, and emitted anew ([`Deparse::in_place`]).
+    in_place: u64,
+    emitted: u64,
 }
 
 impl Frontend for Front {
@@ -775,7 +996,6 @@ impl Frontend for Front {
             // Dropped in egress (see `Compiled::new`).
             return Flow::Continue;
         }
-        let l = &*d.layout;
         // The checksums are written into a copy of the key (the walk's
         // key stays as the pipeline left it); without any, no copy.
         // Those in `patch` are summed from the emitted bytes instead.
@@ -794,26 +1014,31 @@ impl Frontend for Front {
             }
             &updated
         };
-        let out = &mut w.ext.out;
-        let mut at = Emitted::default();
-        d.emit_into(key, out, &mut at);
-        if at.n > 0 && !d.patch_out(out, &at) {
-            // A header to patch not on a byte boundary (or too many):
-            // every checksum from the key, and the headers again.
-            let mut all = *key;
-            for (c, &p) in d.update.iter().zip(&d.patch) {
-                if p {
-                    if let Some(h) = c.compute(&all) {
-                        c.dst.set(&mut all, h);
-                    }
-                }
-            }
-            d.emit_into(&all, out, &mut Emitted::default());
-        }
-        let data = pkt.data();
-        let from = ((l.cursor.get(key) / 8) as usize).min(data.len());
-        out.extend_from_slice(data.get(from..).unwrap_or(&[]));
         let port = d.egress_port.get(key) as u32;
+        let out = &mut w.ext.out;
+        // A multicast copy leaves the frame as received for the next
+        // one (`Compiled::packet`); it is emitted.
+        if !self.egress {
+            let frame = pkt.buf.data_mut();
+            if cfg!(debug_assertions) {
+                // Checked against the emitted frame in every test.
+                d.emit_frame(key, frame, out);
+            }
+            let mut at = Emitted::default();
+            if d.in_place(key, frame, &mut at) && (at.n == 0 || d.patch_out(frame, &at)) {
+                if cfg!(debug_assertions) {
+                    assert_eq!(&frame[..], &out[..], "the in-place deparser differs");
+                }
+                w.ext.in_place += 1;
+                tx.transmit(port, None, frame);
+                return Flow::Continue;
+            }
+            // Not in place, or a checksum that cannot be patched: the
+            // headers rewritten so far are emitted again from the key
+            // (the payload, past the cursor, is as received).
+        }
+        d.emit_frame(key, pkt.data(), out);
+        w.ext.emitted += 1;
         tx.transmit(port, None, out);
         Flow::Continue
     }
@@ -855,7 +1080,7 @@ impl Compiled {
     pub fn new(loaded: &Loaded) -> Result<Compiled> {
         let interp = Interp::new(loaded)?;
         let s = interp.s.clone();
-        let prog = ParseProg::compile(&loaded.program)?;
+        let mut prog = ParseProg::compile(&loaded.program)?;
         let layout = prog.layout.clone();
         let l = &*layout;
         let spec = std_slot(l, "egress_spec")?;
@@ -918,6 +1143,28 @@ impl Compiled {
         let keys = std::mem::take(&mut b.tables);
         drop(b);
         let flat = prog.flat().to_vec();
+        // Where each emitted header was extracted, for the in-place
+        // deparser: in scratch slots after every other (a program that
+        // fills the key goes without).
+        let mut scratch = scratch;
+        let mut pos = vec![None; l.headers.len()];
+        let mut front_scratch = super::action::Scratch::bits(l);
+        for &h in &emit {
+            if pos.get(h).is_some_and(Option::is_none) && matches!(flat.get(h), Some(Some(_))) {
+                if let Some(slot) = scratch.slot(&format!("$pos {h}"), 16) {
+                    if prog.record_positions(h, slot) {
+                        pos[h] = Some(slot);
+                        front_scratch.words[usize::from(slot.word)] &= !slot.mask();
+                    }
+                }
+            }
+        }
+        let mut writes = FlowMask::ZERO;
+        for s in
+            update.iter().map(|c| c.dst).chain(scratch.ext.calls.iter().filter_map(ExtCall::dst))
+        {
+            writes.words[usize::from(s.word)] |= s.mask();
+        }
         let parser: Arc<dyn Parse> = Arc::new(V1Parse::new(prog, verify, checksum_error));
         let patch = patches(&update);
         let mut instances = Vec::new();
@@ -961,10 +1208,13 @@ impl Compiled {
                 update,
                 egress_port: eport,
                 spec,
+                pos,
+                writes,
+                plan: Vec::new(),
             },
             ext: Arc::new(scratch.ext.calls.clone()),
             state: Mutex::new(ExtState::new(instances.iter())),
-            scratch: super::action::Scratch::bits(l),
+            scratch: front_scratch,
         };
         let mut c = Compiled {
             interp,
@@ -979,8 +1229,14 @@ impl Compiled {
             pkt: Box::new(Pkt::new()),
             copy_slots,
         };
+        // Every header slot the update checksums and extern calls write,
+        // with none of the ops yet.
+        c.front.deparse.plan = c.front.deparse.plan_of();
         let mut tables = Vec::with_capacity(tabs.len());
         for t in &tabs {
+            if let TabDef::Fixed(ops) = t {
+                c.front.deparse.learn(ops, &c.front.ext);
+            }
             tables.push(match t {
                 TabDef::Fixed(ops) => CoreTable::catch_all(EntryOps {
                     apply: ops.clone().into(),
@@ -1006,6 +1262,12 @@ impl Compiled {
 
     pub fn cache_stats(&self) -> CacheStats {
         self.worker.cache_stats()
+    }
+
+    /// Frames this engine's own worker deparsed in place, and emitted
+    /// anew ([`Deparse::in_place`]; multicast copies are emitted).
+    pub fn deparse_counts(&self) -> (u64, u64) {
+        (self.worker.ext.in_place, self.worker.ext.emitted)
     }
 
     /// The control graph (for dumps and tests).
@@ -1068,6 +1330,9 @@ impl Compiled {
             Builder::gen(&s, &self.layout, &mut self.scratch, &ctl).map_err(|d| d.message)?;
         g.call_action(decl, args, &spec.bound, decl.span).map_err(|d| d.message)?;
         let apply = g.finish_ops(decl.span).map_err(|d| d.message)?;
+        // Action data may pick what the action writes (a header stack's
+        // element by index): learned from each entry's own ops.
+        self.front.deparse.learn(&apply, &self.front.ext);
         if self.scratch.ext.calls.len() != self.front.ext.len() {
             // Every site was compiled with the program; a new one would
             // be an action compiled differently from then.
@@ -1663,6 +1928,36 @@ fn deparser(s: &Static, l: &Layout, inst: usize) -> Result<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `put_bits` writes exactly the bits it is given, at any offset and
+    /// width, near the frame's end too, against a bit-by-bit model.
+    #[test]
+    fn put_bits_writes_those_bits_and_no_others() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let len = 1 + (next() % 24) as usize;
+            let mut frame: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            let width = 1 + (next() % 64) as u8;
+            let Some(room) = (len * 8).checked_sub(usize::from(width)) else { continue };
+            let bit = (next() as usize) % (room + 1);
+            let v = next();
+            let mut want = frame.clone();
+            for i in 0..usize::from(width) {
+                let b = (v >> (usize::from(width) - 1 - i)) & 1;
+                let at = bit + i;
+                let m = 0x80u8 >> (at % 8);
+                want[at / 8] = if b == 1 { want[at / 8] | m } else { want[at / 8] & !m };
+            }
+            put_bits(&mut frame, bit, width, v);
+            assert_eq!(frame, want, "{width} bits at {bit} of {len} bytes, {v:#x}");
+        }
+    }
 
     /// The checksum summed as bits come ([`SumOut`]) is the byte-wise
     /// `csum16` of the same bit string written out ([`BitOut`]), for

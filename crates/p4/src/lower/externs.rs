@@ -157,6 +157,14 @@ fn pack(items: impl Iterator<Item = (u64, u8)>, out: &mut Vec<u8>) {
 }
 
 impl ExtCall {
+    /// The key slot the call writes, if any.
+    pub fn dst(&self) -> Option<Slot> {
+        match self {
+            ExtCall::Hash { dst, .. } | ExtCall::RegRead { dst, .. } => Some(*dst),
+            ExtCall::RegWrite { .. } | ExtCall::Count { .. } | ExtCall::Digest { .. } => None,
+        }
+    }
+
     /// Runs the call on `key` for a frame of `len` bytes.
     pub fn run(&self, key: &mut FlowKey, st: &mut ExtState, len: usize, buf: &mut Vec<u8>) {
         match self {

@@ -323,7 +323,16 @@ pub struct ParseProg {
     /// By header index: its slots in packet order, for headers without
     /// a varbit field (extracted by one loop over them).
     flat: Vec<Option<Flat>>,
+    /// By header index: a key slot the parse writes, on each extraction
+    /// of the header, with one more than the byte offset it was extracted
+    /// from (0 when not byte-aligned or past [`POS_MAX`]), for the
+    /// in-place deparser ([`ParseProg::record_positions`]).
+    pos: Vec<Option<sluice_core::keyop::Slot>>,
 }
+
+/// Largest value a position slot ([`ParseProg::record_positions`])
+/// holds: they are 16 bits wide.
+pub const POS_MAX: u64 = 0xFFFF;
 
 /// A header of fixed-width fields as one list: each slot with its bit
 /// offset from the header's start.
@@ -580,7 +589,33 @@ impl ParseProg {
             codes,
             mark: Vec::new(),
             flat,
+            pos: Vec::new(),
         })
+    }
+
+    /// Has every extraction of header `h` write into `slot` (16 bits)
+    /// one more than the byte offset it was extracted from, or 0 when it
+    /// was not extracted on a byte boundary (or too far in). The slot is
+    /// zero before the parse, so after it, the slot says where the
+    /// header's last extraction was, if any. Headers a parser statement
+    /// writes into are not recorded (their fields are not the packet's
+    /// bits); says whether `h` is.
+    pub fn record_positions(&mut self, h: usize, slot: sluice_core::keyop::Slot) -> bool {
+        let l = self.layout.clone();
+        let Some(hd) = l.headers.get(h) else { return false };
+        let written = self
+            .states
+            .iter()
+            .flat_map(|st| &st.ops)
+            .any(|op| matches!(op, POp::Set { field, .. } if hd.fields.contains(field)));
+        if written || slot.width != 16 {
+            return false;
+        }
+        if self.pos.len() < l.headers.len() {
+            self.pos.resize(l.headers.len(), None);
+        }
+        self.pos[h] = Some(slot);
+        true
     }
 
     /// By header index: its slots in packet order when it has no varbit
@@ -935,6 +970,10 @@ impl Run<'_> {
             if let Some(a) = self.at.get_mut(usize::from(m)) {
                 *a = u32::try_from(pos).unwrap_or(u32::MAX);
             }
+        }
+        if let Some(Some(s)) = self.p.pos.get(h) {
+            let byte = (pos / 8) as u64 + 1;
+            s.set(self.key, if pos % 8 == 0 && byte <= POS_MAX { byte } else { 0 });
         }
         if let (None, Some(Some(fl))) = (size, self.p.flat.get(h)) {
             for &(s, off) in fl.slots.iter() {

@@ -1189,8 +1189,30 @@ fn run_p4_case(
     if warm.cut_short {
         notes.push(format!("{name}: the rate is the warm-up's"));
     }
+    if let (Engine::Compiled(c), Some(CacheMode::On | CacheMode::Megaflow)) = (&interp, cache) {
+        notes.push(cache_note(name, &c.cache_stats(), warm.packets + timed.packets));
+    }
     let m = if warm.cut_short { &warm } else { &timed };
     Ok(Some((Measured { packets: m.packets, elapsed: m.elapsed }, notes)))
+}
+
+/// Where a case's `packets` (warm-up and timed run together) went
+/// through the caches.
+fn cache_note(name: &str, c: &sluice_pipeline::CacheStats, packets: u64) -> String {
+    let all = packets.max(1) as f64;
+    let pct = |n: u64| 100.0 * n as f64 / all;
+    format!(
+        "{name}: exact hits {:.1}% ({:.1}% found by raw header), megaflow hits {:.1}%, \
+         slow path {:.1}% ({} installs, {} with a composed program), {} megaflows under {} masks",
+        pct(c.exact_hits),
+        pct(c.raw_hits),
+        pct(c.megaflow_hits),
+        pct(c.installs + c.uncacheable),
+        c.installs,
+        c.composed,
+        c.megaflow_entries,
+        c.megaflow_masks
+    )
 }
 
 fn run_case(
@@ -1232,23 +1254,7 @@ fn run_case(
     std::hint::black_box(tx.bytes);
     let mut notes = Vec::new();
     if cache != CacheMode::Off {
-        // Warm-up and timed run together: where the packets went.
-        let c = p.cache_stats();
-        let all = (warm.packets + timed.packets).max(1) as f64;
-        let pct = |n: u64| 100.0 * n as f64 / all;
-        notes.push(format!(
-            "{name}: exact hits {:.1}% ({:.1}% found by raw header), megaflow hits {:.1}%, \
-             slow path {:.1}% ({} installs, {} with a composed program), {} megaflows under {} \
-             masks",
-            pct(c.exact_hits),
-            pct(c.raw_hits),
-            pct(c.megaflow_hits),
-            pct(c.installs + c.uncacheable),
-            c.installs,
-            c.composed,
-            c.megaflow_entries,
-            c.megaflow_masks
-        ));
+        notes.push(cache_note(name, &p.cache_stats(), warm.packets + timed.packets));
     }
     if install >= Duration::from_secs(1) {
         notes.push(format!(

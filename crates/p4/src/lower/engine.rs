@@ -1929,17 +1929,21 @@ fn deparser(s: &Static, l: &Layout, inst: usize) -> Result<Vec<usize>> {
 mod tests {
     use super::*;
 
-    /// `put_bits` writes exactly the bits it is given, at any offset and
-    /// width, near the frame's end too, against a bit-by-bit model.
-    #[test]
-    fn put_bits_writes_those_bits_and_no_others() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
+    /// A xorshift64 stream from `x` (not zero): the tests' random numbers.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    /// `put_bits` writes exactly the bits it is given, at any offset and
+    /// width, near the frame's end too, against a bit-by-bit model.
+    #[test]
+    fn put_bits_writes_those_bits_and_no_others() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
             let len = 1 + (next() % 24) as usize;
             let mut frame: Vec<u8> = (0..len).map(|_| next() as u8).collect();
@@ -1964,13 +1968,7 @@ mod tests {
     /// random pieces of 1 to 64 bits, any total length.
     #[test]
     fn summed_checksum_is_the_bytewise_one() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut buf = Vec::new();
         for round in 0..2000 {
             let pieces = next() % 12;

@@ -688,23 +688,29 @@ struct Emitted {
     over: bool,
 }
 
+impl Emitted {
+    /// Records that update `i`'s header begins at bit `pos`.
+    #[inline]
+    fn push(&mut self, i: u8, pos: u32) {
+        match self.at.get_mut(self.n) {
+            Some(slot) => {
+                *slot = (i, pos);
+                self.n += 1;
+            }
+            None => self.over = true,
+        }
+    }
+}
+
 impl Deparse {
-    /// Adds what `ops` may write to [`Deparse::writes`].
-    fn learn(&mut self, ops: &[Op], ext: &[ExtCall]) {
+    /// Adds what `ops`' key programs may write to [`Deparse::writes`]
+    /// (every extern call site's result is there from the start: sites
+    /// are all compiled with the program).
+    fn learn(&mut self, ops: &[Op]) {
         let mut m = self.writes;
         for op in ops {
-            let w = match op {
-                Op::Key(p) => p.writes(),
-                Op::Group(id) => {
-                    let mut w = FlowMask::ZERO;
-                    if let Some(s) = ext.get(*id as usize).and_then(ExtCall::dst) {
-                        w.words[usize::from(s.word)] |= s.mask();
-                    }
-                    w
-                }
-                _ => continue,
-            };
-            for (a, b) in m.words.iter_mut().zip(w.words) {
+            let Op::Key(p) = op else { continue };
+            for (a, b) in m.words.iter_mut().zip(p.writes().words) {
                 *a |= b;
             }
         }
@@ -750,13 +756,7 @@ impl Deparse {
     fn note_patches(&self, h: usize, pos: u32, at: &mut Emitted) {
         for (i, c) in self.update.iter().enumerate() {
             if self.patch.get(i) == Some(&true) && c.whole.is_some_and(|w| w.header == h) {
-                match at.at.get_mut(at.n) {
-                    Some(slot) => {
-                        *slot = (i as u8, pos);
-                        at.n += 1;
-                    }
-                    None => at.over = true,
-                }
+                at.push(i as u8, pos);
             }
         }
     }
@@ -786,13 +786,7 @@ impl Deparse {
             }
             let base = next as usize * 8;
             for &i in e.patches.iter() {
-                match at.at.get_mut(at.n) {
-                    Some(slot) => {
-                        *slot = (i, base as u32);
-                        at.n += 1;
-                    }
-                    None => at.over = true,
-                }
+                at.push(i, base as u32);
             }
             for &(s, off) in e.dirty.iter() {
                 put_bits(frame, base + off as usize, s.width, s.get(key));
@@ -1235,7 +1229,7 @@ impl Compiled {
         let mut tables = Vec::with_capacity(tabs.len());
         for t in &tabs {
             if let TabDef::Fixed(ops) = t {
-                c.front.deparse.learn(ops, &c.front.ext);
+                c.front.deparse.learn(ops);
             }
             tables.push(match t {
                 TabDef::Fixed(ops) => CoreTable::catch_all(EntryOps {
@@ -1332,7 +1326,7 @@ impl Compiled {
         let apply = g.finish_ops(decl.span).map_err(|d| d.message)?;
         // Action data may pick what the action writes (a header stack's
         // element by index): learned from each entry's own ops.
-        self.front.deparse.learn(&apply, &self.front.ext);
+        self.front.deparse.learn(&apply);
         if self.scratch.ext.calls.len() != self.front.ext.len() {
             // Every site was compiled with the program; a new one would
             // be an action compiled differently from then.

@@ -593,6 +593,16 @@ impl ParseProg {
         })
     }
 
+    /// Whether a parser statement assigns a field of header `h` (its
+    /// fields in the key are then not the packet's bits).
+    fn assigned(&self, h: usize) -> bool {
+        let fields = self.layout.headers.get(h).map(|x| &x.fields[..]).unwrap_or(&[]);
+        self.states
+            .iter()
+            .flat_map(|st| &st.ops)
+            .any(|op| matches!(op, POp::Set { field, .. } if fields.contains(field)))
+    }
+
     /// Has every extraction of header `h` write into `slot` (16 bits)
     /// one more than the byte offset it was extracted from, or 0 when it
     /// was not extracted on a byte boundary (or too far in). The slot is
@@ -602,13 +612,7 @@ impl ParseProg {
     /// bits); says whether `h` is.
     pub fn record_positions(&mut self, h: usize, slot: sluice_core::keyop::Slot) -> bool {
         let l = self.layout.clone();
-        let Some(hd) = l.headers.get(h) else { return false };
-        let written = self
-            .states
-            .iter()
-            .flat_map(|st| &st.ops)
-            .any(|op| matches!(op, POp::Set { field, .. } if hd.fields.contains(field)));
-        if written || slot.width != 16 {
+        if h >= l.headers.len() || self.assigned(h) || slot.width != 16 {
             return false;
         }
         if self.pos.len() < l.headers.len() {
@@ -632,16 +636,9 @@ impl ParseProg {
     /// ones are recorded (at most [`MAX_MARKS`]).
     pub fn mark(&mut self, headers: &[usize]) -> Vec<bool> {
         let l = self.layout.clone();
-        let written = |h: usize| {
-            let fields = l.headers.get(h).map(|x| &x.fields[..]).unwrap_or(&[]);
-            self.states
-                .iter()
-                .flat_map(|st| &st.ops)
-                .any(|op| matches!(op, POp::Set { field, .. } if fields.contains(field)))
-        };
         let mut out = Vec::new();
         for (i, &h) in headers.iter().enumerate() {
-            let ok = i < MAX_MARKS && h < l.headers.len() && !written(h);
+            let ok = i < MAX_MARKS && h < l.headers.len() && !self.assigned(h);
             if ok {
                 if self.mark.len() < l.headers.len() {
                     self.mark.resize(l.headers.len(), u8::MAX);

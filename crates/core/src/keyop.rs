@@ -30,6 +30,8 @@
 
 use sluice_packet::key::{FlowKey, FlowMask, KEY_WORDS};
 
+mod simplify;
+
 /// Registers a program may use.
 pub const REGS: usize = 32;
 /// Longest program.
@@ -443,145 +445,6 @@ impl KeyProg {
         KeyProg::new(insns).ok().map(|p| p.with_reads(reads))
     }
 
-    /// The same effect on the key in as few instructions as this pass
-    /// finds, for a program run often (a cache entry's): constants
-    /// folded through registers (which start at zero) and through slots
-    /// (a load of a slot the program set), a store of a known value made
-    /// an [`Insn::Set`], a constant second operand an [`Insn::BinImm`], a
-    /// store that a later one overwrites unread dropped, and what no
-    /// store depends on dropped. In a program with jumps, only the
-    /// straight-line part before the first jump is simplified (what
-    /// follows keeps every register it reads, and the jumps are moved).
-    pub fn simplified(&self) -> KeyProg {
-        let first_jump = self
-            .insns
-            .iter()
-            .position(|i| matches!(i, Insn::Jump { .. } | Insn::JumpIfZero { .. }))
-            .unwrap_or(self.insns.len());
-        let (head, tail) = self.insns.split_at(first_jump);
-        let ix = |r: Reg| usize::from(r) & (REGS - 1);
-        // Registers the rest reads: live after the head.
-        let mut live = [false; REGS];
-        for &i in tail {
-            for r in i.regs().1.into_iter().flatten() {
-                live[ix(r)] = true;
-            }
-        }
-        let mut known = [Some(0u64); REGS];
-        // Slots holding a value the program stored, exactly.
-        let mut held: Vec<(Slot, u64)> = Vec::new();
-        let overlap = |a: Slot, b: Slot| a.word == b.word && a.mask() & b.mask() != 0;
-        let mut out = Vec::with_capacity(self.insns.len());
-        for &i in head {
-            // The instruction's result when its operands are known.
-            let folded = match i {
-                Insn::Const { value, .. } => Some(value),
-                Insn::Bin { op, a, b, width, .. } => {
-                    known[ix(a)].zip(known[ix(b)]).map(|(x, y)| bin(op, x, y, width))
-                }
-                Insn::BinImm { op, a, imm, width, .. } => {
-                    known[ix(a)].map(|x| bin(op, x, imm, width))
-                }
-                Insn::Not { a, width, .. } => known[ix(a)].map(|x| !x & ones(width)),
-                Insn::Neg { a, width, .. } => known[ix(a)].map(|x| x.wrapping_neg() & ones(width)),
-                Insn::SExt { a, from, .. } => known[ix(a)].map(|x| sext(x, from) as u64),
-                Insn::Trunc { a, width, .. } => known[ix(a)].map(|x| x & ones(width)),
-                Insn::Mov { a, .. } => known[ix(a)],
-                _ => None,
-            };
-            match i {
-                Insn::Store { to, .. } | Insn::Set { to, .. } => {
-                    let value = match i {
-                        Insn::Store { src, .. } => known[ix(src)],
-                        Insn::Set { value, .. } => Some(value),
-                        _ => None,
-                    };
-                    held.retain(|&(s, _)| !overlap(s, to));
-                    match value {
-                        Some(value) => {
-                            held.push((to, value & ones(to.width)));
-                            out.push(Insn::Set { to, value });
-                        }
-                        None => out.push(i),
-                    }
-                }
-                Insn::Load { dst, from } => {
-                    known[ix(dst)] = held.iter().find(|&&(s, _)| s == from).map(|&(_, v)| v);
-                    out.push(match known[ix(dst)] {
-                        Some(value) => Insn::Const { dst, value },
-                        None => i,
-                    });
-                }
-                Insn::Const { dst, .. }
-                | Insn::Bin { dst, .. }
-                | Insn::BinImm { dst, .. }
-                | Insn::Not { dst, .. }
-                | Insn::Neg { dst, .. }
-                | Insn::SExt { dst, .. }
-                | Insn::Trunc { dst, .. }
-                | Insn::Mov { dst, .. } => {
-                    known[ix(dst)] = folded;
-                    out.push(match (folded, i) {
-                        (Some(value), _) => Insn::Const { dst, value },
-                        (None, Insn::Bin { op, dst, a, b, width }) => match known[ix(b)] {
-                            Some(imm) => Insn::BinImm { op, dst, a, imm, width },
-                            None => i,
-                        },
-                        _ => i,
-                    });
-                }
-                Insn::Jump { .. } | Insn::JumpIfZero { .. } => out.push(i),
-            }
-        }
-        // Backwards: keep what a store depends on, and a store only if no
-        // later store in the head overwrites it before a load reads it.
-        let mut covered = FlowMask::ZERO;
-        let mut keep = vec![true; out.len()];
-        for (k, &i) in out.iter().enumerate().rev() {
-            match i {
-                Insn::Store { to, .. } | Insn::Set { to, .. } => {
-                    let c = &mut covered.words[usize::from(to.word)];
-                    if *c & to.mask() == to.mask() {
-                        keep[k] = false;
-                        continue;
-                    }
-                    *c |= to.mask();
-                    if let Insn::Store { src, .. } = i {
-                        live[ix(src)] = true;
-                    }
-                    continue;
-                }
-                // Only a load something uses reads the slot.
-                Insn::Load { dst, from } if live[ix(dst)] => {
-                    covered.words[usize::from(from.word)] &= !from.mask();
-                }
-                _ => {}
-            }
-            let (Some(dst), srcs) = i.regs() else { continue };
-            if !live[ix(dst)] {
-                keep[k] = false;
-                continue;
-            }
-            live[ix(dst)] = false;
-            for r in srcs.into_iter().flatten() {
-                live[ix(r)] = true;
-            }
-        }
-        let mut insns: Vec<Insn> =
-            out.into_iter().zip(keep).filter_map(|(i, k)| k.then_some(i)).collect();
-        // The rest, its jump targets moved by what the head lost.
-        let shift = first_jump - insns.len();
-        insns.extend(tail.iter().map(|&i| match i {
-            Insn::Jump { to } => Insn::Jump { to: to - shift as u16 },
-            Insn::JumpIfZero { cond, to } => Insn::JumpIfZero { cond, to: to - shift as u16 },
-            i => i,
-        }));
-        match KeyProg::new(insns) {
-            Ok(p) => p.with_reads(self.reads),
-            Err(_) => self.clone(),
-        }
-    }
-
     /// Runs the program on `key`.
     pub fn run(&self, key: &mut FlowKey) {
         let mut r = [0u64; REGS];
@@ -813,19 +676,49 @@ mod tests {
     /// not, every instruction kind.
     fn arb_prog() -> impl proptest::strategy::Strategy<Value = KeyProg> {
         use proptest::prelude::*;
+        let width = prop_oneof![Just(1u8), Just(8), Just(16), Just(64), 1u8..=64].boxed();
+        let value = prop_oneof![Just(0u64), Just(1), Just(u64::MAX), any::<u64>()].boxed();
+        let op = (0usize..22)
+            .prop_map(|i| {
+                use BinOp::*;
+                [
+                    Add, Sub, Mul, And, Or, Xor, Shl, Shr, Sar, AddSat, SubSat, AddSatS, SubSatS,
+                    Eq, Ne, Lt, Le, LtS, LeS, Div, Rem, Add,
+                ][i]
+            })
+            .boxed();
+        arb_prog_of(0..6, width, value, op)
+    }
+
+    /// Branchy programs: three registers, tests against zero and small
+    /// constants at widths narrower and wider than the slots loaded —
+    /// the conditions, copies and widths the simplifier reasons about.
+    fn arb_branchy() -> impl proptest::strategy::Strategy<Value = KeyProg> {
+        use proptest::prelude::*;
+        let width = prop_oneof![Just(1u8), Just(8), Just(16), Just(64)].boxed();
+        let value = prop_oneof![Just(0u64), Just(1), Just(2), Just(255), Just(256)].boxed();
+        let op = prop_oneof![
+            Just(BinOp::Ne),
+            Just(BinOp::Eq),
+            Just(BinOp::And),
+            Just(BinOp::Shr),
+            Just(BinOp::Lt),
+            Just(BinOp::Add),
+        ]
+        .boxed();
+        arb_prog_of(0..3, width, value, op)
+    }
+
+    fn arb_prog_of(
+        reg: std::ops::Range<u8>,
+        width: proptest::strategy::BoxedStrategy<u8>,
+        value: proptest::strategy::BoxedStrategy<u64>,
+        op: proptest::strategy::BoxedStrategy<BinOp>,
+    ) -> impl proptest::strategy::Strategy<Value = KeyProg> {
+        use proptest::prelude::*;
         let slot = (0u8..2, 0u8..4).prop_map(|(w, k)| {
             let (shift, width) = [(0, 8), (8, 16), (24, 1), (0, 64)][usize::from(k)];
             Slot { word: w, shift, width }
-        });
-        let reg = 0u8..6;
-        let width = prop_oneof![Just(1u8), Just(8), Just(16), Just(64), 1u8..=64];
-        let value = prop_oneof![Just(0u64), Just(1), Just(u64::MAX), any::<u64>()];
-        let op = (0usize..22).prop_map(|i| {
-            use BinOp::*;
-            [
-                Add, Sub, Mul, And, Or, Xor, Shl, Shr, Sar, AddSat, SubSat, AddSatS, SubSatS, Eq,
-                Ne, Lt, Le, LtS, LeS, Div, Rem, Add,
-            ][i]
         });
         let insn = prop_oneof![
             (reg.clone(), value.clone()).prop_map(|(dst, value)| Insn::Const { dst, value }),
@@ -843,6 +736,8 @@ mod tests {
                 3 => Insn::Trunc { dst, a, width: w },
                 _ => Insn::Mov { dst, a },
             }),
+            // Twice as likely: the branches are what the simplifier decides.
+            (reg.clone(), 1u16..4).prop_map(|(cond, d)| Insn::JumpIfZero { cond, to: d }),
             (reg, 1u16..4).prop_map(|(cond, d)| Insn::JumpIfZero { cond, to: d }),
             (1u16..4).prop_map(|d| Insn::Jump { to: d }),
         ];
@@ -882,6 +777,13 @@ mod tests {
         })
     }
 
+    /// Key words whose slots are often zero, small, or zero in their low
+    /// bits only: where a wrongly simplified test or width goes wrong.
+    fn arb_word() -> impl proptest::strategy::Strategy<Value = u64> {
+        use proptest::prelude::*;
+        prop_oneof![any::<u64>(), 0u64..4, (0u32..64).prop_map(|k| 1u64 << k)]
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
         /// What a composed program runs (`walk::compose`): a simplified
@@ -889,9 +791,8 @@ mod tests {
         /// as the originals do.
         #[test]
         fn simplified_and_joined_programs_agree(
-            a in arb_prog(),
-            b in arb_prog(),
-            words in proptest::array::uniform3(proptest::prelude::any::<u64>()),
+            (a, b) in proptest::prop_oneof![(arb_prog(), arb_prog()), (arb_branchy(), arb_branchy())],
+            words in proptest::array::uniform3(arb_word()),
         ) {
             let mut k = FlowKey::ZERO;
             k.words[..3].copy_from_slice(&words);
@@ -918,9 +819,10 @@ mod tests {
     #[test]
     fn a_composed_router_action_shrinks() {
         // An action setting two MACs, the TTL and the port, then what
-        // the traffic manager does: 14 instructions become 7 (the port
+        // the traffic manager does: 14 instructions become 6 (the port
         // forwarded from the slot it was set in, the first store to it
-        // overwritten unread).
+        // overwritten unread, the port and the reset spec next to each
+        // other in one word stored at once).
         let (src, dst, ttl, spec, eport) =
             (slot(2, 0, 48), slot(1, 0, 48), slot(1, 56, 8), slot(5, 0, 9), slot(5, 9, 9));
         let act = KeyProg::new(vec![
@@ -944,11 +846,190 @@ mod tests {
         ])
         .unwrap();
         let j = act.then(&tm).unwrap().simplified();
-        assert_eq!(j.insns().len(), 7, "{:?}", j.insns());
+        assert_eq!(j.insns().len(), 6, "{:?}", j.insns());
         let mut k = FlowKey::ZERO;
         ttl.set(&mut k, 64);
         j.run(&mut k);
         assert_eq!((ttl.get(&k), eport.get(&k), spec.get(&k)), (63, 3, 0));
         assert_eq!(src.get(&k), 0x0200_0000_00fe);
+    }
+
+    /// `p` simplified changes each of `keys` (given as word 0, word 1)
+    /// as `p` does.
+    fn agrees_on(p: &KeyProg, keys: &[(u64, u64)]) {
+        let q = p.simplified();
+        for &(w0, w1) in keys {
+            let mut k = FlowKey::ZERO;
+            (k.words[0], k.words[1]) = (w0, w1);
+            let (mut want, mut got) = (k, k);
+            p.run(&mut want);
+            q.run(&mut got);
+            assert_eq!(want, got, "key {w0:#x} {w1:#x}: {:?} simplified to {:?}", p, q);
+        }
+    }
+
+    #[test]
+    fn conditions_and_copies_keep_their_widths() {
+        let (wide, narrow, out) = (slot(0, 8, 16), slot(0, 0, 8), slot(1, 0, 16));
+        let load = |from| Insn::Load { dst: 0, from };
+        let imm = |op, dst, imm, width| Insn::BinImm { op, dst, a: 0, imm, width };
+        let prog = |v: Vec<Insn>| KeyProg::new(v).unwrap();
+        let keys = [(0, 0), (0x100, 0), (0x10000, 0), (0x80, 0), (4, 0), (6, 0), (0xff, 0)];
+        // `r != 0` at a width narrower than `r`'s bits is not `r` as a
+        // condition: 0x100 tested at 8 bits is zero.
+        for dst in [0, 1] {
+            agrees_on(
+                &prog(vec![
+                    load(wide),
+                    imm(BinOp::Ne, dst, 0, 8),
+                    Insn::JumpIfZero { cond: dst, to: 4 },
+                    Insn::Set { to: out, value: 1 },
+                ]),
+                &keys,
+            );
+        }
+        // `r = r != 0` tested by a jump only is the old `r` as the
+        // condition; stored, it is not.
+        let p = prog(vec![
+            load(narrow),
+            imm(BinOp::Ne, 0, 0, 8),
+            Insn::Store { src: 0, to: out },
+            Insn::JumpIfZero { cond: 0, to: 5 },
+            Insn::Set { to: wide, value: 1 },
+        ]);
+        agrees_on(&p, &keys);
+        let q = prog(vec![
+            load(narrow),
+            imm(BinOp::Ne, 0, 0, 8),
+            Insn::JumpIfZero { cond: 0, to: 4 },
+            Insn::Set { to: wide, value: 1 },
+        ]);
+        agrees_on(&q, &keys);
+        assert_eq!(q.simplified().insns().len(), 3, "{:?}", q.simplified());
+        // Nonzero is 1 only for a value of one bit: not `r >> 1`, not
+        // `r & 6`.
+        for op in [BinOp::Shr, BinOp::And, BinOp::Ne, BinOp::Lt] {
+            let k = if op == BinOp::And { 6 } else { 1 };
+            agrees_on(
+                &prog(vec![
+                    load(narrow),
+                    imm(op, 1, k, 8),
+                    Insn::JumpIfZero { cond: 1, to: 4 },
+                    Insn::Store { src: 1, to: out },
+                ]),
+                &keys,
+            );
+        }
+        // Keeping 7 bits of an 8-bit value is not a copy; keeping 8 is.
+        for width in [7, 8] {
+            let p = prog(vec![
+                load(narrow),
+                Insn::Trunc { dst: 1, a: 0, width },
+                Insn::Store { src: 1, to: out },
+            ]);
+            agrees_on(&p, &keys);
+            assert_eq!(p.simplified().insns().len(), if width == 8 { 2 } else { 3 });
+        }
+        // A copy outlives the register it copied being overwritten.
+        agrees_on(
+            &prog(vec![
+                load(wide),
+                Insn::Mov { dst: 1, a: 0 },
+                Insn::Mov { dst: 2, a: 1 },
+                Insn::Const { dst: 0, value: 5 },
+                Insn::Store { src: 2, to: out },
+                Insn::Store { src: 0, to: narrow },
+            ]),
+            &keys,
+        );
+    }
+
+    #[test]
+    fn stores_next_to_each_other_join_unless_a_jump_lands_between() {
+        let (a, b, c) = (slot(0, 0, 8), slot(0, 8, 8), slot(0, 4, 8));
+        let far = slot(0, 40, 8);
+        let sets = vec![
+            Insn::Set { to: a, value: 0x11 },
+            Insn::Set { to: far, value: 0x22 },
+            Insn::Set { to: b, value: 0x33 },
+            Insn::Set { to: c, value: 0x1ff },
+        ];
+        let keys = [(0, 0), (u64::MAX, 1), (0x1234_5678_9abc_def0, 0)];
+        let p = KeyProg::new(sets.clone()).unwrap();
+        agrees_on(&p, &keys);
+        // `a`, `b` and `c` touch: one store of bits 0..16; `far` apart.
+        assert_eq!(
+            p.simplified().insns(),
+            [Insn::Set { to: slot(0, 0, 16), value: 0x3ff1 }, Insn::Set { to: far, value: 0x22 }]
+        );
+        // A jump into the run splits it: the path from the jump must not
+        // store what the stores before it did.
+        let mut branchy =
+            vec![Insn::Load { dst: 0, from: slot(1, 0, 1) }, Insn::JumpIfZero { cond: 0, to: 4 }];
+        branchy.extend(sets);
+        let p = KeyProg::new(branchy).unwrap();
+        agrees_on(&p, &keys);
+        assert_eq!(p.simplified().insns().len(), 5, "{:?}", p.simplified().insns());
+    }
+
+    #[test]
+    fn the_l2_egress_check_jumps_straight_to_the_end() {
+        // What the L2 switch example's cache composes for a unicast hit
+        // (the action, the traffic manager, the egress check
+        // `mcast_grp != 0 && egress_port == ingress_port`): a unicast
+        // packet's group is zero, and the simplified program decides it
+        // in one test of the loaded group, with no copy or comparison.
+        let (spec, eport, iport, mcast, scratch) =
+            (slot(1, 48, 9), slot(2, 48, 9), slot(0, 49, 9), slot(6, 48, 16), slot(3, 0, 32));
+        let p = KeyProg::new(vec![
+            Insn::Const { dst: 0, value: 3 },
+            Insn::Store { src: 0, to: spec },
+            Insn::Load { dst: 1, from: spec },
+            Insn::Store { src: 1, to: eport },
+            Insn::Const { dst: 2, value: 512 },
+            Insn::Store { src: 2, to: spec },
+            Insn::Const { dst: 3, value: 0 },
+            Insn::Store { src: 3, to: scratch },
+            Insn::Load { dst: 4, from: mcast },
+            Insn::Const { dst: 5, value: 0 },
+            Insn::Bin { op: BinOp::Ne, dst: 4, a: 4, b: 5, width: 16 },
+            Insn::Mov { dst: 5, a: 4 },
+            Insn::Mov { dst: 6, a: 4 },
+            Insn::JumpIfZero { cond: 6, to: 18 },
+            Insn::Load { dst: 7, from: eport },
+            Insn::Load { dst: 8, from: iport },
+            Insn::Bin { op: BinOp::Eq, dst: 7, a: 7, b: 8, width: 9 },
+            Insn::Mov { dst: 5, a: 7 },
+            Insn::JumpIfZero { cond: 5, to: 23 },
+            Insn::Const { dst: 8, value: 511 },
+            Insn::Store { src: 8, to: spec },
+            Insn::Const { dst: 8, value: 0 },
+            Insn::Store { src: 8, to: mcast },
+        ])
+        .unwrap();
+        let q = p.simplified();
+        let end = q.insns().len() as u16;
+        assert_eq!(
+            q.insns()[..5],
+            [
+                Insn::Set { to: eport, value: 3 },
+                // 512 reduced to the slot's 9 bits.
+                Insn::Set { to: spec, value: 0 },
+                Insn::Set { to: scratch, value: 0 },
+                Insn::Load { dst: 4, from: mcast },
+                Insn::JumpIfZero { cond: 4, to: end },
+            ],
+            "{:?}",
+            q.insns()
+        );
+        for (group, port) in [(0, 3), (1, 3), (1, 4), (0x100, 3)] {
+            let mut k = FlowKey::ZERO;
+            mcast.set(&mut k, group);
+            iport.set(&mut k, port);
+            let (mut want, mut got) = (k, k);
+            p.run(&mut want);
+            q.run(&mut got);
+            assert_eq!(want, got, "group {group} port {port}");
+        }
     }
 }

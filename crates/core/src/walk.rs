@@ -106,15 +106,27 @@ pub enum Flow {
     Stop,
 }
 
-/// Which of an entry's counters a hit bumps (a rule may opt out of
-/// packet or byte counting; the time of use is always kept).
+/// Which of an entry's counters a hit bumps (an OpenFlow rule may opt
+/// out of packet or byte counting and always keeps its time of use; a
+/// front end that reads none of an entry's counters keeps none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counting {
     pub packets: bool,
     pub bytes: bool,
+    pub used: bool,
 }
 
 impl Counting {
+    /// Every counter.
+    pub const ALL: Counting = Counting { packets: true, bytes: true, used: true };
+    /// None: a hit on the entry costs nothing.
+    pub const NONE: Counting = Counting { packets: false, bytes: false, used: false };
+
+    /// Whether a hit bumps anything.
+    pub fn any(self) -> bool {
+        self.packets || self.bytes || self.used
+    }
+
     /// Count one packet of `bytes` at `now_ns` in `stats` (an entry's
     /// counters: [`ENTRY_PACKETS`], [`ENTRY_BYTES`], [`ENTRY_USED`]).
     #[inline]
@@ -125,7 +137,9 @@ impl Counting {
         if self.bytes {
             stats.add(s, ENTRY_BYTES, bytes as u64);
         }
-        stats.raise(s, ENTRY_USED, now_ns);
+        if self.used {
+            stats.raise(s, ENTRY_USED, now_ns);
+        }
     }
 }
 
@@ -193,6 +207,12 @@ pub trait Table {
     type Entry: Entry;
     /// Lookups and matches ([`TABLE_LOOKUPS`], [`TABLE_MATCHED`]).
     fn counters(&self) -> &Arc<Tally>;
+    /// Whether lookups bump [`Table::counters`]: a front end that never
+    /// reads them says no, and its lookups and cached hits skip them.
+    #[inline]
+    fn counted(&self) -> bool {
+        true
+    }
     fn entries(&self) -> &[Self::Entry];
     /// Whether any entry carries guards.
     fn has_guards(&self) -> bool;
@@ -275,9 +295,9 @@ pub trait Frontend: Sized {
 pub enum Step<C> {
     /// A lookup hit an entry: the table's lookup and match counters, the
     /// entry's counters.
-    Hit { table: Arc<Tally>, entry: Tally, counting: Counting },
+    Hit { table: Option<Arc<Tally>>, entry: Tally, counting: Counting },
     /// A lookup missed where a miss ends the walk: count it, stop.
-    Miss { table: Arc<Tally> },
+    Miss { table: Option<Arc<Tally>> },
     /// A lookup missed and the graph goes on: count it.
     MissOn { table: Arc<Tally> },
     /// Write the metadata.
@@ -297,7 +317,7 @@ pub type Program<C> = [Step<C>];
 fn hot_counters<C>(prog: &Program<C>, s: Shard) -> [usize; HOT_ADDRS] {
     let mut hot = [0; HOT_ADDRS];
     let hits = prog.iter().filter_map(|step| match step {
-        Step::Hit { entry, .. } => Some(entry.shard_addr(s)),
+        Step::Hit { entry, counting, .. } if counting.any() => Some(entry.shard_addr(s)),
         _ => None,
     });
     for (h, a) in hot.iter_mut().zip(hits) {
@@ -752,22 +772,29 @@ pub fn compose<F: Frontend>(f: &F, chain: &Chain) -> Option<Box<Program<F::Ctx>>
             return None;
         }
         let t = f.table(table)?;
+        let counted = t.counted();
         let hit = if h.entry == Hop::NO_ENTRY {
             if let Next::Entry = next {
                 // A miss on an entry edge ends the walk (OpenFlow: no
                 // table-miss entry drops).
-                steps.push(Step::Miss { table: t.counters().clone() });
+                steps.push(Step::Miss { table: counted.then(|| t.counters().clone()) });
                 return hops.next().is_none().then(|| steps.into());
             }
-            steps.push(Step::MissOn { table: t.counters().clone() });
+            if counted {
+                steps.push(Step::MissOn { table: t.counters().clone() });
+            }
             None
         } else {
             let e = t.entries().get(h.entry as usize)?;
-            steps.push(Step::Hit {
-                table: t.counters().clone(),
-                entry: e.counters().clone(),
-                counting: e.counting(),
-            });
+            let counting = e.counting();
+            // A hit nothing counts is not a step.
+            if counted || counting.any() {
+                steps.push(Step::Hit {
+                    table: counted.then(|| t.counters().clone()),
+                    entry: e.counters().clone(),
+                    counting,
+                });
+            }
             let ctx = f.ctx(table, e);
             last_ctx = Some(ctx);
             let ops = &**e.ops();
@@ -874,12 +901,16 @@ fn run_program<F: Frontend>(
     for step in prog {
         match step {
             Step::Hit { table, entry, counting } => {
-                table.add(shard, TABLE_LOOKUPS, 1);
-                table.add(shard, TABLE_MATCHED, 1);
+                if let Some(table) = table {
+                    table.add(shard, TABLE_LOOKUPS, 1);
+                    table.add(shard, TABLE_MATCHED, 1);
+                }
                 counting.count(entry, shard, pkt.data().len(), now);
             }
             Step::Miss { table } => {
-                table.add(shard, TABLE_LOOKUPS, 1);
+                if let Some(table) = table {
+                    table.add(shard, TABLE_LOOKUPS, 1);
+                }
                 return;
             }
             Step::MissOn { table } => table.add(shard, TABLE_LOOKUPS, 1),
@@ -963,7 +994,10 @@ fn walk<F: Frontend>(
         hop_i += 1;
         let Some(t) = f.table(table) else { return };
         pkt.fresh();
-        t.counters().add(shard, TABLE_LOOKUPS, 1);
+        let counted = t.counted();
+        if counted {
+            t.counters().add(shard, TABLE_LOOKUPS, 1);
+        }
         let found = match hop {
             Some(h)
                 if h.table == table
@@ -993,7 +1027,9 @@ fn walk<F: Frontend>(
             }
             continue;
         };
-        t.counters().add(shard, TABLE_MATCHED, 1);
+        if counted {
+            t.counters().add(shard, TABLE_MATCHED, 1);
+        }
         let Some(e) = t.entries().get(i) else { return };
         e.counting().count(e.counters(), shard, pkt.data().len(), now);
         let ctx = f.ctx(table, e);
@@ -1515,7 +1551,7 @@ mod tests {
             &self.counters
         }
         fn counting(&self) -> Counting {
-            Counting { packets: true, bytes: true }
+            Counting::ALL
         }
     }
 

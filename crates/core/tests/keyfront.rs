@@ -59,7 +59,7 @@ impl walk::Entry for Rule {
         &self.stats
     }
     fn counting(&self) -> Counting {
-        Counting { packets: true, bytes: true }
+        Counting::ALL
     }
 }
 

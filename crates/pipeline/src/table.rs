@@ -184,7 +184,11 @@ impl FlowEntry {
     #[inline]
     pub(crate) fn counting(flags: u16) -> Counting {
         use sluice_ofp::message::flow_mod_flags as ff;
-        Counting { packets: flags & ff::NO_PKT_COUNTS == 0, bytes: flags & ff::NO_BYT_COUNTS == 0 }
+        Counting {
+            packets: flags & ff::NO_PKT_COUNTS == 0,
+            bytes: flags & ff::NO_BYT_COUNTS == 0,
+            used: true,
+        }
     }
 }
 

@@ -94,6 +94,7 @@ use crate::value::{Bits, Value};
 pub struct CoreEntry {
     ops: Arc<EntryOps>,
     stats: Tally,
+    counting: Counting,
 }
 
 impl walk::Entry for CoreEntry {
@@ -108,13 +109,20 @@ impl walk::Entry for CoreEntry {
         &self.stats
     }
     fn counting(&self) -> Counting {
-        Counting { packets: true, bytes: true }
+        self.counting
     }
 }
 
+/// An entry nothing reads the counters of (a catch-all's: a default
+/// action, synthetic code), so a hit on it costs nothing.
 fn entry(ops: EntryOps) -> CoreEntry {
-    CoreEntry { ops: Arc::new(ops), stats: Tally::new(3, 2) }
+    CoreEntry { ops: Arc::new(ops), stats: Tally::new(3, 2), counting: Counting::NONE }
 }
+
+/// What a control-plane entry counts: its packets, which idle timeouts
+/// read ([`Manage::entry_hits`]); P4 has no byte or time-of-use counts
+/// of table entries (direct counters are externs of their own).
+const ENTRY_COUNTING: Counting = Counting { packets: true, bytes: false, used: false };
 
 /// Sentinel for [`CoreTable::handles`] of a catch-all table's entry.
 const NO_HANDLE: u64 = u64::MAX;
@@ -175,6 +183,7 @@ impl CoreTable {
         self.index.insert_as(&rule, self.entries.len() as u64)?;
         self.rules.push(rule);
         let mut e = entry(ops);
+        e.counting = ENTRY_COUNTING;
         if let Some(stats) = stats {
             e.stats = stats;
         }
@@ -199,6 +208,10 @@ impl Table for CoreTable {
     type Entry = CoreEntry;
     fn counters(&self) -> &Arc<Tally> {
         &self.stats
+    }
+    /// Nothing reads a P4 table's lookup counts.
+    fn counted(&self) -> bool {
+        false
     }
     fn entries(&self) -> &[CoreEntry] {
         &self.entries

@@ -312,15 +312,24 @@ pub enum Step<C> {
 /// flow, table and idle-time statistics stay exact.
 pub type Program<C> = [Step<C>];
 
-/// The addresses of the counter cells (shard `s`) of the first
-/// [`HOT_ADDRS`] entries `prog` bumps, for the cache slot that holds it.
-fn hot_counters<C>(prog: &Program<C>, s: Shard) -> [usize; HOT_ADDRS] {
+/// The addresses a hit on `prog` touches first, for the cache slot that
+/// holds it: the counter cells (shard `s`) of the entries it bumps, then
+/// its key programs and their instructions (each a load that depends on
+/// the one before: the program's step, the shared program, its
+/// instructions), the first [`HOT_ADDRS`] of them.
+fn hot_addrs<C>(prog: &Program<C>, s: Shard) -> [usize; HOT_ADDRS] {
     let mut hot = [0; HOT_ADDRS];
     let hits = prog.iter().filter_map(|step| match step {
         Step::Hit { entry, counting, .. } if counting.any() => Some(entry.shard_addr(s)),
         _ => None,
     });
-    for (h, a) in hot.iter_mut().zip(hits) {
+    let keys = prog.iter().flat_map(|step| match step {
+        Step::Act { op: Op::Key(p), .. } => {
+            [Some(Arc::as_ptr(p) as usize), Some(p.insns().as_ptr() as usize)]
+        }
+        _ => [None, None],
+    });
+    for (h, a) in hot.iter_mut().zip(hits.chain(keys.flatten())) {
         *h = a;
     }
     hot
@@ -712,7 +721,7 @@ fn record_into<F: Frontend>(
     if was_composed {
         cache.stats.composed += 1;
     }
-    let hot = composed.as_deref().map_or([0; HOT_ADDRS], |p| hot_counters(p, w.shard));
+    let hot = composed.as_deref().map_or([0; HOT_ADDRS], |p| hot_addrs(p, w.shard));
     let prog = match (composed, rec.guard_chain()) {
         (None, None) => NO_PROG,
         (Some(p), None) => cache.add_program(p, hot),

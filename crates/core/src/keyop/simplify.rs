@@ -220,15 +220,21 @@ impl Facts {
 /// decided to fall through, or a move of a register onto itself).
 fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
     let n = insns.len();
-    let mut incoming: Vec<Option<Facts>> = vec![None; n + 1];
-    incoming[0] = Some(Facts::start());
+    // What falls through into the next instruction, and what jumps carry
+    // to instructions ahead (few: kept in a list, not one per
+    // instruction, so a straight program copies no facts at all).
+    let mut through = Some(Facts::start());
+    let mut ahead: Vec<(usize, Facts)> = Vec::new();
     let mut out = vec![None; n];
     // Instructions that overwrite a register with a value nonzero exactly
     // when the old one was (`r = r != 0`).
     let mut same_truth = vec![false; n];
-    let flow = |incoming: &mut Vec<Option<Facts>>, to: usize, f: Facts| match &mut incoming[to] {
-        Some(g) => g.meet(&f),
-        slot @ None => *slot = Some(f),
+    let flow = |ahead: &mut Vec<(usize, Facts)>, to: usize, f: Facts| match ahead
+        .iter_mut()
+        .find(|(t, _)| *t == to)
+    {
+        Some((_, g)) => g.meet(&f),
+        None => ahead.push((to, f)),
     };
     // Where an edge carrying `f` into `t` really leads: through jumps `f`
     // decides, to the first instruction that does something.
@@ -247,7 +253,15 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
         t
     };
     for k in 0..n {
-        let Some(mut f) = incoming[k].take() else { continue };
+        let mut entry = through.take();
+        while let Some(j) = ahead.iter().position(|(t, _)| *t == k) {
+            let (_, g) = ahead.swap_remove(j);
+            match &mut entry {
+                Some(f) => f.meet(&g),
+                None => entry = Some(g),
+            }
+        }
+        let Some(mut f) = entry else { continue };
         let i = insns[k];
         let mut falls = true;
         out[k] = match i {
@@ -359,7 +373,7 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
             Insn::Jump { to } => {
                 falls = false;
                 let t = chase(usize::from(to), &f);
-                flow(&mut incoming, t, f.clone());
+                flow(&mut ahead, t, f.clone());
                 Some(Insn::Jump { to: t as u16 })
             }
             Insn::JumpIfZero { cond, to } => {
@@ -368,7 +382,7 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
                     Some(true) => {
                         falls = false;
                         let t = chase(usize::from(to), &f);
-                        flow(&mut incoming, t, f.clone());
+                        flow(&mut ahead, t, f.clone());
                         Some(Insn::Jump { to: t as u16 })
                     }
                     Some(false) => None,
@@ -377,7 +391,7 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
                         taken.assume_zero(cond);
                         taken.assume_zero(c);
                         let t = chase(usize::from(to), &taken);
-                        flow(&mut incoming, t, taken);
+                        flow(&mut ahead, t, taken);
                         f.assume_nonzero(c);
                         f.assume_nonzero(cond);
                         Some(Insn::JumpIfZero { cond: c, to: t as u16 })
@@ -386,7 +400,7 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
             }
         };
         if falls {
-            flow(&mut incoming, k + 1, f);
+            through = Some(f);
         }
     }
     (out, same_truth)
@@ -445,25 +459,35 @@ fn binary(
 /// jumps test `r` afterwards.
 fn backward(out: &mut [Option<Insn>], same_truth: &[bool]) {
     let n = out.len();
-    // On entry to each instruction: registers whose value is read later,
+    // On entry to an instruction: registers whose value is read later,
     // those only jumps test (a bit each), and slot bits every path
-    // stores before reading.
-    let mut value = vec![0u32; n + 1];
-    let mut truth = vec![0u32; n + 1];
-    let mut covered = vec![FlowMask::ZERO; n + 1];
+    // stores before reading. Kept for the next instruction, and for the
+    // few that jumps land on.
+    let mut targets: Vec<(usize, Live)> = out
+        .iter()
+        .flatten()
+        .filter_map(|i| match *i {
+            Insn::Jump { to } | Insn::JumpIfZero { to, .. } => Some(usize::from(to)),
+            _ => None,
+        })
+        .map(|t| (t, Live::END))
+        .collect();
+    let at = |targets: &[(usize, Live)], to: u16| {
+        targets.iter().find(|(t, _)| *t == usize::from(to)).map_or(Live::END, |x| x.1)
+    };
     let bit = |r: Reg| 1u32 << ix(r);
+    let mut next = Live::END;
     for k in (0..n).rev() {
-        let (mut v, mut t, mut c) = (value[k + 1], truth[k + 1], covered[k + 1]);
+        let Live { value: mut v, truth: mut t, covered: mut c } = next;
         match out[k] {
             Some(Insn::Jump { to }) => {
-                let to = usize::from(to);
-                (v, t, c) = (value[to], truth[to], covered[to]);
+                Live { value: v, truth: t, covered: c } = at(&targets, to);
             }
             Some(Insn::JumpIfZero { to, .. }) => {
-                let to = usize::from(to);
-                v |= value[to];
-                t |= truth[to];
-                for (w, o) in c.words.iter_mut().zip(covered[to].words) {
+                let o = at(&targets, to);
+                v |= o.value;
+                t |= o.truth;
+                for (w, o) in c.words.iter_mut().zip(o.covered.words) {
                     *w &= o;
                 }
             }
@@ -502,10 +526,24 @@ fn backward(out: &mut [Option<Insn>], same_truth: &[bool]) {
                 }
             }
         }
-        value[k] = v;
-        truth[k] = t;
-        covered[k] = c;
+        next = Live { value: v, truth: t, covered: c };
+        for (_, l) in targets.iter_mut().filter(|(t, _)| *t == k) {
+            *l = next;
+        }
     }
+}
+
+/// What [`backward`] knows on entry to an instruction.
+#[derive(Clone, Copy)]
+struct Live {
+    value: u32,
+    truth: u32,
+    covered: FlowMask,
+}
+
+impl Live {
+    /// After the last instruction: nothing is read, every slot may be.
+    const END: Live = Live { value: 0, truth: 0, covered: FlowMask::ZERO };
 }
 
 /// The kept instructions, jump targets moved to where they went; then

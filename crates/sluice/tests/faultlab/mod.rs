@@ -162,14 +162,25 @@ impl Switch {
     }
 
     /// SIGTERM, then a bounded wait; whether it exited successfully, and its log.
-    pub fn stop(mut self) -> (bool, String) {
+    pub fn stop(self) -> (bool, String) {
+        self.stop_within(Duration::from_secs(10))
+    }
+
+    /// [`Switch::stop`] giving the switch `limit` to exit (it prints how
+    /// long the exit took).
+    pub fn stop_within(mut self, limit: Duration) -> (bool, String) {
         let mut ok = false;
         if let Some(mut c) = self.child.take() {
             let _ = Command::new("kill").args(["-TERM", &c.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(10);
+            let start = Instant::now();
+            let deadline = start + limit;
             loop {
                 if let Ok(Some(st)) = c.try_wait() {
                     ok = st.success();
+                    println!(
+                        "sluice run exited {:.2} s after SIGTERM",
+                        start.elapsed().as_secs_f64()
+                    );
                     break;
                 }
                 if Instant::now() > deadline {

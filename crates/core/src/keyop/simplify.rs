@@ -112,16 +112,13 @@ impl Facts {
     /// `d` is about to be written: its copies and what was nonzero with
     /// it hold its old value, so the first copy becomes their root.
     fn forget(&mut self, d: Reg) {
-        let copies: Vec<usize> = (0..REGS).filter(|&r| self.val[r] == Val::Copy(d)).collect();
-        let heir = copies.first().map(|&r| r as Reg);
-        for &r in &copies {
-            self.val[r] = match heir {
-                Some(h) if usize::from(h) == r => Val::Unknown,
-                Some(h) => Val::Copy(h),
-                None => Val::Unknown,
-            };
-        }
+        let heir = (0..REGS).find(|&r| self.val[r] == Val::Copy(d)).map(|r| r as Reg);
         if let Some(h) = heir {
+            for r in 0..REGS {
+                if self.val[r] == Val::Copy(d) {
+                    self.val[r] = if r == ix(h) { Val::Unknown } else { Val::Copy(h) };
+                }
+            }
             self.truthy[ix(h)] = self.truthy[ix(d)];
             self.bits[ix(h)] = self.bits[ix(d)];
         }
@@ -148,12 +145,10 @@ impl Facts {
     /// On a jump's taken edge: `r` (and so its copies, and whatever is
     /// nonzero exactly with it) is zero.
     fn assume_zero(&mut self, r: Reg) {
-        let mut work = vec![self.root(r)];
-        let mut seen = 0u32;
-        while let Some(r) = work.pop() {
-            if seen & (1 << ix(r)) != 0 {
-                continue;
-            }
+        // Registers still to visit and those visited, a bit each.
+        let (mut work, mut seen) = (1u32 << ix(self.root(r)), 0u32);
+        while work != 0 {
+            let r = work.trailing_zeros() as Reg;
             seen |= 1 << ix(r);
             for q in 0..REGS {
                 if q == ix(r) || self.val[q] == Val::Copy(r) {
@@ -161,12 +156,13 @@ impl Facts {
                     self.bits[q] = 0;
                 }
                 if self.truthy[q] == Some(r) {
-                    work.push(q as Reg);
+                    work |= 1 << q;
                 }
             }
             if let Some(t) = self.truthy[ix(r)] {
-                work.push(t);
+                work |= 1 << ix(t);
             }
+            work &= !seen;
         }
     }
 
@@ -301,15 +297,12 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
             }
             Insn::Mov { dst, a } => {
                 let a = f.root(a);
-                if f.root(dst) == a {
-                    None
-                } else if let Some(value) = f.konst(a) {
-                    f.set(dst, Val::Const(value), 0, None);
-                    Some(Insn::Const { dst, value })
-                } else {
-                    let bits = f.bits(a);
-                    f.set(dst, Val::Copy(a), bits, None);
-                    Some(Insn::Mov { dst, a })
+                match f.konst(a) {
+                    Some(value) if f.root(dst) != a => {
+                        f.set(dst, Val::Const(value), 0, None);
+                        Some(Insn::Const { dst, value })
+                    }
+                    _ => copy(&mut f, dst, a),
                 }
             }
             Insn::Bin { op, dst, a, b, width } => {
@@ -338,13 +331,7 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
                     }
                     // Keeping bits a register cannot have is a copy.
                     None if matches!(i, Insn::Trunc { .. }) && f.bits(a) <= width => {
-                        if f.root(dst) == a {
-                            None
-                        } else {
-                            let bits = f.bits(a);
-                            f.set(dst, Val::Copy(a), bits, None);
-                            Some(Insn::Mov { dst, a })
-                        }
+                        copy(&mut f, dst, a)
                     }
                     None => {
                         f.set(dst, Val::Unknown, width, None);
@@ -387,9 +374,9 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
                     }
                     Some(false) => None,
                     None => {
+                        // Zero too: `c` (the root, or what it is nonzero with).
                         let mut taken = f.clone();
                         taken.assume_zero(cond);
-                        taken.assume_zero(c);
                         let t = chase(usize::from(to), &taken);
                         flow(&mut ahead, t, taken);
                         f.assume_nonzero(c);
@@ -404,6 +391,16 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
         }
     }
     (out, same_truth)
+}
+
+/// `dst = a` (`a` a root): dropped when `dst` holds `a` already.
+fn copy(f: &mut Facts, dst: Reg, a: Reg) -> Option<Insn> {
+    if f.root(dst) == a {
+        return None;
+    }
+    let bits = f.bits(a);
+    f.set(dst, Val::Copy(a), bits, None);
+    Some(Insn::Mov { dst, a })
 }
 
 /// A two-operand instruction with what `f` knows: folded, or given a
@@ -645,8 +642,11 @@ fn join_sets(insns: Vec<Insn>) -> Vec<Option<Insn>> {
 }
 
 fn contiguous(m: u64) -> bool {
-    m != 0
-        && (m >> m.trailing_zeros()).count_ones() == 64 - (m >> m.trailing_zeros()).leading_zeros()
+    if m == 0 {
+        return false;
+    }
+    let low = m >> m.trailing_zeros();
+    low & low.wrapping_add(1) == 0
 }
 
 /// Two disjoint spans next to each other.

@@ -18,7 +18,13 @@
 //! slot; a wider one is several, most significant first, the first taking
 //! the remainder (`bit<100>`: 36 then 64 bits). Slots are placed first fit:
 //! in the first word that still has room, at its lowest free bit, so the
-//! layout is a function of the types alone.
+//! layout is a function of the types alone. A header's fields go in runs:
+//! the longest sequence of adjacent fields (none a varbit or over 64
+//! bits) of at most 64 bits in all takes one slot of their total width,
+//! the first field its top bits and each next one the bits just below,
+//! as the packet holds them (IPv4: runs of 64, 64 and 32 bits). The
+//! parse extracts a run with one read and the deparser emits it with one
+//! write (the flat headers of [`super::parser`]).
 //!
 //! Value encodings: numbers as their bits (`int<W>` two's complement),
 //! `varbit<N>` as its bits right-aligned in `N` bits plus a length slot,
@@ -715,6 +721,17 @@ impl Builder<'_> {
             FieldTy::Varbit(max) => Some(self.a.slot(varbit_len_width(max))),
             _ => None,
         };
+        self.placed_field(root, path, ty, slots, len)
+    }
+
+    fn placed_field(
+        &mut self,
+        root: Root,
+        path: &str,
+        ty: FieldTy,
+        slots: Vec<Slot>,
+        len: Option<Slot>,
+    ) -> usize {
         let id = self.l.fields.len();
         self.l.fields.push(Field { root, path: path.to_string(), ty, slots, len });
         self.name(root, path, Item::Field(id));
@@ -740,11 +757,48 @@ impl Builder<'_> {
             union,
         });
         self.name(root, path, Item::Header(id));
+        let mut tys = Vec::with_capacity(a.fields.len());
         for (n, t) in &a.fields {
             let p = format!("{path}.{n}");
             let ty = self.scalar(&p, t, self.decl_span(&a.name, n))?;
-            let f = self.scalar_field(root, &p, ty);
-            self.l.headers[id].fields.push(f);
+            tys.push((p, ty));
+        }
+        // Runs of adjacent fields of up to 64 bits in all, in wire order
+        // (see the module's basic design); a varbit or a field over 64
+        // bits is placed alone.
+        let alone = |ty: &FieldTy| matches!(ty, FieldTy::Varbit(_)) || ty.width() > 64;
+        let mut i = 0;
+        while i < tys.len() {
+            let mut end = i;
+            let mut bits = 0u32;
+            while let Some((_, ty)) = tys.get(end) {
+                if alone(ty) || bits + ty.width() > 64 {
+                    break;
+                }
+                bits += ty.width();
+                end += 1;
+            }
+            if end == i {
+                let (p, ty) = tys[i].clone();
+                let f = self.scalar_field(root, &p, ty);
+                self.l.headers[id].fields.push(f);
+                i += 1;
+                continue;
+            }
+            let run = self.a.slot(bits);
+            let mut top = u32::from(run.shift) + bits;
+            for (p, ty) in tys[i..end].iter().cloned() {
+                let w = ty.width();
+                let slots = if w == 0 {
+                    Vec::new()
+                } else {
+                    top -= w;
+                    vec![Slot { word: run.word, shift: top as u8, width: w as u8 }]
+                };
+                let f = self.placed_field(root, &p, ty, slots, None);
+                self.l.headers[id].fields.push(f);
+            }
+            i = end;
         }
         Ok(id)
     }

@@ -80,7 +80,7 @@
 
 use std::sync::Arc;
 
-use sluice_core::keyop::ones;
+use sluice_core::keyop::{ones, Slot};
 use sluice_core::pkt::Parse;
 use sluice_packet::key::FlowKey;
 use sluice_packet::parse::{Meta, ParseInfo};
@@ -94,6 +94,8 @@ use crate::diag::{Diagnostic, Result, Span};
 use crate::interp::MAX_PARSER_TRANSITIONS;
 use crate::types::{Ty, TypeEnv};
 use crate::value::{Bits, Value};
+
+mod quick;
 
 /// Where a transition goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -323,6 +325,10 @@ pub struct ParseProg {
     /// By header index: its slots in packet order, for headers without
     /// a varbit field (extracted by one loop over them).
     flat: Vec<Option<Flat>>,
+    /// The key a parse starts from: every field its default.
+    init: FlowKey,
+    /// The states' quick form, when there is one ([`quick`]).
+    quick: Option<quick::Quick>,
     /// By header index: a key slot the parse writes, on each extraction
     /// of the header, with one more than the byte offset it was extracted
     /// from (0 when not byte-aligned or past [`POS_MAX`]), for the
@@ -334,11 +340,14 @@ pub struct ParseProg {
 /// holds: they are 16 bits wide.
 pub const POS_MAX: u64 = 0xFFFF;
 
-/// A header of fixed-width fields as one list: each slot with its bit
-/// offset from the header's start.
+/// A header of fixed-width fields as one list: its slots in packet order,
+/// each with its bit offset from the header's start, where slots
+/// adjacent in both the packet and one key word are merged into one
+/// (the layout places a header's fields in such runs of up to 64 bits),
+/// so a run is extracted, emitted or written back in place at once.
 #[derive(Clone, Debug)]
 pub(crate) struct Flat {
-    pub slots: Box<[(sluice_core::keyop::Slot, u32)]>,
+    pub slots: Box<[(Slot, u32)]>,
     /// The header's width in bits.
     pub bits: u32,
 }
@@ -358,7 +367,23 @@ impl Flat {
                 off += u32::from(s.width);
             }
         }
-        Some(Flat { slots: slots.into(), bits: off })
+        // Slots next to each other in both the packet and one key word
+        // (a run the layout placed, high bits first) become one.
+        let mut runs: Vec<(Slot, u32)> = Vec::with_capacity(slots.len());
+        for (s, o) in slots {
+            if let Some((r, _)) = runs.last_mut() {
+                let width = u32::from(r.width) + u32::from(s.width);
+                if r.word == s.word
+                    && u32::from(s.shift) + u32::from(s.width) == u32::from(r.shift)
+                    && width <= 64
+                {
+                    *r = Slot { word: r.word, shift: s.shift, width: width as u8 };
+                    continue;
+                }
+            }
+            runs.push((s, o));
+        }
+        Some(Flat { slots: runs.into(), bits: off })
     }
 }
 
@@ -576,7 +601,11 @@ impl ParseProg {
             timeout: code("ParserTimeout")?,
         };
         let flat = l.headers.iter().map(|hd| Flat::of(l, hd)).collect();
-        Ok(ParseProg {
+        let mut init = FlowKey::ZERO;
+        l.write_defaults(&mut init);
+        let mut prog = ParseProg {
+            init,
+            quick: None,
             hidden,
             ingress_port: l.field(Root::Std, "ingress_port"),
             packet_length: l.field(Root::Std, "packet_length"),
@@ -590,7 +619,9 @@ impl ParseProg {
             mark: Vec::new(),
             flat,
             pos: Vec::new(),
-        })
+        };
+        prog.quick = quick::Quick::of(&prog);
+        Ok(prog)
     }
 
     /// Whether a parser statement assigns a field of header `h` (its
@@ -619,6 +650,7 @@ impl ParseProg {
             self.pos.resize(l.headers.len(), None);
         }
         self.pos[h] = Some(slot);
+        self.quick = quick::Quick::of(self);
         true
     }
 
@@ -647,6 +679,7 @@ impl ParseProg {
             }
             out.push(ok);
         }
+        self.quick = quick::Quick::of(self);
         out
     }
 
@@ -668,60 +701,32 @@ impl ParseProg {
     /// parse to the same key.
     pub fn run_marked(&self, data: &[u8], port: u32, key: &mut FlowKey, at: &mut [u32]) -> usize {
         let l = &*self.layout;
-        *key = FlowKey::ZERO;
-        l.write_defaults(key);
+        *key = self.init;
         if let Some(f) = self.ingress_port {
             write(l, key, f, u128::from(port));
         }
         if let Some(f) = self.packet_length {
             write(l, key, f, data.len() as u128);
         }
-        let mut r = Run { p: self, data, pos: 0, read: 0, key, at };
-        let mut result = Err(self.codes.timeout);
-        let mut cur = self.start;
-        // States run per level (one invocation of a parser each, as the
-        // interpreter counts them); `from` is the level of the last one.
-        let mut count = [0u32; MAX_NEST + 1];
-        let mut from = 0;
-        let spent = |count: &[u32; MAX_NEST + 1], l: usize| {
-            count.get(l).is_none_or(|&c| c >= MAX_PARSER_TRANSITIONS)
+        let before = if cfg!(debug_assertions) && self.quick.is_some() {
+            Some((*key, at.to_vec()))
+        } else {
+            None
         };
-        loop {
-            let i = match cur {
-                Next::Accept | Next::Reject if spent(&count, from) => break,
-                Next::Accept => {
-                    result = Ok(());
-                    break;
-                }
-                Next::Reject => {
-                    result = Err(self.codes.no_error);
-                    break;
-                }
-                Next::State(i) => i,
-            };
-            let Some(st) = self.states.get(i) else { break };
-            if st.counts {
-                match count.get_mut(st.level) {
-                    Some(c) if *c < MAX_PARSER_TRANSITIONS => *c += 1,
-                    _ => break,
-                }
-            }
-            if st.ret.is_some_and(|l| spent(&count, l)) {
-                break;
-            }
-            match r.state(st) {
-                Ok(n) => {
-                    if let Some(c) = st.resets.and_then(|l| count.get_mut(l)) {
-                        *c = 0;
-                    }
-                    cur = n;
-                    from = st.level;
-                }
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
+        let mut r = Run { p: self, data, pos: 0, read: 0, key, at };
+        let result = match &self.quick {
+            Some(q) => r.quick(q),
+            None => r.states(),
+        };
+        if let Some((mut k, mut a)) = before {
+            // The generic run is the quick form's reference (see `quick`).
+            let mut g = Run { p: self, data, pos: 0, read: 0, key: &mut k, at: &mut a };
+            let expect = g.states();
+            let (gpos, gread) = (g.pos, g.read);
+            assert_eq!(result, expect, "quick parse: result");
+            assert_eq!((r.pos, r.read), (gpos, gread), "quick parse: cursor and extent");
+            assert_eq!(*r.key, k, "quick parse: key");
+            assert_eq!(&r.at[..], &a[..], "quick parse: extraction records");
         }
         for &f in &self.hidden {
             write(l, r.key, f, 0);
@@ -749,9 +754,14 @@ impl Parse for ParseProg {
 }
 
 /// A field of up to 128 bits.
+#[inline]
 fn read(l: &Layout, key: &FlowKey, f: usize) -> u128 {
+    let slots = l.fields.get(f).map(|x| &x.slots[..]).unwrap_or(&[]);
+    if let [s] = slots {
+        return u128::from(s.get(key));
+    }
     let mut acc = 0u128;
-    for s in l.fields.get(f).map(|x| &x.slots[..]).unwrap_or(&[]) {
+    for s in slots {
         acc = (acc << s.width) | u128::from(s.get(key));
     }
     acc
@@ -759,8 +769,13 @@ fn read(l: &Layout, key: &FlowKey, f: usize) -> u128 {
 
 /// Writes the low bits of `v` into a field (wider fields: its low 128
 /// bits, the rest zero).
+#[inline]
 fn write(l: &Layout, key: &mut FlowKey, f: usize, v: u128) {
     let Some(x) = l.fields.get(f) else { return };
+    if let [s] = x.slots[..] {
+        s.set(key, v as u64);
+        return;
+    }
     let mut v = v;
     for s in x.slots.iter().rev() {
         s.set(key, v as u64);
@@ -786,9 +801,18 @@ fn mask128(w: u32) -> u128 {
 }
 
 /// `w` ≤ 64 bits of `data` at bit `pos`; the caller checked they exist.
+#[inline]
 fn bits_at(data: &[u8], pos: usize, w: u32) -> u64 {
     let first = pos / 8;
     let off = pos % 8;
+    // Within one 8-byte load (every run on a byte boundary).
+    if (1..=64).contains(&w) && off + w as usize <= 64 {
+        if let Some(b) = first.checked_add(8).and_then(|end| data.get(first..end)) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            return (u64::from_be_bytes(a) << off) >> (64 - w);
+        }
+    }
     // At most 71 bits from `first`: with 16 bytes there, one load.
     if let Some(b) = first.checked_add(16).and_then(|end| data.get(first..end)) {
         let mut a = [0u8; 16];
@@ -823,6 +847,44 @@ struct Run<'a> {
 type Res<T> = std::result::Result<T, u32>;
 
 impl Run<'_> {
+    /// The generic parse: the states from the start, counted per level
+    /// as the interpreter counts them.
+    fn states(&mut self) -> Res<()> {
+        let p = self.p;
+        let mut cur = p.start;
+        // States run per level (one invocation of a parser each, as the
+        // interpreter counts them); `from` is the level of the last one.
+        let mut count = [0u32; MAX_NEST + 1];
+        let mut from = 0;
+        let spent = |count: &[u32; MAX_NEST + 1], l: usize| {
+            count.get(l).is_none_or(|&c| c >= MAX_PARSER_TRANSITIONS)
+        };
+        loop {
+            let i = match cur {
+                Next::Accept | Next::Reject if spent(&count, from) => break,
+                Next::Accept => return Ok(()),
+                Next::Reject => return Err(p.codes.no_error),
+                Next::State(i) => i,
+            };
+            let Some(st) = p.states.get(i) else { break };
+            if st.counts {
+                match count.get_mut(st.level) {
+                    Some(c) if *c < MAX_PARSER_TRANSITIONS => *c += 1,
+                    _ => break,
+                }
+            }
+            if st.ret.is_some_and(|l| spent(&count, l)) {
+                break;
+            }
+            cur = self.state(st)?;
+            if let Some(c) = st.resets.and_then(|l| count.get_mut(l)) {
+                *c = 0;
+            }
+            from = st.level;
+        }
+        Err(p.codes.timeout)
+    }
+
     fn fits(&self, bits: u64) -> bool {
         (self.pos as u64).saturating_add(bits) <= self.data.len() as u64 * 8
     }
@@ -831,10 +893,23 @@ impl Run<'_> {
         for op in &st.ops {
             self.op(op)?;
         }
-        match &st.trans {
+        self.trans(&st.trans)
+    }
+
+    fn trans(&mut self, t: &Trans) -> Res<Next> {
+        match t {
             Trans::Go(n) => Ok(*n),
+            Trans::Select { keys, cases } if keys.len() == 1 => {
+                let v = self.eval(&keys[0])?;
+                for c in cases {
+                    if c.keys.first().is_some_and(|&m| matches(m, v)) {
+                        return Ok(c.next);
+                    }
+                }
+                Err(self.p.codes.no_match)
+            }
             Trans::Select { keys, cases } => {
-                let mut vals = [0u128; 16];
+                let mut vals = [0u128; MAX_KEYS];
                 for (k, v) in keys.iter().zip(vals.iter_mut()) {
                     *v = self.eval(k)?;
                 }
@@ -979,7 +1054,9 @@ impl Run<'_> {
             self.pos = pos + fl.bits as usize;
             self.read = self.read.max(self.pos);
             hd.valid.set(self.key, 1);
-            self.union_exclusive(h);
+            if hd.union.is_some() {
+                self.union_exclusive(h);
+            }
             return Ok(());
         }
         for &f in &hd.fields {
@@ -2401,6 +2478,57 @@ V1Switch(P(), C(), I(), I(), C(), D()) main;
     fn error_of(prog: &ParseProg, key: &FlowKey) -> Value {
         let f = prog.layout.field(Root::Std, "parser_error").unwrap();
         prog.layout.value(key, f)
+    }
+
+    #[test]
+    fn bits_at_reads_what_a_bit_by_bit_reader_reads() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let data: Vec<u8> = (0..24)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        for n in [1, 7, 8, 9, 16, 17, 24] {
+            let d = &data[..n];
+            for pos in 0..n * 8 {
+                for w in 1..=64u32 {
+                    if pos + w as usize > n * 8 {
+                        break;
+                    }
+                    let mut want = 0u64;
+                    for b in pos..pos + w as usize {
+                        want = want << 1 | u64::from(d[b / 8] >> (7 - b % 8) & 1);
+                    }
+                    assert_eq!(bits_at(d, pos, w), want, "{n} bytes, bit {pos}, {w} bits");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_quick_form_serves_programs_without_sub_parsers() {
+        // Every frame of the other tests goes through it and, with debug
+        // assertions, through the generic states too (compared there).
+        let (_, p) = both(PROG);
+        let q = format!("{:?}", p.quick.as_ref().expect("a quick form"));
+        // Ethernet in two runs (48 bits, then 48 + 16), the IP header in
+        // three and the tail in one; the VLAN stack's extract and the
+        // selects with a range or two keys stay generic.
+        assert_eq!(q.matches("Bits {").count(), 2 + 3 + 1, "{q}");
+        assert!(q.contains("Generic"), "{q}");
+        let (_, r) = both(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../examples/p4/router.p4"
+            ))
+            .unwrap(),
+        );
+        let q = format!("{:?}", r.quick.as_ref().expect("a quick form"));
+        assert!(q.contains("One {") && q.contains("Check {") && !q.contains("Generic"), "{q}");
+        assert!(!q.contains("Op("), "{q}");
     }
 
     #[test]

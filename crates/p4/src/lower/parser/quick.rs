@@ -1,0 +1,278 @@
+//! The quick form of a parse program: its states as lists of steps
+//! worked out once, for the parse every packet goes through.
+//!
+//! # What
+//! [`Quick::of`] rewrites the states of a [`ParseProg`] without
+//! sub-parsers (every state at level 0, counted): an `extract` of a
+//! header of fixed-width fields that is not a union member becomes a
+//! bounds check, the records of where it was extracted ([`ParseProg::mark`],
+//! [`ParseProg::record_positions`]), one read per run of its slots
+//! ([`Flat`]) and its validity bit; a `select` on one value held in one
+//! key slot, with values, masks and `default` only, becomes a list of
+//! 64-bit (value, mask) pairs tried in order; a `verify` of such a slot
+//! `==` or `!=` a constant, one comparison. Every other op and
+//! transition stays what it was, run by the generic code of [`Run`] (a
+//! step names it by index), so the quick form takes every program the
+//! generic one does.
+//!
+//! # Basic design
+//! [`Run::quick`] follows [`Run::states`] step for step: the same
+//! transition bound (`MAX_PARSER_TRANSITIONS` states, a timeout when the
+//! bound is used up, also on reaching `accept` or `reject`), the same
+//! checks before anything is written, the same writes in the same order.
+//! What it saves is the generic walk's lookups and dispatch: the header,
+//! its flat list, its records and the select's key are found once here,
+//! not per packet.
+//!
+//! # Invariants
+//! - The generic run is the reference: in builds with debug assertions
+//!   (every test and fuzz target) [`ParseProg::run_marked`] runs both on
+//!   each frame and asserts the same result, cursor, extent, key and
+//!   records.
+//! - The quick form is rebuilt whenever the records it copies change
+//!   ([`ParseProg::mark`], [`ParseProg::record_positions`]).
+
+use sluice_core::keyop::Slot;
+
+use super::{
+    bits_at, CmpOp, Cond, Flat, Match, Next, POp, ParseProg, Res, Run, Src, Trans, POS_MAX,
+};
+use crate::interp::MAX_PARSER_TRANSITIONS;
+
+/// Where a state goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum QNext {
+    Accept,
+    Reject,
+    State(u32),
+}
+
+impl QNext {
+    fn of(n: Next) -> Option<QNext> {
+        Some(match n {
+            Next::Accept => QNext::Accept,
+            Next::Reject => QNext::Reject,
+            Next::State(i) => QNext::State(u32::try_from(i).ok()?),
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// The header's `bits` must be in the frame past the cursor, else
+    /// `PacketTooShort` before anything is written.
+    Need(u32),
+    /// Records the cursor in the parse's `at[i]`.
+    Mark(u8),
+    /// The header's position slot: one more than the cursor's byte, or
+    /// 0 when the cursor is not on a byte or past [`POS_MAX`].
+    Pos(Slot),
+    /// The slot's bits from the frame at the cursor plus `off`.
+    Bits { off: u32, slot: Slot },
+    /// The header is valid and the cursor moves past its `bits`.
+    Valid { slot: Slot, bits: u32 },
+    /// `verify(field == value)` (or `!=` when not `eq`) of a field in
+    /// one slot: else the error.
+    Check { slot: Slot, value: u64, eq: bool, error: u32 },
+    /// The state's op of this index, run by the generic code.
+    Op(u32),
+}
+
+#[derive(Clone, Debug)]
+enum QTrans {
+    Go(QNext),
+    /// `select` on one key slot: the first case whose `(value, mask)`
+    /// matches, `NoMatch` when none does.
+    One {
+        key: Slot,
+        cases: Box<[(u64, u64, QNext)]>,
+    },
+    /// The state's transition, run by the generic code.
+    Generic,
+}
+
+#[derive(Clone, Debug)]
+struct QState {
+    steps: Box<[Step]>,
+    trans: QTrans,
+}
+
+/// A parse program's quick form.
+#[derive(Clone, Debug)]
+pub(super) struct Quick {
+    states: Box<[QState]>,
+    start: QNext,
+}
+
+impl Quick {
+    /// The quick form of `p`, or `None` when `p` has sub-parsers (their
+    /// transition bounds per invocation stay with the generic code).
+    pub(super) fn of(p: &ParseProg) -> Option<Quick> {
+        if p.states
+            .iter()
+            .any(|s| s.level != 0 || !s.counts || s.resets.is_some() || s.ret.is_some())
+        {
+            return None;
+        }
+        let mut states = Vec::with_capacity(p.states.len());
+        for st in &p.states {
+            let mut steps = Vec::new();
+            for (i, op) in st.ops.iter().enumerate() {
+                if let POp::Extract { header, width, size: None } = op {
+                    if let Some(s) = extract(p, *header, *width) {
+                        steps.extend(s);
+                        continue;
+                    }
+                }
+                if let POp::Verify { cond, error } = op {
+                    if let Some(s) = check(p, cond, *error) {
+                        steps.push(s);
+                        continue;
+                    }
+                }
+                steps.push(Step::Op(u32::try_from(i).ok()?));
+            }
+            let trans = match &st.trans {
+                Trans::Go(n) => QTrans::Go(QNext::of(*n)?),
+                Trans::Select { keys, cases } => match (&keys[..], cases.len()) {
+                    ([Src::Field(f)], _) => one(p, *f, cases).unwrap_or(QTrans::Generic),
+                    _ => QTrans::Generic,
+                },
+            };
+            states.push(QState { steps: steps.into(), trans });
+        }
+        Some(Quick { states: states.into(), start: QNext::of(p.start)? })
+    }
+}
+
+/// The steps of extracting header `h` (`width` bits of fixed fields),
+/// when it is flat and not a union member.
+fn extract(p: &ParseProg, h: usize, width: u32) -> Option<Vec<Step>> {
+    let hd = p.layout.headers.get(h)?;
+    let fl: &Flat = p.flat.get(h)?.as_ref()?;
+    if hd.union.is_some() || fl.bits != width {
+        return None;
+    }
+    let mut v = vec![Step::Need(width)];
+    if let Some(&m) = p.mark.get(h).filter(|&&m| m != u8::MAX) {
+        v.push(Step::Mark(m));
+    }
+    if let Some(Some(s)) = p.pos.get(h) {
+        v.push(Step::Pos(*s));
+    }
+    v.extend(fl.slots.iter().map(|&(slot, off)| Step::Bits { off, slot }));
+    v.push(Step::Valid { slot: hd.valid, bits: width });
+    Some(v)
+}
+
+/// `verify` of a field in one slot compared with a constant by `==` or
+/// `!=` (signed or not, the same comparison).
+fn check(p: &ParseProg, c: &Cond, error: u32) -> Option<Step> {
+    let (op, f, v) = match c {
+        Cond::Cmp { op, a: Src::Field(f), b: Src::Const(v), .. }
+        | Cond::Cmp { op, a: Src::Const(v), b: Src::Field(f), .. } => (op, f, v),
+        _ => return None,
+    };
+    let [slot] = p.layout.fields.get(*f)?.slots[..] else { return None };
+    let eq = match op {
+        CmpOp::Eq => true,
+        CmpOp::Ne => false,
+        _ => return None,
+    };
+    Some(Step::Check { slot, value: u64::try_from(*v).ok()?, eq, error })
+}
+
+/// A `select` on field `f` alone, when `f` is one slot and every case
+/// is a value, a mask or `default`.
+fn one(p: &ParseProg, f: usize, cases: &[super::Case]) -> Option<QTrans> {
+    let [key] = p.layout.fields.get(f)?.slots[..] else { return None };
+    let mut out = Vec::with_capacity(cases.len());
+    for c in cases {
+        let (value, mask) = match c.keys[..] {
+            [Match::Any] => (0, 0),
+            [Match::Mask { value, mask }] => {
+                // The key is under 2^64: a value above never matches.
+                let Ok(value) = u64::try_from(value) else { continue };
+                (value, mask as u64)
+            }
+            _ => return None,
+        };
+        out.push((value, mask, QNext::of(c.next)?));
+    }
+    Some(QTrans::One { key, cases: out.into() })
+}
+
+impl Run<'_> {
+    /// The parse by `q`: what [`Run::states`] does, from the same start.
+    pub(super) fn quick(&mut self, q: &Quick) -> Res<()> {
+        let codes = self.p.codes;
+        let mut cur = q.start;
+        let mut count = 0u32;
+        loop {
+            let i = match cur {
+                QNext::Accept | QNext::Reject if count >= MAX_PARSER_TRANSITIONS => break,
+                QNext::Accept => return Ok(()),
+                QNext::Reject => return Err(codes.no_error),
+                QNext::State(i) => i as usize,
+            };
+            let (Some(st), Some(gs)) = (q.states.get(i), self.p.states.get(i)) else { break };
+            if count >= MAX_PARSER_TRANSITIONS {
+                break;
+            }
+            count += 1;
+            for step in st.steps.iter() {
+                match *step {
+                    Step::Need(bits) => {
+                        if !self.fits(u64::from(bits)) {
+                            return Err(codes.too_short);
+                        }
+                    }
+                    Step::Mark(m) => {
+                        if let Some(a) = self.at.get_mut(usize::from(m)) {
+                            *a = u32::try_from(self.pos).unwrap_or(u32::MAX);
+                        }
+                    }
+                    Step::Pos(s) => {
+                        let byte = (self.pos / 8) as u64 + 1;
+                        let v = if self.pos % 8 == 0 && byte <= POS_MAX { byte } else { 0 };
+                        s.set(self.key, v);
+                    }
+                    Step::Bits { off, slot } => {
+                        let v = bits_at(self.data, self.pos + off as usize, u32::from(slot.width));
+                        slot.set(self.key, v);
+                    }
+                    Step::Valid { slot, bits } => {
+                        self.pos += bits as usize;
+                        self.read = self.read.max(self.pos);
+                        slot.set(self.key, 1);
+                    }
+                    Step::Check { slot, value, eq, error } => {
+                        if (slot.get(self.key) == value) != eq {
+                            return Err(error);
+                        }
+                    }
+                    Step::Op(k) => {
+                        if let Some(op) = gs.ops.get(k as usize) {
+                            self.op(op)?;
+                        }
+                    }
+                }
+            }
+            cur = match &st.trans {
+                QTrans::Go(n) => *n,
+                QTrans::One { key, cases } => {
+                    let v = key.get(self.key);
+                    match cases.iter().find(|&&(value, mask, _)| v & mask == value) {
+                        Some(&(_, _, n)) => n,
+                        None => return Err(codes.no_match),
+                    }
+                }
+                QTrans::Generic => match QNext::of(self.trans(&gs.trans)?) {
+                    Some(n) => n,
+                    None => break,
+                },
+            };
+        }
+        Err(codes.timeout)
+    }
+}

@@ -59,18 +59,8 @@ impl QNext {
 
 #[derive(Clone, Copy, Debug)]
 enum Step {
-    /// The header's `bits` must be in the frame past the cursor, else
-    /// `PacketTooShort` before anything is written.
-    Need(u32),
-    /// Records the cursor in the parse's `at[i]`.
-    Mark(u8),
-    /// The header's position slot: one more than the cursor's byte, or
-    /// 0 when the cursor is not on a byte or past [`POS_MAX`].
-    Pos(Slot),
-    /// The slot's bits from the frame at the cursor plus `off`.
-    Bits { off: u32, slot: Slot },
-    /// The header is valid and the cursor moves past its `bits`.
-    Valid { slot: Slot, bits: u32 },
+    /// The extract of [`Quick::headers`]' entry of this index.
+    Extract(u32),
     /// `verify(field == value)` (or `!=` when not `eq`) of a field in
     /// one slot: else the error.
     Check { slot: Slot, value: u64, eq: bool, error: u32 },
@@ -97,10 +87,29 @@ struct QState {
     trans: QTrans,
 }
 
+/// The extract of one flat header.
+#[derive(Clone, Debug)]
+struct QHeader {
+    /// Its bits must be in the frame past the cursor, else
+    /// `PacketTooShort` before anything is written; the cursor then
+    /// moves past them.
+    bits: u32,
+    /// Records the cursor in the parse's `at[mark]` (`u8::MAX`: none).
+    mark: u8,
+    /// The header's position slot: one more than the cursor's byte, or
+    /// 0 when the cursor is not on a byte or past [`POS_MAX`].
+    pos: Option<Slot>,
+    /// Each slot's bits from the frame at the cursor plus the offset.
+    runs: Box<[(Slot, u32)]>,
+    /// Set last: the header is valid.
+    valid: Slot,
+}
+
 /// A parse program's quick form.
 #[derive(Clone, Debug)]
 pub(super) struct Quick {
     states: Box<[QState]>,
+    headers: Box<[QHeader]>,
     start: QNext,
 }
 
@@ -115,12 +124,14 @@ impl Quick {
             return None;
         }
         let mut states = Vec::with_capacity(p.states.len());
+        let mut headers = Vec::new();
         for st in &p.states {
             let mut steps = Vec::new();
             for (i, op) in st.ops.iter().enumerate() {
                 if let POp::Extract { header, width, size: None } = op {
-                    if let Some(s) = extract(p, *header, *width) {
-                        steps.extend(s);
+                    if let Some(h) = extract(p, *header, *width) {
+                        steps.push(Step::Extract(u32::try_from(headers.len()).ok()?));
+                        headers.push(h);
                         continue;
                     }
                 }
@@ -141,28 +152,41 @@ impl Quick {
             };
             states.push(QState { steps: steps.into(), trans });
         }
-        Some(Quick { states: states.into(), start: QNext::of(p.start)? })
+        Some(Quick { states: states.into(), headers: headers.into(), start: QNext::of(p.start)? })
+    }
+}
+
+impl Quick {
+    /// How many runs each flat extract reads, in order of appearance.
+    #[cfg(test)]
+    pub(super) fn runs(&self) -> Vec<usize> {
+        self.headers.iter().map(|h| h.runs.len()).collect()
+    }
+
+    /// Steps and transitions left to the generic code.
+    #[cfg(test)]
+    pub(super) fn generic(&self) -> usize {
+        let ops = self.states.iter().flat_map(|s| s.steps.iter());
+        ops.filter(|s| matches!(s, Step::Op(_))).count()
+            + self.states.iter().filter(|s| matches!(s.trans, QTrans::Generic)).count()
     }
 }
 
 /// The steps of extracting header `h` (`width` bits of fixed fields),
 /// when it is flat and not a union member.
-fn extract(p: &ParseProg, h: usize, width: u32) -> Option<Vec<Step>> {
+fn extract(p: &ParseProg, h: usize, width: u32) -> Option<QHeader> {
     let hd = p.layout.headers.get(h)?;
     let fl: &Flat = p.flat.get(h)?.as_ref()?;
     if hd.union.is_some() || fl.bits != width {
         return None;
     }
-    let mut v = vec![Step::Need(width)];
-    if let Some(&m) = p.mark.get(h).filter(|&&m| m != u8::MAX) {
-        v.push(Step::Mark(m));
-    }
-    if let Some(Some(s)) = p.pos.get(h) {
-        v.push(Step::Pos(*s));
-    }
-    v.extend(fl.slots.iter().map(|&(slot, off)| Step::Bits { off, slot }));
-    v.push(Step::Valid { slot: hd.valid, bits: width });
-    Some(v)
+    Some(QHeader {
+        bits: width,
+        mark: p.mark.get(h).copied().unwrap_or(u8::MAX),
+        pos: p.pos.get(h).copied().flatten(),
+        runs: fl.slots.clone(),
+        valid: hd.valid,
+    })
 }
 
 /// `verify` of a field in one slot compared with a constant by `==` or
@@ -222,29 +246,29 @@ impl Run<'_> {
             count += 1;
             for step in st.steps.iter() {
                 match *step {
-                    Step::Need(bits) => {
-                        if !self.fits(u64::from(bits)) {
+                    Step::Extract(x) => {
+                        // (Always there: the index is the quick form's own.)
+                        let Some(h) = q.headers.get(x as usize) else {
+                            return Err(codes.timeout);
+                        };
+                        if !self.fits(u64::from(h.bits)) {
                             return Err(codes.too_short);
                         }
-                    }
-                    Step::Mark(m) => {
-                        if let Some(a) = self.at.get_mut(usize::from(m)) {
-                            *a = u32::try_from(self.pos).unwrap_or(u32::MAX);
+                        let pos = self.pos;
+                        if let Some(a) = self.at.get_mut(usize::from(h.mark)) {
+                            *a = u32::try_from(pos).unwrap_or(u32::MAX);
                         }
-                    }
-                    Step::Pos(s) => {
-                        let byte = (self.pos / 8) as u64 + 1;
-                        let v = if self.pos % 8 == 0 && byte <= POS_MAX { byte } else { 0 };
-                        s.set(self.key, v);
-                    }
-                    Step::Bits { off, slot } => {
-                        let v = bits_at(self.data, self.pos + off as usize, u32::from(slot.width));
-                        slot.set(self.key, v);
-                    }
-                    Step::Valid { slot, bits } => {
-                        self.pos += bits as usize;
+                        if let Some(s) = h.pos {
+                            let byte = (pos / 8) as u64 + 1;
+                            s.set(self.key, if pos % 8 == 0 && byte <= POS_MAX { byte } else { 0 });
+                        }
+                        for &(slot, off) in h.runs.iter() {
+                            let v = bits_at(self.data, pos + off as usize, u32::from(slot.width));
+                            slot.set(self.key, v);
+                        }
+                        self.pos = pos + h.bits as usize;
                         self.read = self.read.max(self.pos);
-                        slot.set(self.key, 1);
+                        h.valid.set(self.key, 1);
                     }
                     Step::Check { slot, value, eq, error } => {
                         if (slot.get(self.key) == value) != eq {

@@ -2482,15 +2482,9 @@ V1Switch(P(), C(), I(), I(), C(), D()) main;
 
     #[test]
     fn bits_at_reads_what_a_bit_by_bit_reader_reads() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let data: Vec<u8> = (0..24)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        // Bytes with every bit pattern spread about (Fibonacci hashing).
+        let data: Vec<u8> =
+            (1..=24u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8).collect();
         for n in [1, 7, 8, 9, 16, 17, 24] {
             let d = &data[..n];
             for pos in 0..n * 8 {

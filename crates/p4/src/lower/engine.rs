@@ -1028,7 +1028,9 @@ impl Frontend for Front {
         if !self.egress {
             let frame = pkt.buf.data_mut();
             if cfg!(debug_assertions) {
-                // Checked against the emitted frame in every test.
+                // Checked against the emitted frame in every test run
+                // with debug assertions (the test command runs this
+                // crate's in the dev profile too).
                 d.emit_frame(key, frame, out);
             }
             let mut at = Emitted::default();

@@ -26,7 +26,8 @@
 //!
 //! # Invariants
 //! - The generic run is the reference: in builds with debug assertions
-//!   (every test and fuzz target) [`ParseProg::run_marked`] runs both on
+//!   (this crate's tests, which the test command runs in the dev profile
+//!   too, and every fuzz target) [`ParseProg::run_marked`] runs both on
 //!   each frame and asserts the same result, cursor, extent, key and
 //!   records.
 //! - The quick form is rebuilt whenever the records it copies change

@@ -899,15 +899,6 @@ impl Run<'_> {
     fn trans(&mut self, t: &Trans) -> Res<Next> {
         match t {
             Trans::Go(n) => Ok(*n),
-            Trans::Select { keys, cases } if keys.len() == 1 => {
-                let v = self.eval(&keys[0])?;
-                for c in cases {
-                    if c.keys.first().is_some_and(|&m| matches(m, v)) {
-                        return Ok(c.next);
-                    }
-                }
-                Err(self.p.codes.no_match)
-            }
             Trans::Select { keys, cases } => {
                 let mut vals = [0u128; MAX_KEYS];
                 for (k, v) in keys.iter().zip(vals.iter_mut()) {
@@ -1038,22 +1029,10 @@ impl Run<'_> {
             }
         };
         let mut pos = self.pos;
-        if let Some(&m) = self.p.mark.get(h) {
-            if let Some(a) = self.at.get_mut(usize::from(m)) {
-                *a = u32::try_from(pos).unwrap_or(u32::MAX);
-            }
-        }
-        if let Some(Some(s)) = self.p.pos.get(h) {
-            let byte = (pos / 8) as u64 + 1;
-            s.set(self.key, if pos % 8 == 0 && byte <= POS_MAX { byte } else { 0 });
-        }
+        let mark = self.p.mark.get(h).copied().unwrap_or(u8::MAX);
+        self.record(mark, self.p.pos.get(h).copied().flatten());
         if let (None, Some(Some(fl))) = (size, self.p.flat.get(h)) {
-            for &(s, off) in fl.slots.iter() {
-                s.set(self.key, bits_at(self.data, pos + off as usize, u32::from(s.width)));
-            }
-            self.pos = pos + fl.bits as usize;
-            self.read = self.read.max(self.pos);
-            hd.valid.set(self.key, 1);
+            self.take_flat(&fl.slots, fl.bits, hd.valid);
             if hd.union.is_some() {
                 self.union_exclusive(h);
             }
@@ -1090,6 +1069,34 @@ impl Run<'_> {
         hd.valid.set(self.key, 1);
         self.union_exclusive(h);
         Ok(())
+    }
+
+    /// Records where a header is extracted (the cursor): in `at[mark]`
+    /// ([`ParseProg::mark`]; none past its end) and in its position slot
+    /// ([`ParseProg::record_positions`]).
+    #[inline]
+    fn record(&mut self, mark: u8, slot: Option<Slot>) {
+        let pos = self.pos;
+        if let Some(a) = self.at.get_mut(usize::from(mark)) {
+            *a = u32::try_from(pos).unwrap_or(u32::MAX);
+        }
+        if let Some(s) = slot {
+            let byte = (pos / 8) as u64 + 1;
+            s.set(self.key, if pos % 8 == 0 && byte <= POS_MAX { byte } else { 0 });
+        }
+    }
+
+    /// Extracts a flat header (its `runs` and `bits`, checked to fit) at
+    /// the cursor, moves past it and sets its `valid` bit.
+    #[inline]
+    fn take_flat(&mut self, runs: &[(Slot, u32)], bits: u32, valid: Slot) {
+        let pos = self.pos;
+        for &(s, off) in runs {
+            s.set(self.key, bits_at(self.data, pos + off as usize, u32::from(s.width)));
+        }
+        self.pos = pos + bits as usize;
+        self.read = self.read.max(self.pos);
+        valid.set(self.key, 1);
     }
 
     fn elem_index(&self, stack: usize, last: bool) -> Res<usize> {

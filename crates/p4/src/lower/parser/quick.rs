@@ -35,9 +35,7 @@
 
 use sluice_core::keyop::Slot;
 
-use super::{
-    bits_at, CmpOp, Cond, Flat, Match, Next, POp, ParseProg, Res, Run, Src, Trans, POS_MAX,
-};
+use super::{CmpOp, Cond, Flat, Match, Next, POp, ParseProg, Res, Run, Src, Trans};
 use crate::interp::MAX_PARSER_TRANSITIONS;
 
 /// Where a state goes.
@@ -98,7 +96,7 @@ struct QHeader {
     /// Records the cursor in the parse's `at[mark]` (`u8::MAX`: none).
     mark: u8,
     /// The header's position slot: one more than the cursor's byte, or
-    /// 0 when the cursor is not on a byte or past [`POS_MAX`].
+    /// 0 when the cursor is not on a byte or past [`super::POS_MAX`].
     pos: Option<Slot>,
     /// Each slot's bits from the frame at the cursor plus the offset.
     runs: Box<[(Slot, u32)]>,
@@ -255,21 +253,8 @@ impl Run<'_> {
                         if !self.fits(u64::from(h.bits)) {
                             return Err(codes.too_short);
                         }
-                        let pos = self.pos;
-                        if let Some(a) = self.at.get_mut(usize::from(h.mark)) {
-                            *a = u32::try_from(pos).unwrap_or(u32::MAX);
-                        }
-                        if let Some(s) = h.pos {
-                            let byte = (pos / 8) as u64 + 1;
-                            s.set(self.key, if pos % 8 == 0 && byte <= POS_MAX { byte } else { 0 });
-                        }
-                        for &(slot, off) in h.runs.iter() {
-                            let v = bits_at(self.data, pos + off as usize, u32::from(slot.width));
-                            slot.set(self.key, v);
-                        }
-                        self.pos = pos + h.bits as usize;
-                        self.read = self.read.max(self.pos);
-                        h.valid.set(self.key, 1);
+                        self.record(h.mark, h.pos);
+                        self.take_flat(&h.runs, h.bits, h.valid);
                     }
                     Step::Check { slot, value, eq, error } => {
                         if (slot.get(self.key) == value) != eq {

@@ -324,9 +324,7 @@ fn hot_addrs<C>(prog: &Program<C>, s: Shard) -> [usize; HOT_ADDRS] {
         _ => None,
     });
     let keys = prog.iter().flat_map(|step| match step {
-        Step::Act { op: Op::Key(p), .. } => {
-            [Some(Arc::as_ptr(p) as usize), Some(p.insns().as_ptr() as usize)]
-        }
+        Step::Act { op: Op::Key(p), .. } => [Some(Arc::as_ptr(p) as usize), Some(p.run_addr())],
         _ => [None, None],
     });
     for (h, a) in hot.iter_mut().zip(hits.chain(keys.flatten())) {

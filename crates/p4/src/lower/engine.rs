@@ -66,7 +66,7 @@ use std::sync::{Arc, Mutex};
 use sluice_core::cache::CacheStats;
 use sluice_core::graph::{Graph, KeyTest, Node};
 use sluice_core::guard::GuardSet;
-use sluice_core::keyop::{Insn, KeyProg, Slot};
+use sluice_core::keyop::{Insn, KeyProg, MaskedSlot, Slot};
 use sluice_core::op::{EntryOps, Op};
 use sluice_core::pkt::{Parse, Pkt, MAX_FRAME};
 use sluice_core::tally::{Shard, Tally};
@@ -338,14 +338,20 @@ impl Whole {
         let b = b.get(..self.bytes)?;
         let old = b.get(self.dst_at..self.dst_at + 2)?;
         let old = u64::from(u16::from_be_bytes([old[0], old[1]]));
+        // Eight bytes at a time, then four and two (the length is even).
         let mut sum = 0u64;
-        let mut words = b.chunks_exact(8);
-        for c in &mut words {
+        let mut i = 0;
+        while let Some(c) = b.get(i..i + 8) {
             let mut a = [0u8; 8];
             a.copy_from_slice(c);
             sum += words16(u64::from_be_bytes(a));
+            i += 8;
         }
-        for c in words.remainder().chunks_exact(2) {
+        if let Some(c) = b.get(i..i + 4) {
+            sum += words16(u64::from(u32::from_be_bytes([c[0], c[1], c[2], c[3]])));
+            i += 4;
+        }
+        if let Some(c) = b.get(i..i + 2) {
             sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
         }
         Some((fold_not(sum - old), old))
@@ -418,7 +424,6 @@ fn put_bits(frame: &mut [u8], bit: usize, width: u8, v: u64) {
     if w == 0 {
         return;
     }
-    let v = v & sluice_core::keyop::ones(w as u8);
     let first = bit / 8;
     let off = bit % 8;
     // Whole bytes: stored, never loaded (a load of bytes just stored
@@ -426,6 +431,12 @@ fn put_bits(frame: &mut [u8], bit: usize, width: u8, v: u64) {
     // of one header are written back to back).
     if off == 0 && w % 8 == 0 {
         let n = w / 8;
+        // A whole run of eight bytes (the layout's runs are up to 64
+        // bits): one store.
+        if let (8, Some(d)) = (n, frame.get_mut(first..first + 8)) {
+            d.copy_from_slice(&v.to_be_bytes());
+            return;
+        }
         if let Some(d) = frame.get_mut(first..first + n) {
             // Four, two and one bytes at a time, most significant first
             // (a byte loop becomes a call to `memcpy`).
@@ -447,6 +458,9 @@ fn put_bits(frame: &mut [u8], bit: usize, width: u8, v: u64) {
             return;
         }
     }
+    // (The whole-byte stores above never store a bit of `v` above the
+    // low `w`; the merges below need them cleared.)
+    let v = v & sluice_core::keyop::ones(w as u8);
     // Within eight bytes there: one load, merge and store (a
     // variable-length copy would be a call).
     if off + w <= 64 {
@@ -658,9 +672,11 @@ struct Deparse {
     all_patched: bool,
     /// By header index: its slots in order when it has no varbit field.
     flat: Vec<Option<super::parser::Flat>>,
-    egress_port: Slot,
+    egress_port: MaskedSlot,
     /// `egress_spec`: the drop port there means no output.
-    spec: Slot,
+    spec: MaskedSlot,
+    /// The layout's cursor.
+    cursor: MaskedSlot,
     /// By header index: where the parse wrote one more than the byte
     /// offset the header was extracted from
     /// ([`super::parser::ParseProg::record_positions`]).
@@ -678,15 +694,15 @@ struct Deparse {
 /// What the in-place deparser does for one emitted header.
 #[derive(Debug)]
 struct InPlace {
-    valid: Slot,
+    valid: MaskedSlot,
     /// Where the parse recorded its extraction (none: the header cannot
     /// be deparsed in place when valid).
-    pos: Option<Slot>,
+    pos: Option<MaskedSlot>,
     /// Its width in bytes (0: not a whole number of bytes, or a varbit).
     bytes: u32,
     /// Its slots that [`Deparse::writes`] touches, with their bit
     /// offsets in the header: all that is written.
-    dirty: Box<[(Slot, u32)]>,
+    dirty: Box<[(MaskedSlot, u32)]>,
     /// The patched checksums ([`Deparse::patch`]) summed over it.
     patches: Box<[u8]>,
 }
@@ -743,12 +759,12 @@ impl Deparse {
             let flat = self.flat.get(h).and_then(|f| f.as_ref());
             let slots = flat.map_or(&[][..], |f| &f.slots[..]);
             plan.push(InPlace {
-                valid: hd.valid,
-                pos: self.pos.get(h).copied().flatten(),
+                valid: hd.valid.into(),
+                pos: self.pos.get(h).copied().flatten().map(MaskedSlot::from),
                 bytes: flat.filter(|f| f.bits % 8 == 0).map_or(0, |f| f.bits / 8),
                 dirty: slots
                     .iter()
-                    .filter(|(s, _)| m.words[usize::from(s.word)] & s.mask() != 0)
+                    .filter(|(s, _)| m.words[usize::from(s.slot().word)] & s.slot().mask() != 0)
                     .copied()
                     .collect(),
                 patches: (0..self.update.len())
@@ -802,11 +818,11 @@ impl Deparse {
                 at.push(i, base as u32);
             }
             for &(s, off) in e.dirty.iter() {
-                put_bits(frame, base + off as usize, s.width, s.get(key));
+                put_bits(frame, base + off as usize, s.width(), s.get(key));
             }
             next += e.bytes;
         }
-        self.layout.cursor.get(key) == u64::from(next) * 8
+        self.cursor.get(key) == u64::from(next) * 8
     }
 
     /// The whole output frame for `key` and the received `data` into
@@ -846,7 +862,7 @@ impl Deparse {
             self.note_patches(h, bits.bit_pos(), at);
             if let Some(Some(fl)) = self.flat.get(h) {
                 for &(s, _) in fl.slots.iter() {
-                    bits.put(s.get(key), s.width);
+                    bits.put(s.get(key), s.width());
                 }
                 continue;
             }
@@ -997,9 +1013,7 @@ impl Frontend for Front {
             _ => return Flow::Continue,
         }
         let d = &self.deparse;
-        if d.spec.get(&pkt.key)
-            == u64::from(crate::interp::DROP_PORT) & d.spec.mask() >> d.spec.shift
-        {
+        if d.spec.get(&pkt.key) == d.spec.fit(u64::from(crate::interp::DROP_PORT)) {
             // Dropped in egress (see `Compiled::new`).
             return Flow::Continue;
         }
@@ -1215,8 +1229,9 @@ impl Compiled {
                 patch,
                 flat,
                 update,
-                egress_port: eport,
-                spec,
+                egress_port: eport.into(),
+                spec: spec.into(),
+                cursor: l.cursor.into(),
                 pos,
                 writes,
                 plan: Vec::new(),
@@ -1969,6 +1984,30 @@ mod tests {
             }
             put_bits(&mut frame, bit, width, v);
             assert_eq!(frame, want, "{width} bits at {bit} of {len} bytes, {v:#x}");
+        }
+    }
+
+    /// [`Whole::sum`] over a header's bytes (`None` when they are not all
+    /// there).
+    #[test]
+    fn whole_header_sums_are_the_wordwise_ones() {
+        // Every even length up to 64 bytes, the checksum at every even
+        // offset: the header's 16-bit words but the checksum's, summed
+        // one by one and folded.
+        let mut next = xorshift(0x51_7cc1_b727_220a);
+        for bytes in (2..=64).step_by(2) {
+            for dst_at in (0..bytes).step_by(2) {
+                let b: Vec<u8> = (0..bytes + 3).map(|_| next() as u8).collect();
+                let w = Whole { header: 0, bytes, dst_at };
+                let mut want = 0u64;
+                for i in (0..bytes).step_by(2).filter(|&i| i != dst_at) {
+                    want += u64::from(u16::from_be_bytes([b[i], b[i + 1]]));
+                }
+                let old = u64::from(u16::from_be_bytes([b[dst_at], b[dst_at + 1]]));
+                assert_eq!(w.sum(&b), Some((fold_not(want), old)), "{bytes} bytes, at {dst_at}");
+                assert_eq!(w.sum(&b[..bytes]), Some((fold_not(want), old)));
+                assert_eq!(w.sum(&b[..bytes - 1]), None);
+            }
         }
     }
 

@@ -80,7 +80,7 @@
 
 use std::sync::Arc;
 
-use sluice_core::keyop::{ones, Slot};
+use sluice_core::keyop::{ones, MaskedSlot, Slot};
 use sluice_core::pkt::Parse;
 use sluice_packet::key::FlowKey;
 use sluice_packet::parse::{Meta, ParseInfo};
@@ -315,9 +315,13 @@ pub struct ParseProg {
     hidden: Vec<usize>,
     pub states: Vec<State>,
     pub start: Next,
-    ingress_port: Option<usize>,
-    packet_length: Option<usize>,
-    parser_error: Option<usize>,
+    /// The standard metadata the parse writes, when each is one slot
+    /// (it is, in the layout's v1model `standard_metadata`).
+    ingress_port: Option<MaskedSlot>,
+    packet_length: Option<MaskedSlot>,
+    parser_error: Option<MaskedSlot>,
+    /// The layout's cursor slot.
+    cursor: MaskedSlot,
     codes: Codes,
     /// Headers whose extraction is recorded ([`ParseProg::mark`]): by
     /// header index, the index into `run_marked`'s `at` (`u8::MAX`: none).
@@ -333,7 +337,7 @@ pub struct ParseProg {
     /// of the header, with one more than the byte offset it was extracted
     /// from (0 when not byte-aligned or past [`POS_MAX`]), for the
     /// in-place deparser ([`ParseProg::record_positions`]).
-    pos: Vec<Option<sluice_core::keyop::Slot>>,
+    pos: Vec<Option<MaskedSlot>>,
 }
 
 /// Largest value a position slot ([`ParseProg::record_positions`])
@@ -347,7 +351,7 @@ pub const POS_MAX: u64 = 0xFFFF;
 /// so a run is extracted, emitted or written back in place at once.
 #[derive(Clone, Debug)]
 pub(crate) struct Flat {
-    pub slots: Box<[(Slot, u32)]>,
+    pub slots: Box<[(MaskedSlot, u32)]>,
     /// The header's width in bits.
     pub bits: u32,
 }
@@ -383,7 +387,21 @@ impl Flat {
             }
             runs.push((s, o));
         }
-        Some(Flat { slots: runs.into(), bits: off })
+        Some(Flat { slots: runs.into_iter().map(|(s, o)| (s.into(), o)).collect(), bits: off })
+    }
+}
+
+/// Field `f`'s one slot, if it has one; a field of several slots is
+/// refused (the standard metadata the parse writes are at most 32 bits).
+fn one_slot(l: &Layout, f: Option<usize>) -> Result<Option<MaskedSlot>> {
+    let Some(f) = f else { return Ok(None) };
+    match l.fields.get(f).map(|x| &x.slots[..]) {
+        Some([s]) => Ok(Some((*s).into())),
+        _ => Err(Diagnostic::new(
+            Span::default(),
+            "lowering: a standard metadata field the parser writes spans several key slots"
+                .to_string(),
+        )),
     }
 }
 
@@ -607,11 +625,14 @@ impl ParseProg {
             init,
             quick: None,
             hidden,
-            ingress_port: l.field(Root::Std, "ingress_port"),
-            packet_length: l.field(Root::Std, "packet_length"),
-            parser_error: l
-                .field(Root::Std, "parser_error")
-                .filter(|&f| l.fields.get(f).is_some_and(|x| x.ty == FieldTy::Error)),
+            ingress_port: one_slot(l, l.field(Root::Std, "ingress_port"))?,
+            packet_length: one_slot(l, l.field(Root::Std, "packet_length"))?,
+            parser_error: one_slot(
+                l,
+                l.field(Root::Std, "parser_error")
+                    .filter(|&f| l.fields.get(f).is_some_and(|x| x.ty == FieldTy::Error)),
+            )?,
+            cursor: l.cursor.into(),
             layout,
             states,
             start,
@@ -649,7 +670,7 @@ impl ParseProg {
         if self.pos.len() < l.headers.len() {
             self.pos.resize(l.headers.len(), None);
         }
-        self.pos[h] = Some(slot);
+        self.pos[h] = Some(slot.into());
         self.quick = quick::Quick::of(self);
         true
     }
@@ -702,11 +723,11 @@ impl ParseProg {
     pub fn run_marked(&self, data: &[u8], port: u32, key: &mut FlowKey, at: &mut [u32]) -> usize {
         let l = &*self.layout;
         *key = self.init;
-        if let Some(f) = self.ingress_port {
-            write(l, key, f, u128::from(port));
+        if let Some(s) = self.ingress_port {
+            s.set(key, u64::from(port));
         }
-        if let Some(f) = self.packet_length {
-            write(l, key, f, data.len() as u128);
+        if let Some(s) = self.packet_length {
+            s.set(key, data.len() as u64);
         }
         let before = if cfg!(debug_assertions) && self.quick.is_some() {
             Some((*key, at.to_vec()))
@@ -732,13 +753,13 @@ impl ParseProg {
             write(l, r.key, f, 0);
         }
         let (pos, read) = (r.pos, r.read);
-        l.cursor.set(key, pos as u64);
-        if let Some(f) = self.parser_error {
+        self.cursor.set(key, pos as u64);
+        if let Some(s) = self.parser_error {
             let code = match result {
                 Ok(()) => self.codes.no_error,
                 Err(c) => c,
             };
-            write(l, key, f, code.into());
+            s.set(key, code.into());
         }
         read.div_ceil(8)
     }
@@ -1032,7 +1053,7 @@ impl Run<'_> {
         let mark = self.p.mark.get(h).copied().unwrap_or(u8::MAX);
         self.record(mark, self.p.pos.get(h).copied().flatten());
         if let (None, Some(Some(fl))) = (size, self.p.flat.get(h)) {
-            self.take_flat(&fl.slots, fl.bits, hd.valid);
+            self.take_flat(&fl.slots, fl.bits, hd.valid.into());
             if hd.union.is_some() {
                 self.union_exclusive(h);
             }
@@ -1075,7 +1096,7 @@ impl Run<'_> {
     /// ([`ParseProg::mark`]; none past its end) and in its position slot
     /// ([`ParseProg::record_positions`]).
     #[inline]
-    fn record(&mut self, mark: u8, slot: Option<Slot>) {
+    fn record(&mut self, mark: u8, slot: Option<MaskedSlot>) {
         let pos = self.pos;
         if let Some(a) = self.at.get_mut(usize::from(mark)) {
             *a = u32::try_from(pos).unwrap_or(u32::MAX);
@@ -1089,10 +1110,10 @@ impl Run<'_> {
     /// Extracts a flat header (its `runs` and `bits`, checked to fit) at
     /// the cursor, moves past it and sets its `valid` bit.
     #[inline]
-    fn take_flat(&mut self, runs: &[(Slot, u32)], bits: u32, valid: Slot) {
+    fn take_flat(&mut self, runs: &[(MaskedSlot, u32)], bits: u32, valid: MaskedSlot) {
         let pos = self.pos;
         for &(s, off) in runs {
-            s.set(self.key, bits_at(self.data, pos + off as usize, u32::from(s.width)));
+            s.set(self.key, bits_at(self.data, pos + off as usize, u32::from(s.width())));
         }
         self.pos = pos + bits as usize;
         self.read = self.read.max(self.pos);

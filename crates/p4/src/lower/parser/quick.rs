@@ -33,7 +33,7 @@
 //! - The quick form is rebuilt whenever the records it copies change
 //!   ([`ParseProg::mark`], [`ParseProg::record_positions`]).
 
-use sluice_core::keyop::Slot;
+use sluice_core::keyop::MaskedSlot;
 
 use super::{CmpOp, Cond, Flat, Match, Next, POp, ParseProg, Res, Run, Src, Trans};
 use crate::interp::MAX_PARSER_TRANSITIONS;
@@ -62,7 +62,7 @@ enum Step {
     Extract(u32),
     /// `verify(field == value)` (or `!=` when not `eq`) of a field in
     /// one slot: else the error.
-    Check { slot: Slot, value: u64, eq: bool, error: u32 },
+    Check { slot: MaskedSlot, value: u64, eq: bool, error: u32 },
     /// The state's op of this index, run by the generic code.
     Op(u32),
 }
@@ -73,7 +73,7 @@ enum QTrans {
     /// `select` on one key slot: the first case whose `(value, mask)`
     /// matches, `NoMatch` when none does.
     One {
-        key: Slot,
+        key: MaskedSlot,
         cases: Box<[(u64, u64, QNext)]>,
     },
     /// The state's transition, run by the generic code.
@@ -97,11 +97,11 @@ struct QHeader {
     mark: u8,
     /// The header's position slot: one more than the cursor's byte, or
     /// 0 when the cursor is not on a byte or past [`super::POS_MAX`].
-    pos: Option<Slot>,
+    pos: Option<MaskedSlot>,
     /// Each slot's bits from the frame at the cursor plus the offset.
-    runs: Box<[(Slot, u32)]>,
+    runs: Box<[(MaskedSlot, u32)]>,
     /// Set last: the header is valid.
-    valid: Slot,
+    valid: MaskedSlot,
 }
 
 /// A parse program's quick form.
@@ -184,7 +184,7 @@ fn extract(p: &ParseProg, h: usize, width: u32) -> Option<QHeader> {
         mark: p.mark.get(h).copied().unwrap_or(u8::MAX),
         pos: p.pos.get(h).copied().flatten(),
         runs: fl.slots.clone(),
-        valid: hd.valid,
+        valid: hd.valid.into(),
     })
 }
 
@@ -202,7 +202,7 @@ fn check(p: &ParseProg, c: &Cond, error: u32) -> Option<Step> {
         CmpOp::Ne => false,
         _ => return None,
     };
-    Some(Step::Check { slot, value: u64::try_from(*v).ok()?, eq, error })
+    Some(Step::Check { slot: slot.into(), value: u64::try_from(*v).ok()?, eq, error })
 }
 
 /// A `select` on field `f` alone, when `f` is one slot and every case
@@ -222,7 +222,7 @@ fn one(p: &ParseProg, f: usize, cases: &[super::Case]) -> Option<QTrans> {
         };
         out.push((value, mask, QNext::of(c.next)?));
     }
-    Some(QTrans::One { key, cases: out.into() })
+    Some(QTrans::One { key: key.into(), cases: out.into() })
 }
 
 impl Run<'_> {

@@ -133,12 +133,21 @@ impl MaskedSlot {
 /// Ones in the low `n` bits (`n` ≥ 64: all).
 #[inline]
 pub fn ones(n: u8) -> u64 {
-    if n >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << n) - 1
-    }
+    // One load (every `u8` indexes it) in place of a compare, a shift
+    // and a select: slots' masks are worked out for every access.
+    ONES[usize::from(n)]
 }
+
+/// [`ones`] for every `n`.
+static ONES: [u64; 256] = {
+    let mut t = [u64::MAX; 256];
+    let mut n = 0;
+    while n < 64 {
+        t[n] = (1u64 << n) - 1;
+        n += 1;
+    }
+    t
+};
 
 /// A register's index.
 pub type Reg = u8;
@@ -320,56 +329,18 @@ impl std::fmt::Display for KeyProgError {
 
 impl std::error::Error for KeyProgError {}
 
-/// A checked program over key words. `repr(C)`, the run form first: a
-/// run reads its box's pointer from the program's first cache line (the
+/// A checked program over key words. `repr(C)`, instructions first: a
+/// run reads the box's pointer from the program's first cache line (the
 /// line a cached hit prefetches, `walk::hot_addrs`), not from past the
 /// 192-byte mask.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct KeyProg {
-    /// `insns` as [`KeyProg::run`] runs them.
-    exec: Box<[Exec]>,
+    insns: Box<[Insn]>,
     /// Every register the program names is below 8: a run zeroes 8
     /// registers, not [`REGS`].
     few_regs: bool,
-    insns: Box<[Insn]>,
     reads: FlowMask,
-}
-
-/// An instruction as [`KeyProg::run`] runs it: slots with their masks
-/// worked out ([`MaskedSlot`]), a constant store's bits placed in its
-/// word. Made by [`KeyProg::new`] from the checked instructions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Exec {
-    Load {
-        dst: Reg,
-        from: MaskedSlot,
-    },
-    Store {
-        src: Reg,
-        to: MaskedSlot,
-    },
-    /// [`Insn::Set`]: word `word` keeps the bits `keep` and gains `bits`.
-    Set {
-        word: u8,
-        keep: u64,
-        bits: u64,
-    },
-    Other(Insn),
-}
-
-impl Exec {
-    fn of(i: Insn) -> Exec {
-        match i {
-            Insn::Load { dst, from } => Exec::Load { dst, from: from.into() },
-            Insn::Store { src, to } => Exec::Store { src, to: to.into() },
-            Insn::Set { to, value } => {
-                let m = ones(to.width) << (to.shift & 63);
-                Exec::Set { word: to.word, keep: !m, bits: (value << (to.shift & 63)) & m }
-            }
-            _ => Exec::Other(i),
-        }
-    }
 }
 
 impl KeyProg {
@@ -453,8 +424,7 @@ impl KeyProg {
                 Insn::Jump { to } => jump(to)?,
             }
         }
-        let exec = insns.iter().map(|&i| Exec::of(i)).collect();
-        let mut p = KeyProg { exec, few_regs: false, insns: insns.into_boxed_slice(), reads };
+        let mut p = KeyProg { insns: insns.into_boxed_slice(), few_regs: false, reads };
         p.few_regs = p.regs_used() <= 8;
         Ok(p)
     }
@@ -473,12 +443,6 @@ impl KeyProg {
 
     pub fn insns(&self) -> &[Insn] {
         &self.insns
-    }
-
-    /// Where the instructions a run reads begin (its prepared form), for
-    /// prefetching.
-    pub fn run_addr(&self) -> usize {
-        self.exec.as_ptr() as usize
     }
 
     /// Every key bit the program loads (whatever
@@ -568,32 +532,14 @@ impl KeyProg {
     fn run_with<const N: usize>(&self, key: &mut FlowKey) {
         let mut r = [0u64; N];
         let mut pc = 0;
-        while let Some(e) = self.exec.get(pc) {
+        while let Some(&i) = self.insns.get(pc) {
             pc += 1;
             // Indices were checked by `new` (and are below `N`);
             // `& (N - 1)` keeps the compiler from adding bounds checks
             // and cannot change them.
             let ix = |x: Reg| usize::from(x) & (N - 1);
-            let i = match *e {
-                Exec::Load { dst, from } => {
-                    r[ix(dst)] = from.get(key);
-                    continue;
-                }
-                Exec::Store { src, to } => {
-                    to.set(key, r[ix(src)]);
-                    continue;
-                }
-                Exec::Set { word, keep, bits } => {
-                    if let Some(w) = key.words.get_mut(usize::from(word)) {
-                        *w = (*w & keep) | bits;
-                    }
-                    continue;
-                }
-                Exec::Other(i) => i,
-            };
             match i {
                 Insn::Const { dst, value } => r[ix(dst)] = value,
-                // (Loads, stores and sets come prepared, above.)
                 Insn::Load { dst, from } => r[ix(dst)] = from.get(key),
                 Insn::Store { src, to } => to.set(key, r[ix(src)]),
                 Insn::Bin { op, dst, a, b, width } => {
@@ -703,6 +649,14 @@ mod tests {
         let whole = slot(5, 0, 64);
         whole.set(&mut k, 7);
         assert_eq!(whole.get(&k), 7);
+    }
+
+    #[test]
+    fn ones_has_the_low_bits_set() {
+        for n in 0..=255u8 {
+            let want = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+            assert_eq!(ones(n), want, "{n}");
+        }
     }
 
     #[test]
@@ -949,8 +903,8 @@ mod tests {
         prop_oneof![any::<u64>(), 0u64..4, (0u32..64).prop_map(|k| 1u64 << k)]
     }
 
-    /// The instructions read one by one through [`Slot`]'s own methods
-    /// and 32 registers: what [`KeyProg::run`]'s prepared form must do.
+    /// The instructions read one by one with all 32 registers: what
+    /// [`KeyProg::run`] must do.
     fn reference(p: &KeyProg, key: &mut FlowKey) {
         let mut r = [0u64; REGS];
         let mut pc = 0;
@@ -986,8 +940,8 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(5000))]
-        /// `run` (slots' masks worked out, 8 registers when the program
-        /// names no more) changes the key as the instructions say.
+        /// `run` (8 registers when the program names no more) changes
+        /// the key as the instructions say.
         #[test]
         fn runs_do_what_the_instructions_say(
             p in proptest::prop_oneof![arb_prog(), arb_wide_regs()],

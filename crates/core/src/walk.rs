@@ -324,7 +324,9 @@ fn hot_addrs<C>(prog: &Program<C>, s: Shard) -> [usize; HOT_ADDRS] {
         _ => None,
     });
     let keys = prog.iter().flat_map(|step| match step {
-        Step::Act { op: Op::Key(p), .. } => [Some(Arc::as_ptr(p) as usize), Some(p.run_addr())],
+        Step::Act { op: Op::Key(p), .. } => {
+            [Some(Arc::as_ptr(p) as usize), Some(p.insns().as_ptr() as usize)]
+        }
         _ => [None, None],
     });
     for (h, a) in hot.iter_mut().zip(hits.chain(keys.flatten())) {

@@ -392,16 +392,13 @@ impl Flat {
 }
 
 /// Field `f`'s one slot, if it has one; a field of several slots is
-/// refused (the standard metadata the parse writes are at most 32 bits).
-fn one_slot(l: &Layout, f: Option<usize>) -> Result<Option<MaskedSlot>> {
+/// refused at `span` (v1model's standard metadata the parse writes are
+/// at most 32 bits wide).
+fn one_slot(l: &Layout, f: Option<usize>, span: Span) -> Result<Option<MaskedSlot>> {
     let Some(f) = f else { return Ok(None) };
     match l.fields.get(f).map(|x| &x.slots[..]) {
         Some([s]) => Ok(Some((*s).into())),
-        _ => Err(Diagnostic::new(
-            Span::default(),
-            "lowering: a standard metadata field the parser writes spans several key slots"
-                .to_string(),
-        )),
+        _ => Err(refuse(span, "standard metadata wider than 64 bits")),
     }
 }
 
@@ -625,12 +622,13 @@ impl ParseProg {
             init,
             quick: None,
             hidden,
-            ingress_port: one_slot(l, l.field(Root::Std, "ingress_port"))?,
-            packet_length: one_slot(l, l.field(Root::Std, "packet_length"))?,
+            ingress_port: one_slot(l, l.field(Root::Std, "ingress_port"), p.span)?,
+            packet_length: one_slot(l, l.field(Root::Std, "packet_length"), p.span)?,
             parser_error: one_slot(
                 l,
                 l.field(Root::Std, "parser_error")
                     .filter(|&f| l.fields.get(f).is_some_and(|x| x.ty == FieldTy::Error)),
+                p.span,
             )?,
             cursor: l.cursor.into(),
             layout,

@@ -113,14 +113,14 @@ impl MaskedSlot {
         v & self.mask
     }
 
-    /// [`Slot::get`].
+    /// The slot's value in `key` (zero if the slot is outside the key).
     #[inline]
     pub fn get(self, key: &FlowKey) -> u64 {
         let w = key.words.get(usize::from(self.word)).copied().unwrap_or(0);
         (w >> self.shift) & self.mask
     }
 
-    /// [`Slot::set`].
+    /// Writes `v` (reduced to the slot's width) into `key`.
     #[inline]
     pub fn set(self, key: &mut FlowKey, v: u64) {
         if let Some(w) = key.words.get_mut(usize::from(self.word)) {
@@ -660,12 +660,29 @@ mod tests {
     }
 
     #[test]
-    fn masked_slots_read_and_write_what_slots_do() {
-        // Every valid slot of one word, and slots outside the key.
+    fn masked_slots_read_and_write_their_bits_alone() {
+        // Every valid slot of one word, and slots outside the key:
+        // masked and plain slots against a bit-by-bit model.
         let mut shapes: Vec<Slot> = (0..64u8)
             .flat_map(|shift| (1..=64 - shift).map(move |width| slot(1, shift, width)))
             .collect();
         shapes.extend([slot(KEY_WORDS as u8, 0, 8), slot(200, 3, 64)]);
+        let inside = |s: Slot| usize::from(s.word) < KEY_WORDS;
+        let bits = |s: Slot| u32::from(s.shift)..u32::from(s.shift) + u32::from(s.width);
+        let model_get = |k: &FlowKey, s: Slot| -> u64 {
+            if !inside(s) {
+                return 0;
+            }
+            bits(s).rev().fold(0, |acc, b| (acc << 1) | ((k.words[usize::from(s.word)] >> b) & 1))
+        };
+        let model_set = |k: &mut FlowKey, s: Slot, v: u64| {
+            if inside(s) {
+                for (i, b) in bits(s).enumerate() {
+                    let w = &mut k.words[usize::from(s.word)];
+                    *w = (*w & !(1 << b)) | (((v >> i) & 1) << b);
+                }
+            }
+        };
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for s in shapes {
             let m = MaskedSlot::from(s);
@@ -674,12 +691,15 @@ mod tests {
                 x = x.wrapping_mul(0x5851_f42d_4c95_7f2d).wrapping_add(1442695040888963407);
                 let mut k = FlowKey::ZERO;
                 k.words[1] = x.rotate_left(17);
-                let (mut a, mut b) = (k, k);
-                assert_eq!(m.get(&k), s.get(&k), "{s:?}");
-                s.set(&mut a, x);
+                let (mut a, mut b, mut c) = (k, k, k);
+                assert_eq!(m.get(&k), model_get(&k, s), "{s:?}");
+                assert_eq!(s.get(&k), model_get(&k, s), "{s:?}");
+                model_set(&mut a, s, x);
                 m.set(&mut b, x);
+                s.set(&mut c, x);
                 assert_eq!(a, b, "{s:?}");
-                if usize::from(s.word) < KEY_WORDS {
+                assert_eq!(a, c, "{s:?}");
+                if inside(s) {
                     assert_eq!(m.get(&b), m.fit(x), "{s:?}");
                 }
             }

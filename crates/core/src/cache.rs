@@ -76,6 +76,10 @@
 //!   hash-map probe; entries are bounded by [`MEGAFLOW_MAX`] and distinct
 //!   masks by [`MEGAFLOW_MAX_MASKS`]; when either bound is reached the
 //!   whole cache is emptied (simple, and keeps the probe count bounded).
+//!   An entry stores only the key's words under its mask, packed, in the
+//!   smallest of four size classes (2, 4, 8 or all 24 words) that holds
+//!   them: 104 bytes with two words, 120 with four (an L2 or L3 mask
+//!   names two to four), two lines with the result.
 //! - Slow path while recording: the masks OR-ed per lookup (the reference
 //!   scan ORs every scanned entry's mask), composing the program (one
 //!   allocation, a reference count per counter cell) and one install per
@@ -252,22 +256,12 @@ fn hash_key(k: &FlowKey) -> u64 {
     mix(mix(sum, sum >> 32), 0x2545_f491_4f6c_dd1d)
 }
 
-/// A masked key with its precomputed hash (a megaflow probe).
+/// A megaflow probe: a key's words under a subtable's mask, packed (the
+/// mask's words in order, zero after them), with their hash.
 #[derive(Clone, Copy, Debug)]
 struct MaskedKey {
     hash: u64,
-    key: FlowKey,
-}
-
-/// Whether megaflow `e` holds masked key `mk`, comparing only the mask's
-/// `words` (outside them both keys are zero).
-#[inline]
-fn holds(words: &[u8], e: &MegaEntry, mk: &MaskedKey) -> bool {
-    e.hash == mk.hash
-        && words.iter().all(|&w| {
-            let w = usize::from(w);
-            e.key.words.get(w) == mk.key.words.get(w)
-        })
+    words: [u64; KEY_WORDS],
 }
 
 /// What a cache entry stands for: the chain of hops, and when the chain
@@ -477,17 +471,101 @@ struct RawSlot {
     info: ParseInfo,
 }
 
-/// One megaflow: its masked key's hash and key, and what it resolves to.
-/// The hash and the result come first and a probe compares only the
-/// mask's words, so a hit reads the entry's first lines and the lines
-/// holding those words, not the whole 192-byte key.
+/// One megaflow: its masked key's hash, what it resolves to, and the key's
+/// masked words only (in the order of [`MegaSubtable::words`], zero past
+/// their count): room for `N` of them, the smallest size class that holds
+/// the mask's words. With up to four words a megaflow is at most 120 bytes
+/// in two lines, where a whole 192-byte key made it 280 bytes in five.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
-struct MegaEntry {
+struct Mega<const N: usize> {
     hash: u64,
     gen: u64,
     res: Resolved,
-    key: FlowKey,
+    key: [u64; N],
+}
+
+impl<const N: usize> Mega<N> {
+    fn new(mk: &MaskedKey, gen: u64, res: Resolved) -> Mega<N> {
+        let mut key = [0u64; N];
+        for (d, s) in key.iter_mut().zip(&mk.words) {
+            *d = *s;
+        }
+        Mega { hash: mk.hash, gen, res, key }
+    }
+
+    /// Whether this megaflow holds `mk`: both are zero past the mask's
+    /// words, so all `N` words compare (a fixed-size compare).
+    #[inline]
+    fn holds(&self, mk: &MaskedKey) -> bool {
+        self.hash == mk.hash && mk.words.get(..N).is_some_and(|w| self.key[..] == *w)
+    }
+}
+
+/// A subtable's entries, in the size class of its mask's word count.
+#[derive(Clone, Debug)]
+enum MegaMap {
+    W2(HashTable<Mega<2>>),
+    W4(HashTable<Mega<4>>),
+    W8(HashTable<Mega<8>>),
+    All(HashTable<Mega<KEY_WORDS>>),
+}
+
+/// `$body` with `$m` bound to the subtable's map, whatever its class.
+macro_rules! each_map {
+    ($map:expr, $m:ident => $body:expr) => {
+        match $map {
+            MegaMap::W2($m) => $body,
+            MegaMap::W4($m) => $body,
+            MegaMap::W8($m) => $body,
+            MegaMap::All($m) => $body,
+        }
+    };
+}
+
+/// Put `new` in `m`: the entry it replaced, if any.
+fn put_mega<const N: usize>(
+    m: &mut HashTable<Mega<N>>,
+    new: Mega<N>,
+    mk: &MaskedKey,
+) -> Option<Resolved> {
+    match m.entry(mk.hash, |e| e.holds(mk), |e| e.hash) {
+        Entry::Vacant(v) => {
+            v.insert(new);
+            None
+        }
+        Entry::Occupied(mut o) => Some(std::mem::replace(o.get_mut(), new).res),
+    }
+}
+
+impl MegaMap {
+    fn for_words(n: usize) -> MegaMap {
+        match n {
+            0..=2 => MegaMap::W2(HashTable::new()),
+            3..=4 => MegaMap::W4(HashTable::new()),
+            5..=8 => MegaMap::W8(HashTable::new()),
+            _ => MegaMap::All(HashTable::new()),
+        }
+    }
+
+    /// The entry holding `mk`: its generation and what it resolves to.
+    #[inline]
+    fn get(&self, mk: &MaskedKey) -> Option<(u64, &Resolved)> {
+        each_map!(self, m => m.find(mk.hash, |e| e.holds(mk)).map(|e| (e.gen, &e.res)))
+    }
+
+    /// Install (or replace) the entry for `mk`: the one it replaced.
+    fn put(&mut self, mk: &MaskedKey, gen: u64, res: Resolved) -> Option<Resolved> {
+        each_map!(self, m => put_mega(m, Mega::new(mk, gen, res), mk))
+    }
+
+    fn for_each_prog(&self, mut f: impl FnMut(u32)) {
+        each_map!(self, m => m.iter().for_each(|e| f(e.res.prog)))
+    }
+
+    fn clear(&mut self) {
+        each_map!(self, m => m.clear())
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -495,29 +573,30 @@ struct MegaSubtable {
     mask: FlowMask,
     /// Indices of the words where `mask` is non-zero.
     words: Vec<u8>,
-    map: HashTable<MegaEntry>,
+    map: MegaMap,
 }
 
 impl MegaSubtable {
+    fn new(mask: &FlowMask) -> MegaSubtable {
+        let words: Vec<u8> =
+            (0..KEY_WORDS).filter(|&w| mask.words[w] != 0).map(|w| w as u8).collect();
+        let map = MegaMap::for_words(words.len());
+        MegaSubtable { mask: *mask, words, map }
+    }
+
+    /// `key`'s masked words, packed in the order of `words`, and their hash.
     #[inline]
     fn masked(&self, key: &FlowKey) -> MaskedKey {
-        let mut k = FlowKey::ZERO;
+        let mut k = [0u64; KEY_WORDS];
         let mut h = 0x243f_6a88_85a3_08d3;
-        for &w in &self.words {
+        for (d, &w) in k.iter_mut().zip(&self.words) {
             let w = usize::from(w);
-            if let (Some(d), Some(s), Some(m)) =
-                (k.words.get_mut(w), key.words.get(w), self.mask.words.get(w))
-            {
+            if let (Some(s), Some(m)) = (key.words.get(w), self.mask.words.get(w)) {
                 *d = s & m;
                 h = mix(h, *d);
             }
         }
-        MaskedKey { hash: mix(h, h >> 29), key: k }
-    }
-
-    #[inline]
-    fn get(&self, mk: &MaskedKey) -> Option<&MegaEntry> {
-        self.map.find(mk.hash, |e| holds(&self.words, e, mk))
+        MaskedKey { hash: mix(h, h >> 29), words: k }
     }
 }
 
@@ -1013,10 +1092,10 @@ impl<P: ?Sized> Caches<P> {
     pub fn lookup_megaflow(&mut self, key: &FlowKey, gen: u64) -> Option<Resolved> {
         for st in &self.mega {
             let mk = st.masked(key);
-            if let Some(e) = st.get(&mk) {
-                if e.gen == gen {
+            if let Some((g, res)) = st.map.get(&mk) {
+                if g == gen {
                     self.stats.megaflow_hits += 1;
-                    return Some(e.res);
+                    return Some(*res);
                 }
             }
         }
@@ -1062,11 +1141,11 @@ impl<P: ?Sized> Caches<P> {
     /// Empty the megaflow maps, releasing the programs their entries held.
     fn clear_megaflows(&mut self) {
         for st in &mut self.mega {
-            for e in st.map.iter() {
-                if e.res.prog != NO_PROG {
-                    self.progs.release(e.res.prog);
+            st.map.for_each_prog(|p| {
+                if p != NO_PROG {
+                    self.progs.release(p);
                 }
-            }
+            });
             st.map.clear();
         }
         self.mega_len = 0;
@@ -1080,12 +1159,7 @@ impl<P: ?Sized> Caches<P> {
                     self.clear_megaflows();
                     self.mega.clear();
                 }
-                let words = (0..KEY_WORDS).filter(|&w| wc.words[w] != 0).map(|w| w as u8);
-                self.mega.push(MegaSubtable {
-                    mask: *wc,
-                    words: words.collect(),
-                    map: HashTable::new(),
-                });
+                self.mega.push(MegaSubtable::new(wc));
                 self.mega.len() - 1
             }
         };
@@ -1097,11 +1171,7 @@ impl<P: ?Sized> Caches<P> {
         // The same megaflow, this generation, its walk guarded and the new
         // one too: the guards answered otherwise. Keep both, the new one as
         // the entry's alternate, so packets of either answer hit.
-        let current = st
-            .map
-            .find(mk.hash, |e| holds(&st.words, e, &mk))
-            .filter(|e| e.gen == gen)
-            .map(|e| e.res.prog);
+        let current = st.map.get(&mk).filter(|(g, _)| *g == gen).map(|(_, r)| r.prog);
         if let Some(a) = current {
             let both = a != NO_PROG && res.prog != NO_PROG && a != res.prog;
             if both && self.has_guards(a) && self.has_guards(res.prog) {
@@ -1114,17 +1184,11 @@ impl<P: ?Sized> Caches<P> {
             self.progs.retain(res.prog);
         }
         let Some(st) = self.mega.get_mut(pos) else { return };
-        let new = MegaEntry { hash: mk.hash, gen, res, key: mk.key };
-        let (words, map) = (&st.words, &mut st.map);
-        match map.entry(mk.hash, |e| holds(words, e, &mk), |e| e.hash) {
-            Entry::Vacant(v) => {
-                v.insert(new);
-                self.mega_len += 1;
-            }
-            Entry::Occupied(mut o) => {
-                let old = std::mem::replace(o.get_mut(), new);
-                if old.res.prog != NO_PROG {
-                    self.progs.release(old.res.prog);
+        match st.map.put(&mk, gen, res) {
+            None => self.mega_len += 1,
+            Some(old) => {
+                if old.prog != NO_PROG {
+                    self.progs.release(old.prog);
                 }
             }
         }
@@ -1236,6 +1300,64 @@ mod tests {
         assert!(c.lookup_megaflow(&k2, 5).is_none());
         assert!(c.lookup_megaflow(&k, 6).is_none());
         assert_eq!((c.stats.megaflow_entries, c.stats.megaflow_masks), (1, 1));
+    }
+
+    /// Every size class of compact megaflow keys (1, 3, 6 and all 24
+    /// masked words): a key differing from the installed one only outside
+    /// the mask hits, and one differing in any single masked word misses,
+    /// the last packed word included.
+    #[test]
+    fn compact_megaflows_match_on_every_masked_word() {
+        for n in [1usize, 2, 3, 4, 6, 8, 9, KEY_WORDS] {
+            let mut c = Caches::<[u8]>::default();
+            let mut wc = FlowMask::ZERO;
+            // Spread the masked words over the key, the last word included.
+            let words: Vec<usize> = (0..n).map(|i| KEY_WORDS - 1 - i * KEY_WORDS / n).collect();
+            for &w in &words {
+                wc.words[w] = 0x00ff_ff00_0000_ff0f;
+            }
+            let mut k = FlowKey::ZERO;
+            for (w, v) in k.words.iter_mut().enumerate() {
+                *v = 0x0101_0101_0101_0101u64.wrapping_mul(w as u64 + 1);
+            }
+            let ch = chain(&[(0, n as u32)]);
+            c.install_megaflow(&k, &wc, res(ch), 3);
+            let mut outside = k;
+            for w in outside.words.iter_mut() {
+                *w ^= 0xff00_00ff_ffff_00f0;
+            }
+            assert_eq!(c.lookup_megaflow(&outside, 3).map(|r| r.chain), Some(ch), "{n} words");
+            for &w in &words {
+                let mut inside = k;
+                inside.words[w] ^= 0x0000_0100_0000_0000;
+                assert!(c.lookup_megaflow(&inside, 3).is_none(), "{n} words, word {w}");
+            }
+            assert_eq!(c.stats.megaflow_entries, 1);
+        }
+    }
+
+    /// A compact entry compares every packed word, not only the hash: a
+    /// probe with the same hash (a collision) and one word different
+    /// does not match, in every size class.
+    #[test]
+    fn compact_megaflows_compare_words_not_only_hashes() {
+        fn check<const N: usize>() {
+            let mut mk = MaskedKey { hash: 42, words: [0; KEY_WORDS] };
+            for (i, w) in mk.words.iter_mut().take(N).enumerate() {
+                *w = i as u64 + 1;
+            }
+            let e = Mega::<N>::new(&mk, 1, res(chain(&[(0, 1)])));
+            assert!(e.holds(&mk));
+            for i in 0..N {
+                let mut other = mk;
+                other.words[i] ^= 1 << 40;
+                assert!(!e.holds(&other), "{N} words, word {i}");
+            }
+        }
+        check::<2>();
+        check::<4>();
+        check::<8>();
+        check::<KEY_WORDS>();
     }
 
     #[test]

@@ -256,6 +256,12 @@ fn hash_key(k: &FlowKey) -> u64 {
     mix(mix(sum, sum >> 32), 0x2545_f491_4f6c_dd1d)
 }
 
+/// The exact-cache slot `key` goes to (keys with the same slot evict
+/// each other).
+pub fn exact_slot(key: &FlowKey) -> usize {
+    hash_key(key) as usize & (EXACT_SLOTS - 1)
+}
+
 /// A megaflow probe: a key's words under a subtable's mask, packed (the
 /// mask's words in order, zero after them), with their hash.
 #[derive(Clone, Copy, Debug)]
@@ -811,9 +817,15 @@ pub struct Caches<P: ?Sized> {
     exact_stamp: u64,
     mega: Vec<MegaSubtable>,
     mega_len: usize,
+    /// Megaflows kept before all are dropped ([`MEGAFLOW_MAX`] unless
+    /// set by [`Caches::set_megaflow_limit`]).
+    mega_max: usize,
     progs: Programs<P>,
     /// Counts megaflow hits for [`Caches::promote`].
     promote_tick: u32,
+    /// Items whose release a staged burst put off until its packets ran
+    /// (see [`Caches::promote_staged`]).
+    held: Vec<u32>,
     /// Some item holds guard results (since the last clear): hits must
     /// look for them. False keeps guard checks off the hit path of a
     /// pipeline without guards.
@@ -829,8 +841,10 @@ impl<P: ?Sized> Default for Caches<P> {
             exact_stamp: 0,
             mega: Vec::new(),
             mega_len: 0,
+            mega_max: MEGAFLOW_MAX,
             progs: Programs::default(),
             promote_tick: 0,
+            held: Vec::new(),
             guarded_items: false,
             stats: CacheStats::default(),
         }
@@ -845,7 +859,15 @@ impl<P: ?Sized> Caches<P> {
         self.mega.clear();
         self.mega_len = 0;
         self.progs = Programs::default();
+        self.held.clear();
         self.guarded_items = false;
+    }
+
+    /// Keep at most `n` megaflows (at least 1): when an install would pass
+    /// it, every megaflow is dropped first, as at [`MEGAFLOW_MAX`]. Tests
+    /// use a small bound to drop them often.
+    pub fn set_megaflow_limit(&mut self, n: usize) {
+        self.mega_max = n.clamp(1, MEGAFLOW_MAX);
     }
 
     /// Keep a composed program; its id goes into [`Resolved::prog`]. Freed
@@ -1104,6 +1126,12 @@ impl<P: ?Sized> Caches<P> {
     }
 
     pub fn install_exact(&mut self, key: &FlowKey, res: Resolved, gen: u64) {
+        self.put_exact(key, res, gen, false);
+    }
+
+    /// [`Caches::install_exact`]; with `hold`, the replaced entry's item
+    /// is kept until [`Caches::release_held`].
+    fn put_exact(&mut self, key: &FlowKey, res: Resolved, gen: u64, hold: bool) {
         if self.exact.is_empty() {
             let empty =
                 ExactSlot { gen: 0, stamp: 0, key: FlowKey::ZERO, res: Resolved::default() };
@@ -1118,7 +1146,11 @@ impl<P: ?Sized> Caches<P> {
                 self.progs.retain(res.prog);
             }
             if old.res.prog != NO_PROG {
-                self.progs.release(old.res.prog);
+                if hold {
+                    self.held.push(old.res.prog);
+                } else {
+                    self.progs.release(old.res.prog);
+                }
             }
         }
     }
@@ -1135,6 +1167,29 @@ impl<P: ?Sized> Caches<P> {
         self.promote_tick = self.promote_tick.wrapping_add(1);
         if free || self.promote_tick % EXACT_REPLACE_EVERY == 0 {
             self.install_exact(key, *res, gen);
+        }
+    }
+
+    /// [`Caches::promote`] while a burst is staged: the exact entry it
+    /// replaces may be what an earlier packet of the burst resolved to,
+    /// and with no megaflow holding that entry's item any more, releasing
+    /// it now would free the item before that packet ran (and the burst's
+    /// first miss would reuse its id for another flow's program). The
+    /// replaced item is held until [`Caches::release_held`], after the
+    /// burst ran.
+    pub fn promote_staged(&mut self, key: &FlowKey, res: &Resolved, gen: u64) {
+        let i = hash_key(key) as usize & (EXACT_SLOTS - 1);
+        let free = self.exact.get(i).is_none_or(|s| s.gen != gen);
+        self.promote_tick = self.promote_tick.wrapping_add(1);
+        if free || self.promote_tick % EXACT_REPLACE_EVERY == 0 {
+            self.put_exact(key, *res, gen, true);
+        }
+    }
+
+    /// Let go of the items [`Caches::promote_staged`] held.
+    pub fn release_held(&mut self) {
+        while let Some(id) = self.held.pop() {
+            self.progs.release(id);
         }
     }
 
@@ -1163,7 +1218,7 @@ impl<P: ?Sized> Caches<P> {
                 self.mega.len() - 1
             }
         };
-        if self.mega_len >= MEGAFLOW_MAX {
+        if self.mega_len >= self.mega_max {
             self.clear_megaflows();
         }
         let Some(st) = self.mega.get_mut(pos) else { return };

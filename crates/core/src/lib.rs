@@ -40,6 +40,8 @@
 //!   front, composed programs and staged bursts, generic over the
 //!   front end's tables and forwarding ([`walk::Frontend`]), and the
 //!   worker state it keeps.
+//! - [`adapt`]: the governor of [`walk::CacheMode::Auto`], which keeps
+//!   whichever caches this worker measured to pay on its traffic.
 //! - [`prefetch()`]: the software prefetch that staged bursts use.
 //! - [`layout`]: the key layout at run time, the fixed parser's fields
 //!   plus windows declared when a pipeline is built, each with a value
@@ -55,10 +57,13 @@
 //! ## Invariants
 //! - No control protocol (see above).
 //! - No I/O and no threads of its own. The publisher's barrier wait
-//!   yields and sleeps on the caller's thread; that is its only use of a
-//!   clock, and it bounds a wait, never decides forwarding.
+//!   yields and sleeps on the caller's thread, bounding a wait; the cache
+//!   governor ([`adapt`]) reads the cycle counter to choose which caches
+//!   a worker uses, which changes speed, never what a packet gets. No
+//!   clock decides forwarding.
 #![deny(unsafe_code)]
 
+pub mod adapt;
 pub mod cache;
 pub mod extract;
 pub mod graph;

@@ -49,6 +49,7 @@
 //!   counter shard; the caches, packet pool and upcall queue are the
 //!   worker's own.
 
+use crate::adapt::{self, Governor};
 use crate::cache::{
     CacheStats, Caches, Chain, Closed, Guarded, Hop, Item, RawKey, Recorder, Resolved, HOT_ADDRS,
     NO_PROG, RAW_BYTES,
@@ -155,6 +156,20 @@ pub enum CacheMode {
     Megaflow,
     /// Exact-match cache, then megaflow cache, then the tables.
     On,
+    /// `On`, `Megaflow` or `Off`, whichever this worker measured to take
+    /// the fewest cycles per packet on its recent traffic (see
+    /// [`crate::adapt`]): a cache that does not pay gets out of the way.
+    Auto,
+}
+
+/// The concrete mode `w` runs in now: the front end's, or in
+/// [`CacheMode::Auto`] its governor's choice.
+#[inline]
+fn mode_of<F: Frontend>(f: &F, w: &Worker<F>) -> CacheMode {
+    match f.cache_mode() {
+        CacheMode::Auto => w.gov.mode(),
+        m => m,
+    }
 }
 
 /// One flow entry, as the walk sees it.
@@ -351,6 +366,8 @@ pub struct Worker<F: Frontend> {
     /// The raw keys of the burst being staged (see [`stage_burst`]).
     raw: Vec<RawKey>,
     pub cache: Caches<Program<F::Ctx>>,
+    /// Which caches to use in [`CacheMode::Auto`].
+    pub gov: Governor,
     /// Upcalls of this worker's packets, oldest first.
     pub upcalls: Vec<Upcall<F::Rule>>,
     pub ext: F::Ext,
@@ -377,6 +394,7 @@ impl<F: Frontend> Worker<F> {
             burst: Vec::new(),
             raw: Vec::new(),
             cache: Caches::default(),
+            gov: Governor::default(),
             upcalls: Vec::new(),
             ext,
         }
@@ -391,6 +409,11 @@ impl<F: Frontend> Worker<F> {
     /// This worker's cache hits and misses.
     pub fn cache_stats(&self) -> CacheStats {
         self.cache.stats
+    }
+
+    /// What its governor chose ([`CacheMode::Auto`]).
+    pub fn cache_choices(&self) -> adapt::Choices {
+        self.gov.choices()
     }
 
     /// The counter shard this worker writes.
@@ -431,11 +454,16 @@ pub fn untag(t: u64) -> (u8, usize, usize) {
 /// Run one loaded packet from the graph's start: through the caches when
 /// they are on, else straight through the lookups.
 pub fn run<F: Frontend>(f: &F, w: &mut Worker<F>, pkt: &mut Pkt, tx: &mut dyn Tx) {
+    let auto = f.cache_mode() == CacheMode::Auto;
+    let start = if auto { adapt::cycles() } else { 0 };
     // Set apart while the packet runs, so a hit's program can be run
     // straight from it while the worker is borrowed mutably.
     let mut cache = std::mem::take(&mut w.cache);
     run_with(f, w, &mut cache, pkt, tx);
     w.cache = cache;
+    if auto {
+        w.gov.account(1, adapt::cycles().wrapping_sub(start));
+    }
 }
 
 /// Which cache served a packet run by [`run_served`].
@@ -501,6 +529,7 @@ fn served_with<F: Frontend>(
     tx: &mut dyn Tx,
     mode: CacheMode,
 ) -> Served {
+    let mode = if mode == CacheMode::Auto { w.gov.mode() } else { mode };
     if mode == CacheMode::Off {
         walk(f, w, cache, pkt, tx, None, None);
         return Served::Tables;
@@ -541,7 +570,7 @@ fn run_with<F: Frontend>(
     pkt: &mut Pkt,
     tx: &mut dyn Tx,
 ) {
-    let mode = f.cache_mode();
+    let mode = mode_of(f, w);
     if mode == CacheMode::Off {
         walk(f, w, cache, pkt, tx, None, None);
         return;
@@ -691,7 +720,8 @@ fn record_walk<F: Frontend>(
     // The walk may rewrite the packet's key: the recorder keeps the one
     // the cache entry is for.
     let mut rec = Recorder::new(pkt.key, answers);
-    record_into(f, w, cache, pkt, tx, &mut rec, f.cache_mode());
+    let mode = mode_of(f, w);
+    record_into(f, w, cache, pkt, tx, &mut rec, mode);
 }
 
 /// [`record_walk`] with the recorder and cache mode given: walks, then
@@ -1347,7 +1377,9 @@ fn stage_burst<F: Frontend>(
     raws.clear();
     let mut loaded = [false; BURST];
     let (extract, parser) = (f.extract(), f.parser());
-    let mode = f.cache_mode();
+    let auto = f.cache_mode() == CacheMode::Auto;
+    let start = if auto { adapt::cycles() } else { 0 };
+    let mode = mode_of(f, w);
     let raw_on = mode == CacheMode::On;
     // What parses the frame is part of a raw entry's identity.
     let xid = match parser {
@@ -1400,7 +1432,7 @@ fn stage_burst<F: Frontend>(
     for (i, ((((p, ok), h), hop), first)) in stages.enumerate() {
         if *ok {
             if !raw_hit[i] {
-                *hop = first_hops(f, &mut cache, &p.key, *h);
+                *hop = first_hops(f, &mut cache, &p.key, *h, mode);
                 // Learn the frame when its parse stayed inside the raw key.
                 if let (Some(rk), Some(_)) = (raws.get(i), hop.as_ref()) {
                     if p.parse_extent().is_some_and(|x| x <= RAW_BYTES) {
@@ -1465,6 +1497,7 @@ fn stage_burst<F: Frontend>(
     for hop in hops.iter().take(n).flatten().filter(|h| pin && h.prog != NO_PROG) {
         cache.unpin(hop.prog);
     }
+    cache.release_held();
     w.cache = cache;
     for (i, p) in pkts.iter_mut().enumerate() {
         frames.restore(i, p);
@@ -1472,6 +1505,9 @@ fn stage_burst<F: Frontend>(
     w.pool.append(&mut pkts);
     w.burst = pkts;
     w.raw = raws;
+    if auto {
+        w.gov.account(n, adapt::cycles().wrapping_sub(start));
+    }
 }
 
 /// The first hops of a packet with `key` without running it: a cache
@@ -1483,9 +1519,10 @@ fn first_hops<F: Frontend>(
     cache: &mut Caches<Program<F::Ctx>>,
     key: &FlowKey,
     exact_hash: u64,
+    mode: CacheMode,
 ) -> Option<Resolved> {
-    if f.cache_mode() != CacheMode::Off {
-        return cached_first_hops(f, cache, key, exact_hash);
+    if mode != CacheMode::Off {
+        return cached_first_hops(f, cache, key, exact_hash, mode);
     }
     let t = f.table(0)?;
     if t.has_guards() || !f.graph().is_plain() {
@@ -1515,14 +1552,15 @@ fn cached_first_hops<F: Frontend>(
     cache: &mut Caches<Program<F::Ctx>>,
     key: &FlowKey,
     exact_hash: u64,
+    mode: CacheMode,
 ) -> Option<Resolved> {
     let gen = f.generation();
-    if f.cache_mode() == CacheMode::On {
+    if mode == CacheMode::On {
         if let Some(r) = cache.lookup_exact_hashed(key, exact_hash, gen) {
             return Some(r);
         }
         let r = cache.lookup_megaflow(key, gen)?;
-        cache.promote(key, &r, gen);
+        cache.promote_staged(key, &r, gen);
         return Some(r);
     }
     cache.lookup_megaflow(key, gen)

@@ -37,7 +37,8 @@
 //! netns = "sw"                 # open ports in /run/netns/sw (optional)
 //! description = "lab switch"   # OFPMP_DESC dp_desc
 //! datapath = "compiled"        # flow-table lookup: "reference", "classifier" or "compiled" (default)
-//! cache = "on"                 # "on" (default: exact + megaflow), "megaflow" or "off"
+//! cache = "auto"               # "auto" (default: each worker keeps the caches it measures
+//!                              # to pay), "on" (exact + megaflow), "megaflow" or "off"
 //! invalid_ttl_packet_in = "full"  # INVALID_TTL packet-in data: "full" frame (default, as
 //!                              # Open vSwitch; Faucet's traceroute needs it) or
 //!                              # "miss_send_len" (cut to the switch's miss_send_len)
@@ -399,10 +400,11 @@ pub fn parse_ttl_packet_in(s: &str) -> Option<TtlPacketIn> {
     }
 }
 
-/// `on`, `megaflow`, `off`: the caches in front of the tables.
+/// `on`, `megaflow`, `off`, `auto`: the caches in front of the tables.
 pub fn parse_cache(s: &str) -> Option<CacheMode> {
     match s.trim() {
         "on" => Some(CacheMode::On),
+        "auto" => Some(CacheMode::Auto),
         "megaflow" => Some(CacheMode::Megaflow),
         "off" => Some(CacheMode::Off),
         _ => None,
@@ -544,7 +546,8 @@ impl DaemonConfig {
             dp.pipeline.datapath = datapath("--datapath", s)?;
         }
         let cache = |key: &str, s: &str| {
-            parse_cache(s).ok_or_else(|| err(key, format!("{s:?}: must be on, megaflow or off")))
+            parse_cache(s)
+                .ok_or_else(|| err(key, format!("{s:?}: must be on, megaflow, off or auto")))
         };
         if let Some(s) = &file.cache {
             dp.pipeline.cache = cache("cache", s)?;
@@ -1085,7 +1088,7 @@ packet_in_rate = 0
         assert_eq!(targets, ["punix:/run/sluice/br0.mgmt"]);
         assert!(c.datapath.ports.is_empty());
         assert_eq!(c.datapath.pipeline.datapath, Datapath::Compiled);
-        assert_eq!(c.datapath.pipeline.cache, CacheMode::On);
+        assert_eq!(c.datapath.pipeline.cache, CacheMode::Auto);
         assert!(c.datapath.pipeline.jit.background);
     }
 

@@ -870,13 +870,14 @@ fn set_bits(b: &mut [u8], off: u32, w: u32, v: u64) {
 
 /// The cache modes and lookups the compiled engine is checked in:
 /// `(cache mode, indexed)`.
-pub const MODES: [(CacheMode, bool); 6] = [
+pub const MODES: [(CacheMode, bool); 7] = [
     (CacheMode::Off, true),
     (CacheMode::Off, false),
     (CacheMode::Megaflow, true),
     (CacheMode::Megaflow, false),
     (CacheMode::On, true),
     (CacheMode::On, false),
+    (CacheMode::Auto, true),
 ];
 
 /// What [`check`] found.

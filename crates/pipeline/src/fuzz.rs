@@ -331,7 +331,7 @@ fn build_from(b: &mut Bytes<'_>, cfg: crate::Config) -> Pipeline {
 /// is published after it (see `publish.rs`). The published compiled
 /// configuration compiles every table to hash probes (`straight_max: 0`),
 /// the other one to straight-line code and per-port variants.
-const DIFF_CONFIGS: [(crate::Datapath, crate::CacheMode, bool); 9] = [
+const DIFF_CONFIGS: [(crate::Datapath, crate::CacheMode, bool); 10] = [
     (crate::Datapath::Reference, crate::CacheMode::Off, false),
     (crate::Datapath::Classifier, crate::CacheMode::Off, false),
     (crate::Datapath::Classifier, crate::CacheMode::Megaflow, false),
@@ -341,6 +341,7 @@ const DIFF_CONFIGS: [(crate::Datapath, crate::CacheMode, bool); 9] = [
     (crate::Datapath::Compiled, crate::CacheMode::On, false),
     (crate::Datapath::Compiled, crate::CacheMode::On, true),
     (crate::Datapath::Classifier, crate::CacheMode::Off, true),
+    (crate::Datapath::Compiled, crate::CacheMode::Auto, false),
 ];
 
 /// What one pipeline showed the outside world.

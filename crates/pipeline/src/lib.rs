@@ -50,7 +50,9 @@
 //!   (`Config::jit`: at settle time, or on a compiler thread).
 //! - `CacheMode::On`: an exact-match cache, then a megaflow cache, in
 //!   front of the lookups; `Megaflow`: only the megaflow cache; `Off`
-//!   (the library's default; the daemon runs `On`): none. A hit runs the
+//!   (the library's default): none; `Auto` (the daemon's default): each
+//!   worker runs whichever of the three it measures to be cheapest on its
+//!   traffic (`sluice_core::adapt`). A hit runs the
 //!   entry's composed program (the counters and actions of the packet's
 //!   whole way) or replays its chain of entries; either way counters,
 //!   idle times, groups, meters and packet-ins happen per packet as on the
@@ -187,13 +189,14 @@ impl Config {
     /// What the daemon (`sluice run`) forwards with unless told otherwise:
     /// compiled tables built in the background (flow-mods and forwarding
     /// never wait for Cranelift) with the default size thresholds, and
-    /// both caches on. `sluice-datapath` takes its default from here and
+    /// the caches in `Auto` mode: each worker keeps both caches, only the
+    /// megaflow cache or none, by what it measures to be cheapest. `sluice-datapath` takes its default from here and
     /// adds its compiler thread (`compiler`); the differential tests run
     /// this setting with a compiler thread of their own.
     pub fn daemon() -> Config {
         Config {
             datapath: Datapath::Compiled,
-            cache: CacheMode::On,
+            cache: CacheMode::Auto,
             jit: JitOptions { background: true, ..JitOptions::default() },
             ..Config::default()
         }
@@ -231,6 +234,8 @@ pub enum Datapath {
     Compiled,
 }
 
+/// What a worker in `CacheMode::Auto` chose (see `sluice_core::adapt`).
+pub use sluice_core::adapt::Choices as CacheChoices;
 /// Caches in front of the table lookups (see `sluice_core::cache`).
 pub use sluice_core::walk::CacheMode;
 
@@ -511,6 +516,11 @@ impl Pipeline {
     /// (what [`Pipeline::process`] used).
     pub fn cache_stats(&self) -> CacheStats {
         self.local.as_ref().map(|w| w.cache.stats).unwrap_or_default()
+    }
+
+    /// What the owner's worker context chose in `CacheMode::Auto`.
+    pub fn cache_choices(&self) -> CacheChoices {
+        self.local.as_ref().map(|w| w.cache_choices()).unwrap_or_default()
     }
 
     /// Note a flow-table change: every cache entry becomes stale, and

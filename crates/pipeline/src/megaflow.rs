@@ -74,9 +74,11 @@ impl Pipeline {
             w.put_pkt(pkt);
             served
         };
-        let record = if mode == CacheMode::Off { CacheMode::Megaflow } else { mode };
+        // Auto is traced as its fullest choice, both caches.
+        let run = if mode == CacheMode::Auto { CacheMode::On } else { mode };
+        let record = if run == CacheMode::Off { CacheMode::Megaflow } else { run };
         let first = once(&mut w, record).unwrap_or(Served::Tables);
-        let second = once(&mut w, mode).unwrap_or(Served::Tables);
+        let second = once(&mut w, run).unwrap_or(Served::Tables);
         CacheTrace { mode, first, second }
     }
 }
@@ -135,6 +137,7 @@ fn mode_str(m: CacheMode) -> &'static str {
         CacheMode::Off => "off",
         CacheMode::Megaflow => "megaflow",
         CacheMode::On => "on (exact-match, then megaflow)",
+        CacheMode::Auto => "auto, traced as on (exact-match, then megaflow)",
     }
 }
 

@@ -45,7 +45,7 @@ fn bash_completes_subcommands_and_values() {
     }
     assert_eq!(
         bash_complete(&["sluice", "bench", "--cache", ""]),
-        ["on", "megaflow", "off", "all"]
+        ["on", "megaflow", "off", "auto", "all"]
     );
     assert_eq!(bash_complete(&["sluice", "completions", "f"]), ["fish"]);
 }

@@ -114,7 +114,9 @@ fn a_running_switch_traces_with_its_tables_and_caches() {
     }
     // The daemon's default caches.
     assert!(
-        out.contains("Cache: on (exact-match, then megaflow); this packet: a cache miss"),
+        out.contains(
+            "Cache: auto, traced as on (exact-match, then megaflow); this packet: a cache miss"
+        ),
         "{out}"
     );
     assert!(out.contains("the same packet again: the exact-match cache"), "{out}");

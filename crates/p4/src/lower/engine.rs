@@ -1288,6 +1288,11 @@ impl Compiled {
         self.worker.cache_stats()
     }
 
+    /// What its worker chose in `CacheMode::Auto`.
+    pub fn cache_choices(&self) -> sluice_core::adapt::Choices {
+        self.worker.cache_choices()
+    }
+
     /// Frames this engine's own worker deparsed in place, and emitted
     /// anew ([`Deparse::in_place`]; multicast copies are emitted).
     pub fn deparse_counts(&self) -> (u64, u64) {

@@ -88,7 +88,7 @@ pub fn compiled_agrees(
 ) {
     use sluice_core::walk::CacheMode;
     use sluice_p4::target::Target;
-    for mode in [CacheMode::Off, CacheMode::Megaflow, CacheMode::On] {
+    for mode in [CacheMode::Off, CacheMode::Megaflow, CacheMode::On, CacheMode::Auto] {
         let mut eng = sluice_p4::lower::engine::Compiled::new(loaded).expect("compiles");
         eng.set_cache_mode(mode);
         for f in frames {

@@ -13,7 +13,9 @@
 //!
 //! `#` lines are comments (settings, trace statistics, cut-short cases).
 //!
-//! Cases (each with caches `on`, `megaflow` and `off`, as `NAME/MODE`):
+//! Cases (each with caches `on`, `megaflow`, `off` and `auto` — whichever
+//! of the three the worker measures to be cheapest, `sluice_core::adapt` —
+//! as `NAME/MODE`):
 //! - `1rule`: `in_port=1,actions=output:2`, one frame.
 //! - `l2`: 10, 100, 1k, 10k, 100k rules `dl_dst=MAC,actions=output:P`;
 //!   traffic cycles over all rules (a fixed shuffled order).
@@ -166,6 +168,7 @@ pub enum CacheArg {
     On,
     Megaflow,
     Off,
+    Auto,
     All,
 }
 
@@ -1104,11 +1107,7 @@ fn run_p4_case(
     if let Engine::Compiled(c) = &mut interp {
         c.set_indexed(indexed);
     }
-    interp.set_cache_mode(match cache {
-        Some(CacheMode::On) => P4Cache::On,
-        Some(CacheMode::Megaflow) => P4Cache::Megaflow,
-        _ => P4Cache::Off,
-    });
+    interp.set_cache_mode(cache.unwrap_or(P4Cache::Off));
     let t_install = Instant::now();
     for line in &w.flows {
         sluice_p4::ctl::execute(&mut interp, line).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
@@ -1189,11 +1188,33 @@ fn run_p4_case(
     if warm.cut_short {
         notes.push(format!("{name}: the rate is the warm-up's"));
     }
-    if let (Engine::Compiled(c), Some(CacheMode::On | CacheMode::Megaflow)) = (&interp, cache) {
-        notes.push(cache_note(name, &c.cache_stats(), warm.packets + timed.packets));
+    if let (Engine::Compiled(c), Some(m)) = (&interp, cache) {
+        if m != CacheMode::Off {
+            notes.push(cache_note(name, &c.cache_stats(), warm.packets + timed.packets));
+        }
+        if m == CacheMode::Auto {
+            notes.push(choices_note(name, &c.cache_choices()));
+        }
     }
     let m = if warm.cut_short { &warm } else { &timed };
     Ok(Some((Measured { packets: m.packets, elapsed: m.elapsed }, notes)))
+}
+
+/// What `auto` chose: rounds won by each mode, the last round's cycles
+/// per packet, and the mode at the end.
+fn choices_note(name: &str, c: &sluice_pipeline::CacheChoices) -> String {
+    let per = |k: u64| k as f64 / 1024.0;
+    format!(
+        "{name}: auto chose on/megaflow/off in {}/{}/{} rounds (last round {:.0}/{:.0}/{:.0} \
+         cycles a packet), ending in {}",
+        c.won[0],
+        c.won[1],
+        c.won[2],
+        per(c.cost[0]),
+        per(c.cost[1]),
+        per(c.cost[2]),
+        cache_name(c.now)
+    )
 }
 
 /// Where a case's `packets` (warm-up and timed run together) went
@@ -1255,6 +1276,9 @@ fn run_case(
     let mut notes = Vec::new();
     if cache != CacheMode::Off {
         notes.push(cache_note(name, &p.cache_stats(), warm.packets + timed.packets));
+    }
+    if cache == CacheMode::Auto {
+        notes.push(choices_note(name, &p.cache_choices()));
     }
     if install >= Duration::from_secs(1) {
         notes.push(format!(
@@ -1433,6 +1457,7 @@ fn cache_name(c: CacheMode) -> &'static str {
         CacheMode::On => "on",
         CacheMode::Megaflow => "megaflow",
         CacheMode::Off => "off",
+        CacheMode::Auto => "auto",
     }
 }
 
@@ -1446,7 +1471,8 @@ pub fn run(a: Args) -> Result<()> {
         CacheArg::On => vec![CacheMode::On],
         CacheArg::Megaflow => vec![CacheMode::Megaflow],
         CacheArg::Off => vec![CacheMode::Off],
-        CacheArg::All => vec![CacheMode::On, CacheMode::Megaflow, CacheMode::Off],
+        CacheArg::Auto => vec![CacheMode::Auto],
+        CacheArg::All => vec![CacheMode::On, CacheMode::Megaflow, CacheMode::Off, CacheMode::Auto],
     };
     let patterns: Vec<&str> = match &a.cases {
         Some(s) => s.split(',').map(str::trim).filter(|t| !t.is_empty()).collect(),

@@ -140,9 +140,10 @@ pub struct RunArgs {
     /// into the core.
     #[arg(long)]
     reference: bool,
-    /// Caches in front of a compiled program's tables: `on` (exact-match,
-    /// then megaflow), `megaflow` or `off`.
-    #[arg(long, value_name = "MODE", default_value = "on", value_parser = ["on", "megaflow", "off"])]
+    /// Caches in front of a compiled program's tables: `auto` (each
+    /// worker keeps the caches it measures to pay on its traffic), `on`
+    /// (exact-match, then megaflow), `megaflow` or `off`.
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = ["auto", "on", "megaflow", "off"])]
     cache: String,
     /// Serve P4Runtime (gRPC) on `IP:PORT`, or on `IP` at port 9559.
     #[arg(long, value_name = "ADDR")]
@@ -192,7 +193,8 @@ fn run_switch(a: RunArgs) -> Result<()> {
     engine.set_cache_mode(match a.cache.as_str() {
         "megaflow" => sluice_p4::engines::CacheMode::Megaflow,
         "off" => sluice_p4::engines::CacheMode::Off,
-        _ => sluice_p4::engines::CacheMode::On,
+        "on" => sluice_p4::engines::CacheMode::On,
+        _ => sluice_p4::engines::CacheMode::Auto,
     });
     let mut ports: Vec<(u32, sluice_datapath::ports::PortSpec)> = Vec::new();
     for s in &a.ports {

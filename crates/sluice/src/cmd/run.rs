@@ -76,8 +76,9 @@ pub struct Args {
     /// tuple-space index meanwhile).
     #[arg(long, value_name = "KIND")]
     pub datapath: Option<String>,
-    /// Caches in front of the tables: `on` (default: exact-match +
-    /// megaflow), `megaflow` or `off`.
+    /// Caches in front of the tables: `auto` (default: each worker keeps
+    /// the caches it measures to pay on its traffic, `on`, `megaflow` or
+    /// `off`), `on` (exact-match + megaflow), `megaflow` or `off`.
     #[arg(long, value_name = "MODE")]
     pub cache: Option<String>,
     /// What an INVALID_TTL packet-in carries: `full` (default: the whole

@@ -73,9 +73,10 @@ pub struct Args {
     #[arg(long = "filter-prog", value_name = "ID=FILE.o", value_parser = flowfile::parse_filter_prog)]
     pub filter_prog: Vec<(u32, std::path::PathBuf)>,
     /// The caches the `Megaflow:` and `Cache:` lines are for: `on`
-    /// (exact-match then megaflow, the daemon's default), `megaflow` or
-    /// `off` (the megaflow line then shows what a cache would install).
-    #[arg(long, default_value = "on", value_name = "on|megaflow|off")]
+    /// (exact-match then megaflow), `megaflow` or `off` (the megaflow line
+    /// then shows what a cache would install); `auto`, the daemon's
+    /// default, is traced as `on`, its fullest choice.
+    #[arg(long, default_value = "on", value_name = "on|megaflow|off|auto")]
     pub cache: String,
 }
 
@@ -130,7 +131,7 @@ pub fn run(a: Args) -> Result<()> {
     })?;
     flowfile::set_down(&mut p, &a.down.concat())?;
     let Some(mode) = parse_cache(&a.cache) else {
-        bail!("--cache {}: must be on, megaflow or off", a.cache)
+        bail!("--cache {}: must be on, megaflow, off or auto", a.cache)
     };
     p.set_cache(mode);
     print!("{}", trace_text(&mut p, in_port, &frame, false));

@@ -272,14 +272,35 @@ impl Daemon {
     }
 
     /// Closes every connection, then stops the workers.
-    pub fn shutdown(mut self) {
+    pub fn shutdown(self) {
+        self.close(false);
+    }
+
+    /// [`Daemon::shutdown`] for a process about to exit: the workers stop
+    /// and the ports close as there, but the flow tables are left to the
+    /// exit instead of being freed ([`Datapath::stop_for_exit`]).
+    pub fn shutdown_for_exit(self) {
+        self.close(true);
+    }
+
+    fn close(mut self, exiting: bool) {
+        let t = std::time::Instant::now();
         if let (Some(agent), Some(rt)) = (self.agent.take(), self.rt.as_ref()) {
             rt.block_on(agent.shutdown());
         }
+        let agent_ms = t.elapsed().as_millis() as u64;
         if let Some(rt) = self.rt.take() {
             rt.shutdown_timeout(Duration::from_secs(2));
         }
-        // `self.dp` stops on drop.
+        let runtime_ms = t.elapsed().as_millis() as u64 - agent_ms;
+        let Daemon { dp, .. } = self;
+        if exiting {
+            dp.stop_for_exit();
+        } else {
+            drop(dp);
+        }
+        let datapath_ms = t.elapsed().as_millis() as u64 - agent_ms - runtime_ms;
+        info!(agent_ms, runtime_ms, datapath_ms, "shutdown steps (milliseconds)");
     }
 }
 
@@ -654,7 +675,7 @@ pub fn run_with(cfg: DaemonConfig, opts: &RunOptions, stop: &AtomicBool) -> anyh
         }
     }
     info!("shutting down");
-    d.shutdown();
+    d.shutdown_for_exit();
     info!("stopped");
     Ok(())
 }

@@ -18,7 +18,8 @@
 //! packets and the cycles the burst took ([`Governor::account`]). A
 //! round tries the modes in turn: each gets [`WARM`] packets unmeasured
 //! (a cache that was bypassed has lost its flows, and the first packets
-//! refill it at the slow path's price) and then [`MEASURE`] measured
+//! refill it at the slow path's price; the very first try, whose caches
+//! start empty, gets [`FIRST_WARM`]) and then [`MEASURE`] measured
 //! ones. The cheapest mode is then held for [`HOLD`] packets, after which
 //! the next round starts; a mode that wins again is held twice as long,
 //! then four times ([`MAX_STREAK`]), so a steady workload pays for fewer
@@ -35,13 +36,13 @@
 //! choice is steady.
 //!
 //! A try measures a mode with its caches as the traffic left them. When
-//! a round starts with empty caches (a fresh worker, a changed table)
-//! and there are more live flows than the tries' packets, a cache is
-//! measured while it is still filling, and the first round may choose
-//! `Off` where a full megaflow cache would win; the entries installed by
-//! the tries stay, so a later round measures the caches fuller and
-//! corrects the choice (measured in `docs/BENCHMARKS.md`: 100 000 flows
-//! choose `Off` in the first round, `Megaflow` from the second on).
+//! a round starts with empty caches and there are more live flows than
+//! the tries' packets, a cache is measured while it is still filling and
+//! may lose to `Off` where a full megaflow cache would win. The first
+//! round of a worker warms its first try for [`FIRST_WARM`] packets
+//! against that; a later round after the caches were emptied (a changed
+//! table) does not, but the entries its tries install stay, so the round
+//! after measures the caches fuller and corrects the choice.
 //!
 //! ## Invariants
 //! - Caches change speed, never results (see [`crate::cache`]), so the
@@ -58,6 +59,14 @@ use crate::walk::CacheMode;
 /// switches between all three modes, and a differential test checks the
 /// switches too.
 pub const WARM: u64 = if cfg!(debug_assertions) { 2 } else { 16_384 };
+/// Packets the first try of a worker's first round runs unmeasured
+/// instead of [`WARM`]: the caches start empty, and with more live flows
+/// than a try's packets a cache measured while it fills loses to `Off`
+/// (100 000 flows cycling: 3 546 cycles a packet for the filling
+/// megaflow cache, 1 358 for no cache, where the full cache takes 908).
+/// That try is `On`'s, whose misses fill both caches, so the `Megaflow`
+/// try after it finds its cache filled too.
+pub const FIRST_WARM: u64 = if cfg!(debug_assertions) { 4 } else { 1 << 18 };
 /// Packets each mode of a round is measured over.
 pub const MEASURE: u64 = if cfg!(debug_assertions) { 2 } else { 16_384 };
 /// Packets the chosen mode runs before the next round, when it did not
@@ -135,7 +144,8 @@ impl Governor {
             Phase::Hold { i, left } if left > n => Phase::Hold { i, left: left - n },
             Phase::Hold { .. } => Phase::Try { i: 0, seen: 0, packets: 0, cycles: 0 },
             Phase::Try { i, seen, mut packets, cycles: mut c } => {
-                if seen >= WARM && cycles <= PREEMPTED {
+                let warm = if i == 0 && self.last.is_none() { FIRST_WARM } else { WARM };
+                if seen >= warm && cycles <= PREEMPTED {
                     packets += n;
                     c += cycles;
                 }
@@ -221,17 +231,21 @@ mod tests {
     }
 
     const ROUND: u64 = 3 * (WARM + MEASURE) + HOLD;
+    /// What a worker's first round runs more than the others.
+    const EXTRA: u64 = FIRST_WARM - WARM;
 
     #[test]
     fn keeps_the_cheapest_mode_between_rounds() {
         for best in TRIED {
             let mut g = Governor::default();
             let cost = |m: CacheMode| if m == best { 1_000 } else { 3_000 };
-            let total: u64 = (0..4).map(round).sum();
+            let total: u64 = EXTRA + (0..4).map(round).sum::<u64>();
             let ran = drive(&mut g, total, cost);
             let b = TRIED.iter().position(|&t| t == best).unwrap();
-            // Everything but the other modes' tries ran in the best mode.
-            assert_eq!(ran[b], total - 4 * 2 * (WARM + MEASURE), "{best:?}");
+            // Everything but the other modes' tries ran in the best mode
+            // (the first round's longer warm-up is on's).
+            let extra = if best == CacheMode::On { 0 } else { EXTRA };
+            assert_eq!(ran[b], total - 4 * 2 * (WARM + MEASURE) - extra, "{best:?}");
             assert_eq!(g.choices().won[b], 4, "{best:?}");
             assert_eq!(g.choices().cost[b], 1_000 * 1024);
         }
@@ -242,7 +256,7 @@ mod tests {
         let mut g = Governor::default();
         let off = |m: CacheMode| if m == CacheMode::Off { 10 } else { 50 };
         // Off wins three rounds: held HOLD, 2 HOLD, then 4 HOLD packets.
-        drive(&mut g, round(0) + round(1), off);
+        drive(&mut g, EXTRA + round(0) + round(1), off);
         assert_eq!(g.phase, Phase::Try { i: 0, seen: 0, packets: 0, cycles: 0 });
         drive(&mut g, round(2) - 1, off);
         assert_eq!(g.phase, Phase::Hold { i: 2, left: 1 });
@@ -257,7 +271,7 @@ mod tests {
     fn follows_a_change_of_workload_at_the_next_round() {
         let mut g = Governor::default();
         // Ends inside the first hold, then inside the second.
-        drive(&mut g, ROUND - 1, |m| if m == CacheMode::Off { 10 } else { 50 });
+        drive(&mut g, EXTRA + ROUND - 1, |m| if m == CacheMode::Off { 10 } else { 50 });
         assert_eq!(g.mode(), CacheMode::Off);
         drive(&mut g, ROUND, |m| if m == CacheMode::On { 10 } else { 50 });
         assert_eq!(g.mode(), CacheMode::On);
@@ -271,11 +285,11 @@ mod tests {
         // measured packet was preempted; the rest of it is cheap. The
         // other modes cost 20 a packet.
         let mut seen = 0;
-        for _ in 0..3 * (WARM + MEASURE) + 1 {
+        for _ in 0..EXTRA + 3 * (WARM + MEASURE) + 1 {
             let m = g.mode();
             let c = match m {
-                CacheMode::On if seen < WARM => 1_000_000,
-                CacheMode::On if seen == WARM => PREEMPTED + 1,
+                CacheMode::On if seen < FIRST_WARM => 1_000_000,
+                CacheMode::On if seen == FIRST_WARM => PREEMPTED + 1,
                 CacheMode::On => 10,
                 _ => 20,
             };
@@ -293,7 +307,7 @@ mod tests {
         let mut g = Governor::default();
         // One burst larger than a try's warm-up and measure together
         // still moves the round on by one mode, never past it.
-        g.account((WARM + MEASURE) as usize * 4, 100);
+        g.account((FIRST_WARM + (WARM + MEASURE) * 4) as usize, 100);
         assert_eq!(g.mode(), CacheMode::On);
         g.account(MEASURE as usize, 100);
         assert_eq!(g.mode(), CacheMode::Megaflow);

@@ -38,7 +38,7 @@ fn l3_cases_print_one_line_each() {
     }
     let mut want = Vec::new();
     for rules in [10u64, 100, 1_000, 10_000, 100_000] {
-        for mode in ["on", "megaflow", "off"] {
+        for mode in ["on", "megaflow", "off", "auto"] {
             want.push((format!("l3/{mode}"), rules));
         }
     }
@@ -75,7 +75,7 @@ fn pof_twins_forward_every_packet_where_the_model_says() {
     let mut want = Vec::new();
     for fam in ["pofmac", "pofnet"] {
         for rules in ["10", "1000"] {
-            for mode in ["on", "megaflow", "off"] {
+            for mode in ["on", "megaflow", "off", "auto"] {
                 want.push((format!("{fam}/{mode}"), rules.to_string()));
             }
         }
@@ -148,8 +148,8 @@ fn two_threads_forward_every_packet_where_the_model_says() {
     assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("threads=2"), "{stdout}");
     let rows: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('#')).collect();
-    // l3 at two sizes in three modes, twotable/on, fwprog/on at two sizes.
-    assert_eq!(rows.len(), 9, "{stdout}");
+    // l3 at two sizes in four modes, twotable/on, fwprog/on at two sizes.
+    assert_eq!(rows.len(), 11, "{stdout}");
     for r in rows {
         let case = r.split_whitespace().next().unwrap_or_default();
         for t in 0..2 {
@@ -240,18 +240,22 @@ fn p4_cases_forward_every_packet_where_the_model_says() {
             ("p4-ipv4/on", "10"),
             ("p4-ipv4/megaflow", "10"),
             ("p4-ipv4/off", "10"),
+            ("p4-ipv4/auto", "10"),
             ("p4-ipv4/interp", "10"),
             ("p4-ipv4/on", "100"),
             ("p4-ipv4/megaflow", "100"),
             ("p4-ipv4/off", "100"),
+            ("p4-ipv4/auto", "100"),
             ("p4-ipv4/interp", "100"),
             ("p4-mac/on", "10"),
             ("p4-mac/megaflow", "10"),
             ("p4-mac/off", "10"),
+            ("p4-mac/auto", "10"),
             ("p4-mac/interp", "10"),
             ("p4-mac/on", "100"),
             ("p4-mac/megaflow", "100"),
             ("p4-mac/off", "100"),
+            ("p4-mac/auto", "100"),
             ("p4-mac/interp", "100")
         ],
         "{stdout}"

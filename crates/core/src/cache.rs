@@ -1137,7 +1137,7 @@ impl<P: ?Sized> Caches<P> {
                 ExactSlot { gen: 0, stamp: 0, key: FlowKey::ZERO, res: Resolved::default() };
             self.exact = vec![empty; EXACT_SLOTS];
         }
-        let i = hash_key(key) as usize & (EXACT_SLOTS - 1);
+        let i = exact_slot(key);
         self.exact_stamp += 1;
         let stamp = self.exact_stamp;
         if let Some(s) = self.exact.get_mut(i) {
@@ -1162,12 +1162,7 @@ impl<P: ?Sized> Caches<P> {
     /// (Open vSwitch inserts into its EMC with a probability for the same
     /// reason).
     pub fn promote(&mut self, key: &FlowKey, res: &Resolved, gen: u64) {
-        let i = hash_key(key) as usize & (EXACT_SLOTS - 1);
-        let free = self.exact.get(i).is_none_or(|s| s.gen != gen);
-        self.promote_tick = self.promote_tick.wrapping_add(1);
-        if free || self.promote_tick % EXACT_REPLACE_EVERY == 0 {
-            self.install_exact(key, *res, gen);
-        }
+        self.promote_with(key, res, gen, false);
     }
 
     /// [`Caches::promote`] while a burst is staged: the exact entry it
@@ -1178,11 +1173,16 @@ impl<P: ?Sized> Caches<P> {
     /// replaced item is held until [`Caches::release_held`], after the
     /// burst ran.
     pub fn promote_staged(&mut self, key: &FlowKey, res: &Resolved, gen: u64) {
-        let i = hash_key(key) as usize & (EXACT_SLOTS - 1);
-        let free = self.exact.get(i).is_none_or(|s| s.gen != gen);
+        self.promote_with(key, res, gen, true);
+    }
+
+    /// [`Caches::promote`], holding the replaced item when `hold` (see
+    /// [`Caches::put_exact`]).
+    fn promote_with(&mut self, key: &FlowKey, res: &Resolved, gen: u64, hold: bool) {
+        let free = self.exact.get(exact_slot(key)).is_none_or(|s| s.gen != gen);
         self.promote_tick = self.promote_tick.wrapping_add(1);
         if free || self.promote_tick % EXACT_REPLACE_EVERY == 0 {
-            self.put_exact(key, *res, gen, true);
+            self.put_exact(key, *res, gen, hold);
         }
     }
 

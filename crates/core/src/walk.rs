@@ -529,27 +529,19 @@ fn served_with<F: Frontend>(
     tx: &mut dyn Tx,
     mode: CacheMode,
 ) -> Served {
-    let mode = if mode == CacheMode::Auto { w.gov.mode() } else { mode };
+    // `mode` may differ from the front end's (see `run_served`); Auto
+    // is this worker's governor's choice, as in `mode_of`.
+    let mode = match mode {
+        CacheMode::Auto => w.gov.mode(),
+        m => m,
+    };
     if mode == CacheMode::Off {
         walk(f, w, cache, pkt, tx, None, None);
         return Served::Tables;
     }
-    let gen = f.generation();
-    let mut served = Served::Exact;
-    let mut hit = None;
-    if mode == CacheMode::On {
-        hit = cache.lookup_exact(&pkt.key, gen);
-    }
-    if hit.is_none() {
-        served = Served::Megaflow;
-        hit = cache.lookup_megaflow(&pkt.key, gen);
-        if let (Some(r), CacheMode::On) = (&hit, mode) {
-            cache.promote(&pkt.key, r, gen);
-        }
-    }
-    if let Some(r) = hit {
+    if let (Some(r), exact) = lookup(cache, &pkt.key, f.generation(), mode) {
         run_hit(f, w, cache, pkt, tx, &r);
-        return served;
+        return if exact { Served::Exact } else { Served::Megaflow };
     }
     let mut rec = Recorder::new(pkt.key, None);
     let (installed, composed) = record_into(f, w, cache, pkt, tx, &mut rec, mode);
@@ -575,21 +567,33 @@ fn run_with<F: Frontend>(
         walk(f, w, cache, pkt, tx, None, None);
         return;
     }
-    let gen = f.generation();
-    let mut hit = None;
-    if mode == CacheMode::On {
-        hit = cache.lookup_exact(&pkt.key, gen);
-    }
-    if hit.is_none() {
-        hit = cache.lookup_megaflow(&pkt.key, gen);
-        if let (Some(r), CacheMode::On) = (&hit, mode) {
-            cache.promote(&pkt.key, r, gen);
-        }
-    }
-    match hit {
+    match lookup(cache, &pkt.key, f.generation(), mode).0 {
         Some(r) => run_hit(f, w, cache, pkt, tx, &r),
         None => record_walk(f, w, cache, pkt, tx, None),
     }
+}
+
+/// The lookups of a caching mode (`On` or `Megaflow`) for one packet:
+/// with `On` the exact-match cache first, then the megaflow cache, whose
+/// hit `On` promotes to exact match. The answer, and whether the
+/// exact-match cache gave it.
+#[inline]
+fn lookup<P: ?Sized>(
+    cache: &mut Caches<P>,
+    key: &FlowKey,
+    gen: u64,
+    mode: CacheMode,
+) -> (Option<Resolved>, bool) {
+    if mode == CacheMode::On {
+        if let Some(r) = cache.lookup_exact(key, gen) {
+            return (Some(r), true);
+        }
+    }
+    let hit = cache.lookup_megaflow(key, gen);
+    if let (Some(r), CacheMode::On) = (&hit, mode) {
+        cache.promote(key, r, gen);
+    }
+    (hit, false)
 }
 
 /// A packet whose cache entry (or, caches off, first lookup) is `r`.

@@ -32,6 +32,7 @@ mod of_controller;
 use of_controller::{Controller, Got, OfConn};
 
 mod faultlab;
+mod netlab;
 use faultlab::*;
 
 // ---------------------------------------------------------------------------

@@ -9,19 +9,14 @@
 //! drop, and every wait is bounded.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Output, Stdio};
+use std::net::TcpListener;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use sluice_datapath::ports::testutil::{is_root, unique_name, NetNs};
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
+mod netlab;
+use netlab::{free_port, have, Proc};
 
 fn can_run(extra: &[&str]) -> bool {
     assert!(is_root(), "needs root (network namespaces)");
@@ -31,66 +26,10 @@ fn can_run(extra: &[&str]) -> bool {
     true
 }
 
-/// The switch process; killed (by its pid) and reaped on drop. Its log goes
-/// to a file (a pipe nobody reads could fill up and stall it).
-struct Switch {
-    child: Option<Child>,
-    log: std::path::PathBuf,
-}
-
-impl Switch {
-    fn start(args: &[&str]) -> Switch {
-        let log = std::env::temp_dir().join(format!("{}.log", unique_name("sluice-run-")));
-        let file = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .arg("run")
-            // Tests run switches side by side: no shared control socket.
-            .arg("--no-control-socket")
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("spawning sluice run");
-        Switch { child: Some(child), log }
-    }
-
-    fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
-    }
-
-    /// SIGTERM, then wait (bounded) for the exit; returns whether it exited
-    /// successfully, and its log.
-    fn stop(mut self) -> (bool, String) {
-        let mut ok = false;
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill").args(["-TERM", &c.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                if let Ok(Some(st)) = c.try_wait() {
-                    ok = st.success();
-                    break;
-                }
-                if Instant::now() > deadline {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        (ok, std::fs::read_to_string(&self.log).unwrap_or_default())
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = std::fs::remove_file(&self.log);
-    }
+/// `sluice run ARGS`; tests run switches side by side, so without the
+/// shared control socket.
+fn start(args: &[&str]) -> Proc {
+    Proc::sluice_run(&[&["--no-control-socket"], args].concat())
 }
 
 /// Hosts h1, h2 (10.9.0.1/2) and the switch namespace, with the switch ends
@@ -180,28 +119,6 @@ impl Lab {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-fn wait_listening(port: u16, sw: &mut Switch) {
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return;
-        }
-        if let Some(st) = sw.exited() {
-            panic!("sluice run exited early: {st}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("sluice run did not listen on {addr} within 20 s");
-}
-
 fn ofctl(port: u16, args: &[&str]) -> String {
     let target = format!("tcp:127.0.0.1:{port}");
     let (cmd, rest) = args.split_first().expect("ovs-ofctl command");
@@ -244,8 +161,8 @@ fn secure_mode_with_ovs_ofctl_flows_and_port_removal() {
     ];
     args.extend(lab.port_args());
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut sw = Switch::start(&argv);
-    wait_listening(port, &mut sw);
+    let mut sw = start(&argv);
+    sw.wait_listening(port);
 
     // The switch describes itself.
     let features = ofctl(port, &["show"]);
@@ -316,7 +233,7 @@ fn standalone_mode_forwards_without_controller() {
         vec!["--netns".into(), lab.sw.name().into(), "--fail-mode".into(), "standalone".into()];
     args.extend(lab.port_args());
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let sw = Switch::start(&argv);
+    let sw = start(&argv);
     assert!(lab.ping_ok_within(Duration::from_secs(15)), "standalone switch did not forward");
     let out = lab.ping(1, 0, 3);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
@@ -335,7 +252,7 @@ fn secure_mode_without_flows_drops() {
     let mut args: Vec<String> = vec!["--netns".into(), lab.sw.name().into()];
     args.extend(lab.port_args());
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let sw = Switch::start(&argv);
+    let sw = start(&argv);
     std::thread::sleep(Duration::from_millis(500));
     assert!(!lab.ping(0, 1, 2).status.success(), "secure switch without flows forwarded");
     let (clean, log) = sw.stop();
@@ -375,7 +292,7 @@ fn standalone_mode_yields_to_a_connected_controller() {
     ];
     args.extend(lab.port_args());
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut sw = Switch::start(&argv);
+    let mut sw = start(&argv);
 
     // Accept the switch's connection (bounded) and say HELLO (OpenFlow 1.3).
     ctl.set_nonblocking(true).unwrap();
@@ -387,7 +304,7 @@ fn standalone_mode_yields_to_a_connected_controller() {
             Err(e) => panic!("the switch never connected: {e}"),
         }
     };
-    assert!(sw.exited().is_none());
+    assert!(sw.try_wait().is_none());
     conn.set_nonblocking(false).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     conn.write_all(&[0x04, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x01]).unwrap();

@@ -19,8 +19,8 @@
 use std::collections::BTreeSet;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -29,92 +29,13 @@ use sluice_ofp::message::{port_reason, Hello, Message};
 
 mod netlab;
 mod of_controller;
-use netlab::Scratch;
-use of_controller::{Controller, OfConn, Watched};
+use netlab::{have, Proc, Scratch};
+use of_controller::{Controller, OfConn};
 
 /// EtherType of the test frames.
 const ETH_OK: u16 = 0x88b5;
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// `sluice run`, killed (by its pid) and reaped on drop; its log goes to a
-/// file, whose tail a failing test prints.
-struct Switch {
-    child: Option<Child>,
-    log: PathBuf,
-}
-
-impl Switch {
-    fn start(args: &[String], log: PathBuf) -> Switch {
-        let file = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .arg("run")
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("spawning sluice run");
-        Switch { child: Some(child), log }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().map(Child::id).expect("switch running")
-    }
-
-    /// Waits (bounded) until `needle` occurs at least `count` times in the
-    /// log; returns the log.
-    fn wait_log(&mut self, needle: &str, count: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let log = self.log_text();
-            if log.matches(needle).count() >= count {
-                return log;
-            }
-            assert!(self.exited().is_none(), "sluice run exited:\n{log}");
-            assert!(Instant::now() < deadline, "`{needle}` not logged {count} time(s):\n{log}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn sighup(&self) {
-        let st = Command::new("kill").args(["-HUP", &self.pid().to_string()]).status();
-        assert!(st.is_ok_and(|s| s.success()), "kill -HUP failed");
-    }
-}
-
-impl Watched for Switch {
-    fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if std::thread::panicking() {
-            let log = self.log_text();
-            let tail: Vec<&str> = log.lines().rev().take(60).collect();
-            eprintln!("--- sluice run log (last 60 lines) ---");
-            for l in tail.iter().rev() {
-                eprintln!("{l}");
-            }
-        }
-    }
-}
+const LOG_WAIT: Duration = Duration::from_secs(20);
 
 fn mac(host: usize) -> [u8; 6] {
     [0x02, 0, 0, 0, 0x0b, host as u8 + 1]
@@ -267,7 +188,7 @@ fn reload_adds_and_removes_ports_swaps_controllers_and_loses_no_frame() {
         "--name".into(),
         name.clone(),
     ];
-    let mut sw = Switch::start(&args, dir.path("switch.log"));
+    let mut sw = Proc::sluice_run(&args);
     let mut of1 = c1.accept(Duration::from_secs(20), &mut sw);
     of1.handshake();
     of1.add_flow(&format!("priority=10,dl_dst={},actions=output:1", mac_text(0)));
@@ -336,7 +257,7 @@ fn reload_adds_and_removes_ports_swaps_controllers_and_loses_no_frame() {
 /// The reloads, while the stream runs.
 fn reloads(
     lab: &Lab,
-    sw: &mut Switch,
+    sw: &mut Proc,
     of1: &mut OfConn,
     cfg_path: &Path,
     rundir: &Path,
@@ -352,7 +273,7 @@ fn reloads(
     let out = ctl(rundir, name, &["reload"]);
     assert!(out.contains(&format!("reload applied (sluice run, pid {})", sw.pid())), "{out}");
     assert!(out.contains("ports added: 3; removed: none"), "{out}");
-    sw.wait_log("configuration reloaded", 1);
+    sw.wait_log_n("configuration reloaded", 1, LOG_WAIT);
     let ps = of1
         .wait_for(Duration::from_secs(10), |_, m| match m {
             Message::PortStatus(p) if p.reason == port_reason::ADD => Some(p.desc.clone()),
@@ -367,8 +288,8 @@ fn reloads(
 
     // 2. Remove it again (SIGHUP).
     std::fs::write(cfg_path, config(&[(if1, 1), (if2, 2)], c1, "")).unwrap();
-    sw.sighup();
-    sw.wait_log("configuration reloaded", 2);
+    sw.signal("HUP");
+    sw.wait_log_n("configuration reloaded", 2, LOG_WAIT);
     let ps = of1
         .wait_for(Duration::from_secs(10), |_, m| match m {
             Message::PortStatus(p) if p.reason == port_reason::DELETE => Some(p.desc.clone()),
@@ -393,8 +314,8 @@ fn reloads(
         config(&[(if1, 1), (if2, 2)], c2.port, &format!("dpid = 77\n{listen}")),
     )
     .unwrap();
-    sw.sighup();
-    let log = sw.wait_log("configuration reloaded", 3);
+    sw.signal("HUP");
+    let log = sw.wait_log_n("configuration reloaded", 3, LOG_WAIT);
     assert!(log.contains("needs a restart") && log.contains("dpid"), "{log}");
     let mut of2 = c2.accept(Duration::from_secs(20), sw);
     of2.handshake();
@@ -409,7 +330,7 @@ fn reloads(
     let (ok, out, err) = ctl_status(rundir, name, &["reload"]);
     assert!(!ok, "ctl reload of an invalid file succeeded: {out}");
     assert!(out.contains("workerz") && err.contains("reload refused"), "{out}\n{err}");
-    let log = sw.wait_log("reload refused", 1);
+    let log = sw.wait_log_n("reload refused", 1, LOG_WAIT);
     assert!(log.contains("workerz"), "{log}");
     assert_eq!(ctl_ports(), [1, 2]);
     of2.barrier();
@@ -418,17 +339,17 @@ fn reloads(
     // the other, valid addition).
     let bad = config(&[(if1, 1), (if2, 2), (if3, 3), ("nosuchrl0", 9)], c2.port, "");
     std::fs::write(cfg_path, bad).unwrap();
-    sw.sighup();
-    let log = sw.wait_log("reload refused", 2);
+    sw.signal("HUP");
+    let log = sw.wait_log_n("reload refused", 2, LOG_WAIT);
     assert!(log.contains("nosuchrl0"), "{log}");
     assert_eq!(ctl_ports(), [1, 2]);
     of2.barrier();
-    assert_eq!(sw.log_text().matches("configuration reloaded").count(), 3);
+    assert_eq!(sw.log().matches("configuration reloaded").count(), 3);
 
     // 6. Remove the listener: its connection closes, the port is free.
     std::fs::write(cfg_path, config(&[(if1, 1), (if2, 2)], c2.port, "")).unwrap();
-    sw.sighup();
-    sw.wait_log("configuration reloaded", 4);
+    sw.signal("HUP");
+    sw.wait_log_n("configuration reloaded", 4, LOG_WAIT);
     passive.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut b = [0u8; 256];
     let mut closed = false;

@@ -27,6 +27,7 @@ mod of_controller;
 use of_controller::{Controller, OfConn, Watched};
 
 mod faultlab;
+mod netlab;
 use faultlab::*;
 
 const DPID: u64 = 0xfa18;

@@ -31,7 +31,7 @@
 
 mod netlab;
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -40,10 +40,6 @@ use netlab::{free_port, need_root_and, tcp_transfer, Lab, Proc, RawSocket, Scrat
 
 const OCTET: u8 = 81;
 const BYTES: usize = 256 * 1024;
-
-fn host_ip(i: usize) -> Ipv4Addr {
-    Ipv4Addr::new(10, OCTET, i as u8 + 1, 2)
-}
 
 fn port_mac(i: usize) -> String {
     format!("02:00:00:00:{OCTET:02x}:{:02x}", i + 1)
@@ -74,7 +70,7 @@ fn ok(target: &str, args: &[&str]) -> String {
 fn ping(lab: &Lab, from: usize, to: usize) -> bool {
     Command::new("ip")
         .args(["netns", "exec", lab.h[from].name(), "ping", "-n", "-c", "1", "-W", "1"])
-        .arg(host_ip(to).to_string())
+        .arg(lab.routed_ip(to).to_string())
         .output()
         .expect("running ping")
         .status
@@ -96,26 +92,7 @@ fn router_program_forwards_ping_and_tcp_between_three_namespaces() {
     need_root_and(&["ip", "ping", "timeout"]);
     let dir = Scratch::new("p4-router");
     let lab = Lab::new(3, OCTET);
-    for i in 0..3 {
-        let (h, dev) = (&lab.h[i], &lab.host_if[i]);
-        let gw = format!("10.{OCTET}.{}.1", i + 1);
-        h.exec(&["ip", "addr", "flush", "dev", dev]).expect("flush");
-        h.exec(&["ip", "addr", "add", &format!("{}/24", host_ip(i)), "dev", dev]).expect("addr");
-        h.exec(&["ip", "route", "add", "default", "via", &gw]).expect("route");
-        h.exec(&[
-            "ip",
-            "neigh",
-            "replace",
-            &gw,
-            "lladdr",
-            &port_mac(i),
-            "dev",
-            dev,
-            "nud",
-            "permanent",
-        ])
-        .expect("gateway neighbour");
-    }
+    lab.behind_router(port_mac);
     let (mut sw, t) = start_p4(&lab, &dir, "router.p4");
 
     // Nothing routed yet: the default action drops.
@@ -146,7 +123,7 @@ fn router_program_forwards_ping_and_tcp_between_three_namespaces() {
 
     // TCP from host 0 to host 2.
     let data: Vec<u8> = (0..BYTES).map(|i| ((i * 7) ^ (i >> 9)) as u8).collect();
-    let got = tcp_transfer(&lab.h[0], &lab.h[2], SocketAddrV4::new(host_ip(2), 5001), &data);
+    let got = tcp_transfer(&lab.h[0], &lab.h[2], SocketAddrV4::new(lab.routed_ip(2), 5001), &data);
     assert!(got == data, "{} of {BYTES} bytes, in order: {}", got.len(), got == data);
 
     // The router is compiled into the core (the log says which engine runs).

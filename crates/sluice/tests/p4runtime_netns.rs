@@ -377,10 +377,7 @@ fn p4runtime_faults_leave_the_switch_forwarding() {
     let (mut sw, port) = start_switch(&lab, &dir);
     // Static neighbours: rt.p4's `l2` forwards unicast only.
     for (a, b) in [(0, 1), (1, 0)] {
-        let (ip, mac) = (lab.ip(b), lab.mac(b));
-        let dev = lab.host_if[a].as_str();
-        let neigh = ["ip", "neigh", "replace", &ip, "lladdr", &mac, "dev", dev, "nud", "permanent"];
-        lab.h[a].exec(&neigh).expect("static neighbour");
+        lab.neighbour(a, &lab.ip(b), &lab.mac(b));
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
     let url = format!("http://127.0.0.1:{port}");

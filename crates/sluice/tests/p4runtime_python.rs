@@ -389,27 +389,7 @@ fn router_example_over_p4runtime() {
     let octet = 101u8;
     let lab = Lab::new(3, octet);
     let port_mac = |i: usize| format!("02:00:00:00:{octet:02x}:{:02x}", 0xa1 + i);
-    let host_ip = |i: usize| format!("10.{octet}.{}.2", i + 1);
-    for i in 0..3 {
-        let (h, dev) = (&lab.h[i], &lab.host_if[i]);
-        let gw = format!("10.{octet}.{}.1", i + 1);
-        h.exec(&["ip", "addr", "flush", "dev", dev]).expect("flush");
-        h.exec(&["ip", "addr", "add", &format!("{}/24", host_ip(i)), "dev", dev]).expect("addr");
-        h.exec(&["ip", "route", "add", "default", "via", &gw]).expect("route");
-        h.exec(&[
-            "ip",
-            "neigh",
-            "replace",
-            &gw,
-            "lladdr",
-            &port_mac(i),
-            "dev",
-            dev,
-            "nud",
-            "permanent",
-        ])
-        .expect("gateway neighbour");
-    }
+    lab.behind_router(port_mac);
     let (mut sw, addr) = start_program(&lab, &dir, &examples("p4/router.p4"), &[]);
     let mut cmd = python_cmd(&examples("p4runtime/router.py"));
     cmd.args(["--addr", &addr, "--sluice", env!("CARGO_BIN_EXE_sluice")]);
@@ -439,7 +419,7 @@ fn router_example_over_p4runtime() {
                 "1",
                 "-W",
                 "1",
-                &host_ip(b),
+                &lab.routed_ip(b).to_string(),
             ])
             .output()
             .expect("ping")

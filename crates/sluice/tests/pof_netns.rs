@@ -26,11 +26,13 @@
 //! inside namespaces); the switches and the Python helpers are killed by
 //! PID on drop; every wait and loop is bounded.
 
+mod netlab;
 mod ofconn;
 
+use netlab::{free_port, Proc};
 use ofconn::Conn;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -96,11 +98,9 @@ fn require_tools() {
 // ---------------------------------------------------------------------------
 // The switch
 
-/// A `sluice run` child; killed (by its pid) and reaped on drop. Its log
-/// goes to a file (a pipe nobody reads could fill up and stall it).
+/// A `sluice run` child (a [`Proc`]) with its passive listener's port.
 struct Switch {
-    child: Option<Child>,
-    log: std::path::PathBuf,
+    proc: Proc,
     port: u16,
 }
 
@@ -111,7 +111,6 @@ impl Switch {
     fn start(ns: &NetNs, ports: &[(&str, u32)]) -> Switch {
         let port = free_port();
         let mut args: Vec<String> = vec![
-            "run".into(),
             // Tests run switches side by side: no shared control socket.
             "--no-control-socket".into(),
             "--netns".into(),
@@ -127,16 +126,7 @@ impl Switch {
             args.push("--port".into());
             args.push(format!("afpacket:{ifname}={n}"));
         }
-        let log = std::env::temp_dir().join(format!("{}.log", unique_name("sluice-pof-")));
-        let file = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(&args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("spawning sluice run");
-        let mut sw = Switch { child: Some(child), log, port };
+        let mut sw = Switch { proc: Proc::sluice_run(&args), port };
         sw.wait_listening();
         sw.wait_links_up(ports.len());
         sw
@@ -159,18 +149,7 @@ impl Switch {
     }
 
     fn wait_listening(&mut self) {
-        let addr = self.addr();
-        let deadline = Instant::now() + WAIT;
-        while Instant::now() < deadline {
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return;
-            }
-            if let Some(st) = self.exited() {
-                panic!("sluice run exited early: {st}\n{}", self.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("sluice run did not listen on {addr} within {WAIT:?}");
+        self.proc.wait_listening(self.port);
     }
 
     fn addr(&self) -> SocketAddr {
@@ -178,11 +157,11 @@ impl Switch {
     }
 
     fn exited(&mut self) -> Option<ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+        self.proc.try_wait()
     }
 
     fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.proc.log()
     }
 
     /// `sluice ctl tcp:127.0.0.1:PORT ARGS...`, which must succeed; its
@@ -241,43 +220,9 @@ impl Switch {
 
     /// SIGTERM, then wait (bounded) for the exit; whether it exited
     /// successfully, and its log.
-    fn stop(mut self) -> (bool, String) {
-        let mut ok = false;
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill").args(["-TERM", &c.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                if let Ok(Some(st)) = c.try_wait() {
-                    ok = st.success();
-                    break;
-                }
-                if Instant::now() > deadline {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        (ok, self.log_text())
+    fn stop(self) -> (bool, String) {
+        self.proc.stop()
     }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = std::fs::remove_file(&self.log);
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 // ---------------------------------------------------------------------------

@@ -10,14 +10,16 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use sluice_datapath::ports::testutil::{is_root, unique_name, NetNs, RawSocket};
 
+use crate::netlab::Proc;
+pub use crate::netlab::{free_port, have};
 use crate::of_controller::Watched;
 
 /// EtherType of frames the installed flows forward.
@@ -28,14 +30,6 @@ pub const BROADCAST: [u8; 6] = [0xff; 6];
 
 // ---------------------------------------------------------------------------
 // Environment
-
-pub fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 pub fn can_run() -> bool {
     assert!(is_root(), "needs root (network namespaces)");
@@ -65,50 +59,34 @@ impl Drop for TempFile {
 // ---------------------------------------------------------------------------
 // The switch process
 
-/// `sluice run`, killed (by its pid) and reaped on drop. Its log goes to a
-/// file (a pipe nobody reads could fill and stall it); a failing test
-/// prints the log's tail.
+/// `sluice run` (a [`Proc`]: killed by its pid and reaped on drop, its
+/// log in a file whose tail a failing test prints), with its metrics port.
 pub struct Switch {
-    child: Option<Child>,
-    log: PathBuf,
+    proc: Proc,
     /// The `--metrics` port, if given.
     pub metrics: Option<u16>,
 }
 
 impl Switch {
     pub fn start(args: &[String]) -> Switch {
-        let log = std::env::temp_dir().join(format!("{}.log", unique_name("sluice-faults-")));
-        let file = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .arg("run")
-            // Tests run switches side by side: no shared control socket.
-            .arg("--no-control-socket")
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("spawning sluice run");
+        // Tests run switches side by side: no shared control socket.
+        let argv: Vec<&str> =
+            std::iter::once("--no-control-socket").chain(args.iter().map(String::as_str)).collect();
+        let proc = Proc::sluice_run(&argv);
         let metrics = args
             .iter()
             .position(|a| a == "--metrics")
             .and_then(|i| args.get(i + 1)?.rsplit(':').next()?.parse().ok());
-        let mut sw = Switch { child: Some(child), log, metrics };
+        let mut sw = Switch { proc, metrics };
         if let Some(p) = metrics {
             sw.wait_port(p);
         }
         sw
     }
 
-    /// Waits (bounded: 20 s) until 127.0.0.1:`port` accepts connections.
+    /// Waits (bounded) until 127.0.0.1:`port` accepts connections.
     pub fn wait_port(&mut self, port: u16) {
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            assert!(self.exited().is_none(), "sluice run exited early:\n{}", self.log_text());
-            assert!(Instant::now() < deadline, "sluice run did not listen on {addr} within 20 s");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        self.proc.wait_listening(port);
     }
 
     /// The conservation check on this switch's counters ([`Ledger::settled`]).
@@ -117,24 +95,12 @@ impl Switch {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().map(Child::id).expect("switch running")
+        self.proc.pid()
     }
 
     /// Waits (bounded) until `needle` occurs at least `count` times in the log.
     pub fn wait_log(&mut self, needle: &str, count: usize, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let log = self.log_text();
-            if log.matches(needle).count() >= count {
-                return;
-            }
-            assert!(self.exited().is_none(), "sluice run exited:\n{log}");
-            assert!(
-                Instant::now() < deadline,
-                "`{needle}` not logged {count} time(s) within {timeout:?}:\n{log}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.proc.wait_log_n(needle, count, timeout);
     }
 
     /// CPU time (user + system) the switch used so far, from
@@ -163,63 +129,23 @@ impl Switch {
 
     /// SIGTERM, then a bounded wait; whether it exited successfully, and its log.
     pub fn stop(self) -> (bool, String) {
-        self.stop_within(Duration::from_secs(10))
+        self.proc.stop()
     }
 
     /// [`Switch::stop`] giving the switch `limit` to exit (it prints how
     /// long the exit took).
-    pub fn stop_within(mut self, limit: Duration) -> (bool, String) {
-        let mut ok = false;
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill").args(["-TERM", &c.id().to_string()]).status();
-            let start = Instant::now();
-            let deadline = start + limit;
-            loop {
-                if let Ok(Some(st)) = c.try_wait() {
-                    ok = st.success();
-                    println!(
-                        "sluice run exited {:.2} s after SIGTERM",
-                        start.elapsed().as_secs_f64()
-                    );
-                    break;
-                }
-                if Instant::now() > deadline {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        (ok, self.log_text())
+    pub fn stop_within(self, limit: Duration) -> (bool, String) {
+        self.proc.stop_within(limit)
     }
 }
 
 impl Watched for Switch {
     fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+        self.proc.try_wait()
     }
 
     fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if std::thread::panicking() {
-            let log = self.log_text();
-            let tail: Vec<&str> = log.lines().rev().take(40).collect();
-            eprintln!("--- sluice run log (last 40 lines) ---");
-            for l in tail.iter().rev() {
-                eprintln!("{l}");
-            }
-        }
-        let _ = std::fs::remove_file(&self.log);
+        self.proc.log()
     }
 }
 
@@ -608,13 +534,6 @@ impl Lab {
 // ---------------------------------------------------------------------------
 // ovs-ofctl through the daemon's passive listener (the controller the
 // switch connects to is `of_controller`)
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
 
 pub fn wait_listening(port: u16, sw: &mut Switch) {
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();

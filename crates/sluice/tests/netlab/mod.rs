@@ -201,11 +201,16 @@ pub fn n_packets(dump: &str, parts: &[&str]) -> u64 {
 }
 
 /// A child process whose stdout and stderr go to a log file (a pipe nobody
-/// reads could fill up and stall it); killed by its PID and reaped on drop.
+/// reads could fill up and stall it); killed by its PID and reaped on
+/// drop, when a failing test also sees the log's tail. The one process
+/// handle of these tests: `sluice run` ([`Proc::sluice_run`]) and the
+/// peers beside it.
 pub struct Proc {
     what: String,
     child: Child,
     log: PathBuf,
+    /// Whether the log is this handle's own temporary file, removed on drop.
+    own_log: bool,
 }
 
 impl Proc {
@@ -218,7 +223,29 @@ impl Proc {
             .stderr(err)
             .spawn()
             .unwrap_or_else(|e| panic!("spawning {what}: {e}"));
-        Proc { what: what.to_string(), child, log }
+        Proc { what: what.to_string(), child, log, own_log: false }
+    }
+
+    /// [`Proc::spawn`] with the log in a temporary file of its own,
+    /// removed on drop.
+    pub fn spawn_logged(what: &str, cmd: &mut Command) -> Proc {
+        let tag = what.split_whitespace().collect::<Vec<_>>().join("-");
+        let log = std::env::temp_dir().join(format!("{}.log", unique_name(&format!("{tag}-"))));
+        let mut p = Proc::spawn(what, cmd, log);
+        p.own_log = true;
+        p
+    }
+
+    /// `sluice run ARGS` with `RUST_LOG=info` (tests that run switches
+    /// side by side pass `--no-control-socket`).
+    pub fn sluice_run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Proc {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        cmd.arg("run").args(args).env("RUST_LOG", "info");
+        Proc::spawn_logged("sluice run", &mut cmd)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn log(&self) -> String {
@@ -254,27 +281,78 @@ impl Proc {
 
     /// Waits (bounded by `limit`) until the log contains `text`.
     pub fn wait_log(&mut self, text: &str, limit: Duration) -> String {
+        self.wait_log_n(text, 1, limit)
+    }
+
+    /// Waits (bounded by `limit`) until `text` occurs at least `count`
+    /// times in the log; returns the log.
+    pub fn wait_log_n(&mut self, text: &str, count: usize, limit: Duration) -> String {
         let deadline = Instant::now() + limit;
         loop {
             let log = self.log();
-            if log.contains(text) {
+            if log.matches(text).count() >= count {
                 return log;
             }
             self.assert_running();
             assert!(
                 Instant::now() < deadline,
-                "{} did not log `{text}` within {limit:?}:\n{log}",
+                "{} did not log `{text}` {count} time(s) within {limit:?}:\n{log}",
                 self.what
             );
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Sends the process signal `sig` (a name `kill` takes: `HUP`, `TERM`).
+    pub fn signal(&self, sig: &str) {
+        let st = Command::new("kill").arg(format!("-{sig}")).arg(self.pid().to_string()).status();
+        assert!(st.is_ok_and(|s| s.success()), "kill -{sig} {} failed", self.what);
+    }
+
+    /// [`Proc::stop_within`] 10 s.
+    pub fn stop(self) -> (bool, String) {
+        self.stop_within(Duration::from_secs(10))
+    }
+
+    /// SIGTERM, then up to `limit` for the exit (killed after that):
+    /// whether it exited successfully, and its log. Prints how long the
+    /// exit took.
+    pub fn stop_within(mut self, limit: Duration) -> (bool, String) {
+        let _ = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status();
+        let start = Instant::now();
+        let ok = loop {
+            if let Some(st) = self.try_wait() {
+                let secs = start.elapsed().as_secs_f64();
+                println!("{} exited {secs:.2} s after SIGTERM", self.what);
+                break st.success();
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        (ok, self.log())
     }
 }
 
 impl Drop for Proc {
     fn drop(&mut self) {
+        // A no-op once the child is reaped (no signal to a reused PID).
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = self.log();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            eprintln!("--- {} log (last 40 lines) ---", self.what);
+            for l in tail.iter().rev() {
+                eprintln!("{l}");
+            }
+        }
+        if self.own_log {
+            let _ = std::fs::remove_file(&self.log);
+        }
     }
 }
 
@@ -327,6 +405,35 @@ impl Lab {
 
     pub fn mac(&self, i: usize) -> String {
         self.mac_bytes(i).iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    }
+
+    /// Host `i`'s address behind a router ([`Lab::behind_router`]):
+    /// 10.OCTET.(i+1).2.
+    pub fn routed_ip(&self, i: usize) -> Ipv4Addr {
+        Ipv4Addr::new(10, self.octet, i as u8 + 1, 2)
+    }
+
+    /// A permanent neighbour on host `at`: `ip` is at `mac` (for programs
+    /// that answer no ARP).
+    pub fn neighbour(&self, at: usize, ip: &str, mac: &str) {
+        let dev = self.host_if[at].as_str();
+        let neigh = ["ip", "neigh", "replace", ip, "lladdr", mac, "dev", dev, "nud", "permanent"];
+        self.h[at].exec(&neigh).expect("static neighbour");
+    }
+
+    /// Every host in a subnet of its own behind a router: host `i` at
+    /// [`Lab::routed_ip`]`/24`, its default route via 10.OCTET.(i+1).1,
+    /// the router's port, whose MAC `gw_mac(i)` is a permanent neighbour.
+    pub fn behind_router(&self, gw_mac: impl Fn(usize) -> String) {
+        for (i, h) in self.h.iter().enumerate() {
+            let dev = self.host_if[i].as_str();
+            let gw = format!("10.{}.{}.1", self.octet, i + 1);
+            let addr = format!("{}/24", self.routed_ip(i));
+            h.exec(&["ip", "addr", "flush", "dev", dev]).expect("flush");
+            h.exec(&["ip", "addr", "add", &addr, "dev", dev]).expect("addr");
+            h.exec(&["ip", "route", "add", "default", "via", &gw]).expect("route");
+            self.neighbour(i, &gw, &gw_mac(i));
+        }
     }
 
     /// `--port afpacket:IF=N` for every host.

@@ -21,6 +21,17 @@ pub trait Watched {
     fn log_text(&self) -> String;
 }
 
+/// (Every test with this module has `mod netlab` too.)
+impl Watched for crate::netlab::Proc {
+    fn exited(&mut self) -> Option<ExitStatus> {
+        self.try_wait()
+    }
+
+    fn log_text(&self) -> String {
+        self.log()
+    }
+}
+
 /// The controller's passive socket on 127.0.0.1.
 pub struct Controller {
     listener: TcpListener,

@@ -67,7 +67,7 @@ fn secure_controller_killed_and_restarted() {
     lab.assert_forwards(0, 1, 0, 50, 45);
     lab.assert_forwards(1, 0, 0, 50, 45);
     lab.assert_misses_dropped(0, 1, 1000);
-    wait_listening(lport, &mut sw);
+    sw.wait_port(lport);
     let flows = dump_flows(lport);
     assert_eq!(flows.len(), 3, "{flows:?}");
     let before = sw.ledger(&lab, false, "before the faults");
@@ -463,7 +463,7 @@ fn slow_controller_does_not_stop_forwarding() {
     lab.assert_forwards(0, 1, 0, 50, 45);
     // The miss path works: a frame from host 2 comes back as a PACKET_IN.
     fresh_packet_ins(&lab, &mut c, 0);
-    wait_listening(lport, &mut sw);
+    sw.wait_port(lport);
     let rss_before = sw.rss_kib();
 
     // Stall 1, then resume by reading everything queued (until 1 s of quiet).
@@ -553,7 +553,7 @@ fn packet_in_storm_is_rate_limited_and_does_not_starve_replies() {
     a.add_flow("priority=0,actions=controller:65535");
     a.add_flow("priority=100,in_port=1,dl_type=0x88b5,actions=output:2");
     a.barrier();
-    wait_listening(lport, &mut sw);
+    sw.wait_port(lport);
     let mut b = OfConn::connect(lport);
     assert_eq!(b.handshake().datapath_id, DPID);
     b.send(&Message::SetAsync(sluice_ofp::message::AsyncConfig {

@@ -162,7 +162,7 @@ fn secure_mode_with_ovs_ofctl_flows_and_port_removal() {
     args.extend(lab.port_args());
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut sw = start(&argv);
-    sw.wait_listening(port);
+    sw.wait_listening_within(port, Duration::from_secs(20));
 
     // The switch describes itself.
     let features = ofctl(port, &["show"]);

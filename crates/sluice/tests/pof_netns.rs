@@ -149,7 +149,7 @@ impl Switch {
     }
 
     fn wait_listening(&mut self) {
-        self.proc.wait_listening(self.port);
+        self.proc.wait_listening_within(self.port, WAIT);
     }
 
     fn addr(&self) -> SocketAddr {

@@ -10,7 +10,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -84,9 +84,9 @@ impl Switch {
         sw
     }
 
-    /// Waits (bounded) until 127.0.0.1:`port` accepts connections.
+    /// Waits (bounded: 20 s) until 127.0.0.1:`port` accepts connections.
     pub fn wait_port(&mut self, port: u16) {
-        self.proc.wait_listening(port);
+        self.proc.wait_listening_within(port, Duration::from_secs(20));
     }
 
     /// The conservation check on this switch's counters ([`Ledger::settled`]).
@@ -534,16 +534,6 @@ impl Lab {
 // ---------------------------------------------------------------------------
 // ovs-ofctl through the daemon's passive listener (the controller the
 // switch connects to is `of_controller`)
-
-pub fn wait_listening(port: u16, sw: &mut Switch) {
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(sw.exited().is_none(), "sluice run exited early:\n{}", sw.log_text());
-        assert!(Instant::now() < deadline, "sluice run did not listen on {addr} within 20 s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// `ovs-ofctl -O OpenFlow13 dump-flows`, each flow without its counters and
 /// age (which change with traffic and time), sorted.

@@ -264,11 +264,16 @@ impl Proc {
         }
     }
 
-    /// Waits (bounded) until something listens on 127.0.0.1:`port`,
+    /// Waits (bounded: 30 s) until something listens on 127.0.0.1:`port`,
     /// panicking with the log if the process exits first.
     pub fn wait_listening(&mut self, port: u16) {
+        self.wait_listening_within(port, Duration::from_secs(30));
+    }
+
+    /// [`Proc::wait_listening`] bounded by `limit`.
+    pub fn wait_listening_within(&mut self, port: u16, limit: Duration) {
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
             if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
                 return;
@@ -276,7 +281,7 @@ impl Proc {
             self.assert_running();
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!("{} did not listen on {addr} within 30 s:\n{}", self.what, self.log());
+        panic!("{} did not listen on {addr} within {limit:?}:\n{}", self.what, self.log());
     }
 
     /// Waits (bounded by `limit`) until the log contains `text`.

@@ -230,6 +230,9 @@ pub struct Lab {
     /// Link drops (veth counters, in and out) of interfaces deleted meanwhile.
     pub gone_link_drops: AtomicU64,
     pub gone_link_drops_out: AtomicU64,
+    /// While set, [`Lab::under_traffic`]'s sender sends nothing
+    /// ([`Lab::quiesce`], [`Lab::resume`]).
+    hold: std::sync::atomic::AtomicBool,
 }
 
 /// A host's raw socket, replaceable while other threads use the lab (a
@@ -275,6 +278,7 @@ impl Lab {
             seen: (0..n).map(|_| AtomicU64::new(0)).collect(),
             gone_link_drops: AtomicU64::new(0),
             gone_link_drops_out: AtomicU64::new(0),
+            hold: std::sync::atomic::AtomicBool::new(false),
         };
         for i in 0..n {
             let h = NetNs::new("flh").expect("host namespace");
@@ -346,6 +350,10 @@ impl Lab {
                     if stop.load(Relaxed) {
                         break;
                     }
+                    if self.hold.load(Relaxed) {
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    }
                     for (k, &(from, dst, ty)) in streams.iter().enumerate() {
                         let f = eth_frame(dst, mac(from), ty, base.wrapping_add(round), 100);
                         // A host whose link is being re-created cannot send: not counted.
@@ -376,6 +384,28 @@ impl Lab {
             receiver.join().expect("receiver thread");
             (r, sender.join().expect("sender thread"))
         })
+    }
+
+    /// Stops [`Lab::under_traffic`]'s sender, then waits until host `i`
+    /// has received nothing for 100 ms (bounded: 5 s), so no frame is on
+    /// its way to it: what [`Lab::unlink`] needs under traffic (a frame
+    /// queued for a veth end when it is deleted is freed by the kernel
+    /// without a count). [`Lab::resume`] lets the sender go on.
+    pub fn quiesce(&self, i: usize) {
+        self.hold.store(true, Relaxed);
+        let end = Instant::now() + Duration::from_secs(5);
+        let mut last = (self.seen[i].load(Relaxed), Instant::now());
+        while Instant::now() < end && last.1.elapsed() < Duration::from_millis(100) {
+            std::thread::sleep(Duration::from_millis(5));
+            let n = self.seen[i].load(Relaxed);
+            if n != last.0 {
+                last = (n, Instant::now());
+            }
+        }
+    }
+
+    pub fn resume(&self) {
+        self.hold.store(false, Relaxed);
     }
 
     /// Drains every host until all were quiet for `quiet` (bounded: 20 s).
@@ -419,7 +449,7 @@ impl Lab {
     /// Deletes host `i`'s veth (from the switch end), keeping its link
     /// drop counters in [`Lab::gone_link_drops`]. Frames in flight when it
     /// goes are lost uncounted by the veth: the caller sends none to or
-    /// from host `i` meanwhile, or allows for them.
+    /// from host `i` meanwhile ([`Lab::quiesce`] under traffic).
     pub fn unlink(&self, i: usize) {
         let (inward, outward) = self.link_drops(i);
         self.gone_link_drops.fetch_add(inward, Relaxed);

@@ -301,9 +301,32 @@ struct Programs<P: ?Sized> {
     free: Vec<u32>,
 }
 
-/// How many addresses a program's slot keeps for the staged burst to
-/// prefetch together with the program (see [`Caches::prefetch_program`]).
+/// How many runs of cache lines a program's slot keeps for the staged
+/// burst to prefetch together with the program (see
+/// [`Caches::prefetch_program`] and [`hot_lines`]).
 pub const HOT_ADDRS: usize = 4;
+
+/// A slot's `hot` entry for the lines that `len` bytes from `addr` span,
+/// up to 64 of them: the first line's address (lines are 64-byte
+/// aligned, so its low 6 bits are free) with the number of further
+/// lines in those bits. 0 for an empty run (0 ends a slot's list).
+pub fn hot_lines(addr: usize, len: usize) -> usize {
+    if len == 0 || addr == 0 {
+        return 0;
+    }
+    let first = addr & !63;
+    let last = (addr + len - 1) & !63;
+    first | ((last - first) / 64).min(63)
+}
+
+/// Starts loading every line of a [`hot_lines`] entry.
+#[inline]
+fn prefetch_lines(hot: usize) {
+    let first = hot & !63;
+    for i in 0..=(hot & 63) {
+        crate::prefetch(first.wrapping_add(i * 64) as *const u8);
+    }
+}
 
 /// One id's item, the number of entries holding it, and the addresses its
 /// hit will touch first (the counter cells of the entries its program
@@ -935,7 +958,7 @@ impl<P: ?Sized> Caches<P> {
             crate::prefetch(start.wrapping_add(off));
         }
         for &a in s.hot.iter().take_while(|a| **a != 0) {
-            crate::prefetch(a as *const u8);
+            prefetch_lines(a);
         }
         Some(prog)
     }
@@ -1432,6 +1455,21 @@ mod tests {
             c.install_megaflow(&FlowKey::ZERO, &m, res(chain(&[(0, 0)])), 1);
         }
         assert!(c.stats.megaflow_masks <= MEGAFLOW_MAX_MASKS as u64);
+    }
+
+    /// A hot entry names the first line and how many follow it.
+    #[test]
+    fn hot_lines_cover_the_bytes() {
+        assert_eq!(hot_lines(0x1000, 1), 0x1000);
+        assert_eq!(hot_lines(0x103f, 1), 0x1000);
+        assert_eq!(hot_lines(0x1000, 64), 0x1000);
+        assert_eq!(hot_lines(0x1000, 65), 0x1001);
+        // 0x1030..0x1050 crosses into the second line.
+        assert_eq!(hot_lines(0x1030, 0x20), 0x1001);
+        assert_eq!(hot_lines(0x1010, 160), 0x1002);
+        assert_eq!(hot_lines(0x1000, 1 << 20), 0x1000 | 63);
+        assert_eq!(hot_lines(0x1000, 0), 0);
+        assert_eq!(hot_lines(0, 8), 0);
     }
 
     /// A composed program lives while an exact or megaflow entry holds it

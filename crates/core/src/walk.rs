@@ -51,8 +51,8 @@
 
 use crate::adapt::{self, Governor};
 use crate::cache::{
-    CacheStats, Caches, Chain, Closed, Guarded, Hop, Item, RawKey, Recorder, Resolved, HOT_ADDRS,
-    NO_PROG, RAW_BYTES,
+    hot_lines, CacheStats, Caches, Chain, Closed, Guarded, Hop, Item, RawKey, Recorder, Resolved,
+    HOT_ADDRS, NO_PROG, RAW_BYTES,
 };
 use crate::extract::Extract;
 use crate::graph::{Graph, Next, Node};
@@ -327,24 +327,30 @@ pub enum Step<C> {
 /// flow, table and idle-time statistics stay exact.
 pub type Program<C> = [Step<C>];
 
-/// The addresses a hit on `prog` touches first, for the cache slot that
-/// holds it: the counter cells (shard `s`) of the entries it bumps, then
-/// its key programs and their instructions (each a load that depends on
-/// the one before: the program's step, the shared program, its
-/// instructions), the first [`HOT_ADDRS`] of them.
+/// The lines a hit on `prog` touches first, for the cache slot that
+/// holds it ([`hot_lines`] entries): the counter cells (shard `s`) of the
+/// entries it bumps, then its key programs and their instructions (each
+/// a load that depends on the one before: the program's step, the shared
+/// program, its instructions, all their lines), the first [`HOT_ADDRS`]
+/// of them.
 fn hot_addrs<C>(prog: &Program<C>, s: Shard) -> [usize; HOT_ADDRS] {
     let mut hot = [0; HOT_ADDRS];
     let hits = prog.iter().filter_map(|step| match step {
-        Step::Hit { entry, counting, .. } if counting.any() => Some(entry.shard_addr(s)),
+        Step::Hit { entry, counting, .. } if counting.any() => {
+            Some(hot_lines(entry.shard_addr(s), 1))
+        }
         _ => None,
     });
     let keys = prog.iter().flat_map(|step| match step {
-        Step::Act { op: Op::Key(p), .. } => {
-            [Some(Arc::as_ptr(p) as usize), Some(p.insns().as_ptr() as usize)]
-        }
+        Step::Act { op: Op::Key(p), .. } => [
+            // The run reads the instructions' pointer and length and the
+            // register flag, at the start of the program.
+            Some(hot_lines(Arc::as_ptr(p) as usize, 1)),
+            Some(hot_lines(p.insns().as_ptr() as usize, std::mem::size_of_val(p.insns()))),
+        ],
         _ => [None, None],
     });
-    for (h, a) in hot.iter_mut().zip(hits.chain(keys.flatten())) {
+    for (h, a) in hot.iter_mut().zip(hits.chain(keys.flatten()).filter(|&a| a != 0)) {
         *h = a;
     }
     hot

@@ -344,6 +344,11 @@ pub struct KeyProg {
 }
 
 impl KeyProg {
+    /// The bytes at the start of a program that a run reads (the
+    /// instructions' pointer and length, then the register flag), for a
+    /// cached hit to prefetch (`walk::hot_addrs`).
+    pub(crate) const RUN_HEAD: usize = std::mem::offset_of!(KeyProg, few_regs) + 1;
+
     /// Checks `insns`; the program's [`KeyProg::reads`] are every slot it
     /// loads.
     pub fn new(insns: Vec<Insn>) -> Result<KeyProg, KeyProgError> {

@@ -343,9 +343,9 @@ fn hot_addrs<C>(prog: &Program<C>, s: Shard) -> [usize; HOT_ADDRS] {
     });
     let keys = prog.iter().flat_map(|step| match step {
         Step::Act { op: Op::Key(p), .. } => [
-            // The run reads the instructions' pointer and length and the
-            // register flag, at the start of the program.
-            Some(hot_lines(Arc::as_ptr(p) as usize, 1)),
+            // What a run reads of the program itself may straddle two
+            // lines.
+            Some(hot_lines(Arc::as_ptr(p) as usize, KeyProg::RUN_HEAD)),
             Some(hot_lines(p.insns().as_ptr() as usize, std::mem::size_of_val(p.insns()))),
         ],
         _ => [None, None],

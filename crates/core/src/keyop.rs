@@ -340,6 +340,9 @@ pub struct KeyProg {
     /// Every register the program names is below 8: a run zeroes 8
     /// registers, not [`REGS`].
     few_regs: bool,
+    /// One past the highest register the program names (in the padding
+    /// before `reads`; joining programs reads it, not every instruction).
+    regs: u8,
     reads: FlowMask,
 }
 
@@ -429,9 +432,14 @@ impl KeyProg {
                 Insn::Jump { to } => jump(to)?,
             }
         }
-        let mut p = KeyProg { insns: insns.into_boxed_slice(), few_regs: false, reads };
-        p.few_regs = p.regs_used() <= 8;
-        Ok(p)
+        let mut regs = 0;
+        for i in &insns {
+            let (dst, srcs) = i.regs();
+            for r in srcs.into_iter().chain([dst]).flatten() {
+                regs = regs.max(r + 1);
+            }
+        }
+        Ok(KeyProg { insns: insns.into_boxed_slice(), few_regs: regs <= 8, regs, reads })
     }
 
     /// The same program un-wildcarding `reads` instead of every slot it
@@ -475,14 +483,7 @@ impl KeyProg {
 
     /// One past the highest register the program names.
     fn regs_used(&self) -> usize {
-        let mut n = 0;
-        for i in self.insns.iter() {
-            let (dst, srcs) = i.regs();
-            for r in srcs.into_iter().chain([dst]).flatten() {
-                n = n.max(usize::from(r) + 1);
-            }
-        }
-        n
+        usize::from(self.regs)
     }
 
     /// `self` then `next` as one program (reading what either reads),

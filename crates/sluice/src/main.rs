@@ -6,6 +6,9 @@
 use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod flowfile;
 use sluice_datapath::flowpacket;
 

@@ -55,6 +55,9 @@ struct Facts {
     truthy: [Option<Reg>; REGS],
     /// Slots holding a value the program stored, exactly.
     held: Vec<(Slot, u64)>,
+    /// One past the highest register the program names: the others stay
+    /// zero throughout, so the loops over registers stop here.
+    n: usize,
 }
 
 fn bits_of(v: u64) -> u8 {
@@ -66,13 +69,15 @@ fn overlap(a: Slot, b: Slot) -> bool {
 }
 
 impl Facts {
-    /// At the start registers are zero and no slot is known.
-    fn start() -> Facts {
+    /// At the start registers are zero and no slot is known; the
+    /// program names registers below `n`.
+    fn start(n: usize) -> Facts {
         Facts {
             val: [Val::Const(0); REGS],
             bits: [0; REGS],
             truthy: [None; REGS],
             held: Vec::new(),
+            n: n.min(REGS),
         }
     }
 
@@ -112,9 +117,9 @@ impl Facts {
     /// `d` is about to be written: its copies and what was nonzero with
     /// it hold its old value, so the first copy becomes their root.
     fn forget(&mut self, d: Reg) {
-        let heir = (0..REGS).find(|&r| self.val[r] == Val::Copy(d)).map(|r| r as Reg);
+        let heir = (0..self.n).find(|&r| self.val[r] == Val::Copy(d)).map(|r| r as Reg);
         if let Some(h) = heir {
-            for r in 0..REGS {
+            for r in 0..self.n {
                 if self.val[r] == Val::Copy(d) {
                     self.val[r] = if r == ix(h) { Val::Unknown } else { Val::Copy(h) };
                 }
@@ -150,7 +155,7 @@ impl Facts {
         while work != 0 {
             let r = work.trailing_zeros() as Reg;
             seen |= 1 << ix(r);
-            for q in 0..REGS {
+            for q in 0..self.n {
                 if q == ix(r) || self.val[q] == Val::Copy(r) {
                     self.val[q] = Val::Const(0);
                     self.bits[q] = 0;
@@ -171,7 +176,7 @@ impl Facts {
     fn assume_nonzero(&mut self, r: Reg) {
         let r = self.root(r);
         if self.bits[ix(r)] <= 1 && self.val[ix(r)] == Val::Unknown {
-            for q in 0..REGS {
+            for q in 0..self.n {
                 if q == ix(r) || self.val[q] == Val::Copy(r) {
                     self.val[q] = Val::Const(1);
                 }
@@ -181,7 +186,7 @@ impl Facts {
 
     /// What holds on both this edge and `o`.
     fn meet(&mut self, o: &Facts) {
-        for r in 0..REGS {
+        for r in 0..self.n {
             if self.val[r] != o.val[r] {
                 self.val[r] = Val::Unknown;
             }
@@ -192,7 +197,7 @@ impl Facts {
         }
         // A copy of a register that is no longer a root in both is not
         // kept: only roots are copied from.
-        for r in 0..REGS {
+        for r in 0..self.n {
             if let Val::Copy(s) = self.val[r] {
                 if self.val[ix(s)] == Val::Unknown {
                     continue;
@@ -200,7 +205,7 @@ impl Facts {
                 self.val[r] = Val::Unknown;
             }
         }
-        for r in 0..REGS {
+        for r in 0..self.n {
             if let Some(t) = self.truthy[r] {
                 if matches!(self.val[ix(t)], Val::Copy(_)) {
                     self.truthy[r] = None;
@@ -216,11 +221,24 @@ impl Facts {
 /// decided to fall through, or a move of a register onto itself).
 fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
     let n = insns.len();
+    let regs = insns
+        .iter()
+        .flat_map(|i| {
+            let (d, s) = i.regs();
+            s.into_iter().chain([d]).flatten()
+        })
+        .map(|r| ix(r) + 1)
+        .max()
+        .unwrap_or(0);
     // What falls through into the next instruction, and what jumps carry
     // to instructions ahead (few: kept in a list, not one per
     // instruction, so a straight program copies no facts at all).
-    let mut through = Some(Facts::start());
-    let mut ahead: Vec<(usize, Facts)> = Vec::new();
+    // `cur` is what holds on entry to the instruction at hand, while
+    // `live` (something reaches it); kept in place, not moved per
+    // instruction: a `Facts` is some 600 bytes.
+    let mut cur = Facts::start(regs);
+    let mut live = true;
+    let mut ahead: Vec<(usize, Facts)> = Vec::with_capacity(4);
     let mut out = vec![None; n];
     // Instructions that overwrite a register with a value nonzero exactly
     // when the old one was (`r = r != 0`).
@@ -249,15 +267,19 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
         t
     };
     for k in 0..n {
-        let mut entry = through.take();
         while let Some(j) = ahead.iter().position(|(t, _)| *t == k) {
             let (_, g) = ahead.swap_remove(j);
-            match &mut entry {
-                Some(f) => f.meet(&g),
-                None => entry = Some(g),
+            if live {
+                cur.meet(&g);
+            } else {
+                cur = g;
+                live = true;
             }
         }
-        let Some(mut f) = entry else { continue };
+        if !live {
+            continue;
+        }
+        let f = &mut cur;
         let i = insns[k];
         let mut falls = true;
         out[k] = match i {
@@ -302,16 +324,16 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
                         f.set(dst, Val::Const(value), 0, None);
                         Some(Insn::Const { dst, value })
                     }
-                    _ => copy(&mut f, dst, a),
+                    _ => copy(f, dst, a),
                 }
             }
             Insn::Bin { op, dst, a, b, width } => {
-                let (i, t) = binary(&mut f, op, dst, a, Err(b), width);
+                let (i, t) = binary(f, op, dst, a, Err(b), width);
                 same_truth[k] = t;
                 i
             }
             Insn::BinImm { op, dst, a, imm, width } => {
-                let (i, t) = binary(&mut f, op, dst, a, Ok(imm), width);
+                let (i, t) = binary(f, op, dst, a, Ok(imm), width);
                 same_truth[k] = t;
                 i
             }
@@ -331,7 +353,7 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
                     }
                     // Keeping bits a register cannot have is a copy.
                     None if matches!(i, Insn::Trunc { .. }) && f.bits(a) <= width => {
-                        copy(&mut f, dst, a)
+                        copy(f, dst, a)
                     }
                     None => {
                         f.set(dst, Val::Unknown, width, None);
@@ -359,7 +381,7 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
             }
             Insn::Jump { to } => {
                 falls = false;
-                let t = chase(usize::from(to), &f);
+                let t = chase(usize::from(to), f);
                 flow(&mut ahead, t, f.clone());
                 Some(Insn::Jump { to: t as u16 })
             }
@@ -368,7 +390,7 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
                 match f.zero(cond) {
                     Some(true) => {
                         falls = false;
-                        let t = chase(usize::from(to), &f);
+                        let t = chase(usize::from(to), f);
                         flow(&mut ahead, t, f.clone());
                         Some(Insn::Jump { to: t as u16 })
                     }
@@ -386,9 +408,7 @@ fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
                 }
             }
         };
-        if falls {
-            through = Some(f);
-        }
+        live = falls;
     }
     (out, same_truth)
 }

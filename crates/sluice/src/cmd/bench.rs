@@ -1400,6 +1400,17 @@ fn cut_short_notes(
     warm: (&Pass, usize),
     timed: (&Pass, usize),
 ) {
+    // A long warm-up is mostly the slow path (lookups, composing and
+    // installing cache entries): its cost a packet, all packets counted.
+    let (w, _) = warm;
+    if w.elapsed >= Duration::from_millis(500) && w.packets > 0 {
+        notes.push(format!(
+            "{name}: warm-up of {} packets took {:.2}s ({:.2} us a packet)",
+            w.packets,
+            w.elapsed.as_secs_f64(),
+            w.elapsed.as_secs_f64() * 1e6 / w.packets as f64
+        ));
+    }
     for (what, (p, len)) in [("warm-up stopped", warm), ("stopped", timed)] {
         if p.cut_short {
             notes.push(format!(

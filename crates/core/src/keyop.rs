@@ -346,6 +346,18 @@ pub struct KeyProg {
     reads: FlowMask,
 }
 
+/// One past the highest register `insns` name.
+pub(crate) fn regs_named(insns: &[Insn]) -> u8 {
+    let mut regs = 0;
+    for i in insns {
+        let (dst, srcs) = i.regs();
+        for r in srcs.into_iter().chain([dst]).flatten() {
+            regs = regs.max(r + 1);
+        }
+    }
+    regs
+}
+
 impl KeyProg {
     /// The bytes at the start of a program that a run reads (the
     /// instructions' pointer and length, then the register flag), for a
@@ -432,13 +444,7 @@ impl KeyProg {
                 Insn::Jump { to } => jump(to)?,
             }
         }
-        let mut regs = 0;
-        for i in &insns {
-            let (dst, srcs) = i.regs();
-            for r in srcs.into_iter().chain([dst]).flatten() {
-                regs = regs.max(r + 1);
-            }
-        }
+        let regs = regs_named(&insns);
         Ok(KeyProg { insns: insns.into_boxed_slice(), few_regs: regs <= 8, regs, reads })
     }
 

@@ -221,22 +221,13 @@ impl Facts {
 /// decided to fall through, or a move of a register onto itself).
 fn forward(insns: &[Insn]) -> (Vec<Option<Insn>>, Vec<bool>) {
     let n = insns.len();
-    let regs = insns
-        .iter()
-        .flat_map(|i| {
-            let (d, s) = i.regs();
-            s.into_iter().chain([d]).flatten()
-        })
-        .map(|r| ix(r) + 1)
-        .max()
-        .unwrap_or(0);
     // What falls through into the next instruction, and what jumps carry
     // to instructions ahead (few: kept in a list, not one per
     // instruction, so a straight program copies no facts at all).
     // `cur` is what holds on entry to the instruction at hand, while
     // `live` (something reaches it); kept in place, not moved per
     // instruction: a `Facts` is some 600 bytes.
-    let mut cur = Facts::start(regs);
+    let mut cur = Facts::start(usize::from(super::regs_named(insns)));
     let mut live = true;
     let mut ahead: Vec<(usize, Facts)> = Vec::with_capacity(4);
     let mut out = vec![None; n];
